@@ -1,0 +1,254 @@
+"""Command line: arguments -> config objects. User errors are one line and exit 2.
+
+    bench WORKLOAD [options]     (shorthand for `bench run WORKLOAD`)
+    bench list | show FILE... | rerun FILE
+
+Exit status: 0 every point measured; 1 a point failed (the others are saved);
+2 bad usage; 130 interrupted (finished points are saved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+import bench
+from bench import registry, result
+from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
+from bench.errors import BenchError, UsageError
+from bench.report.live import LiveReporter
+from bench.report.table import tables
+from bench.runner import Runner
+from bench.units import parse_size
+
+COMMANDS = ("run", "list", "show", "rerun")
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        # One line, not argparse's usage block; the caller prints it and exits 2.
+        raise UsageError(f"{message} (see: {self.prog} --help)")
+
+
+def _list_of(convert: Callable[[str], Any], what: str, allowed: str) -> Callable[[str], tuple]:
+    def parse(text: str) -> tuple:
+        values = []
+        for item in text.split(","):
+            try:
+                values.append(convert(item.strip()))
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{what}: {item.strip()!r} is not allowed; use {allowed}") from None
+        return tuple(values)
+
+    return parse
+
+
+def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
+    def convert(item: str) -> str:
+        if item not in choices:
+            raise ValueError
+        return item
+
+    return _list_of(convert, what, "one or more of " + ", ".join(choices) + " (comma-separated)")
+
+
+def _compilers(text: str) -> tuple[str | None, ...]:
+    return tuple(None if item.strip() in ("none", "eager") else item.strip() for item in text.split(","))
+
+
+def _repeats(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"repeats: {text!r} is not allowed; use a positive whole number or auto") from None
+
+
+def _size(text: str) -> int:
+    return parse_size(text, "memory-limit")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="what to train (see: bench list)")
+    p.add_argument("--framework", default="torch", help="torch (default)")
+    p.add_argument("--device", default=os.environ.get("BENCH_DEVICE", "auto"),
+                   help="auto (default: the best available), cpu, cuda, rocm, mps")
+    p.add_argument("--batch-size", type=_list_of(int, "batch-size", "whole numbers, e.g. 16,32"),
+                   default=(), help="global batch size(s), comma-separated for a sweep")
+    p.add_argument("--precision", type=_choice_list("precision", PRECISIONS), default=("fp32",),
+                   help="fp32, tf32, fp16 (with a grad scaler), bf16; comma-separated for a sweep")
+    p.add_argument("--memory-format", type=_choice_list("memory-format", MEMORY_FORMATS),
+                   default=None, help="contiguous, channels_last; comma-separated for a sweep")
+    p.add_argument("--channels-last", action="store_true", help="same as --memory-format channels_last")
+    p.add_argument("--compile", type=_compilers, nargs="?", const=("inductor",), default=(None,),
+                   metavar="BACKEND", help="torch.compile with BACKEND (default inductor); "
+                   "a list like none,inductor sweeps")
+    p.add_argument("--threads", type=int, help="intra-op CPU threads (default: the framework's)")
+    p.add_argument("--data", choices=DATA_SOURCES, default="synthetic",
+                   help="synthetic: one batch made on the device (default); loader: a real DataLoader")
+    p.add_argument("--num-workers", type=int, default=0, help="DataLoader workers with --data loader")
+    p.add_argument("--warmup-steps", type=int, help="unmeasured steps first (default 5; 0 in epoch mode)")
+    p.add_argument("--steps", type=int, default=20, help="measured steps (default 20)")
+    p.add_argument("--epochs", type=int, help="epoch mode: time N epochs, summarise epochs 2..N")
+    p.add_argument("--epoch-samples", type=int, help="samples per epoch (default: the dataset's size)")
+    p.add_argument("--seq-len", type=int, help="sequence length, for language workloads")
+    p.add_argument("--repeats", type=_repeats, default=1,
+                   help="fresh processes per point (default 1); auto: until the spread is under "
+                   "--target-rsd, between --min-repeats and --max-repeats")
+    p.add_argument("--min-repeats", type=int, default=3)
+    p.add_argument("--max-repeats", type=int, default=10)
+    p.add_argument("--target-rsd", type=float, default=0.035,
+                   help="relative standard deviation that ends automatic repeats (default 0.035)")
+    p.add_argument("--find-max-batch", action="store_true",
+                   help="search the largest batch that trains (grow, then bisect)")
+    p.add_argument("--max-batch-limit", type=int, default=4096, help="largest batch the search probes")
+    p.add_argument("--memory-limit", type=_size,
+                   help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per child process")
+    p.add_argument("--seed", type=int, default=0)
+    _add_output_options(p)
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--output-dir", type=Path, default=Path(os.environ.get("BENCH_OUTPUT_DIR", "results")),
+                   help="where the result JSON goes (default ./results)")
+    p.add_argument("--json", action="store_true", help="print the result JSON on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="bench", description="Benchmarks of deep-learning training.")
+    parser.add_argument("--version", action="version", version=f"bench {bench.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="measure a workload (also: bench WORKLOAD ...)")
+    _add_run_options(run)
+    run.set_defaults(func=cmd_run)
+    sub.add_parser("list", help="workloads, frameworks and devices").set_defaults(func=cmd_list)
+    show = sub.add_parser("show", help="print the tables of saved results")
+    show.add_argument("files", nargs="+", type=Path)
+    show.set_defaults(func=cmd_show)
+    rerun = sub.add_parser("rerun", help="run the config of a saved result again, into a new file")
+    rerun.add_argument("file", type=Path)
+    _add_output_options(rerun)
+    rerun.set_defaults(func=cmd_rerun)
+    return parser
+
+
+def resolve_device(name: str) -> str:
+    """'auto' -> the available platform with the highest priority; else check it is usable."""
+    if name != "auto":
+        reason = registry.platform(name).unavailable_reason()
+        if reason:
+            raise UsageError(f"device {name!r} is not available: {reason}")
+        return name
+    ranked = sorted(registry.platforms().values(), key=lambda p: -p.auto_priority)
+    return next(p.name for p in ranked if p.unavailable_reason() is None)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    formats = args.memory_format or (("channels_last",) if args.channels_last else ("contiguous",))
+    if args.memory_format and args.channels_last:
+        raise UsageError("use either --channels-last or --memory-format, not both")
+    registry.workload(args.workload)  # name an unknown workload before probing devices
+    return RunConfig(
+        workload=args.workload, framework=args.framework, device=resolve_device(args.device),
+        batch_sizes=args.batch_size, precisions=args.precision, memory_formats=formats,
+        compilers=args.compile, threads=args.threads, data=args.data, num_workers=args.num_workers,
+        warmup_steps=args.warmup_steps, steps=args.steps, epochs=args.epochs,
+        epoch_samples=args.epoch_samples, seq_len=args.seq_len, repeats=args.repeats,
+        min_repeats=args.min_repeats, max_repeats=args.max_repeats, target_rsd=args.target_rsd,
+        find_max_batch=args.find_max_batch, max_batch_limit=args.max_batch_limit,
+        memory_limit_bytes=args.memory_limit, timeout_s=args.timeout_s, seed=args.seed,
+    )
+
+
+def _console(args: argparse.Namespace | None = None) -> Console:
+    # With --json, stdout carries only the JSON; people read stderr. Off a terminal
+    # (docker logs, CI) rich would wrap tables at 80 columns: allow a log-friendly width.
+    stderr = bool(getattr(args, "json", False))
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=160)
+
+
+def _execute(config: RunConfig, args: argparse.Namespace) -> int:
+    console = _console(args)
+    with LiveReporter(console) as reporter:
+        runner = Runner(config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]])
+        try:
+            outcome = runner.run()
+        except KeyboardInterrupt:
+            console.print(f"bench: interrupted; finished points are saved in {runner.path}")
+            return EXIT_INTERRUPTED
+    for table in tables(outcome):
+        console.print(table)
+    console.print(f"result: {runner.path}", highlight=False)
+    if args.json:
+        print(json.dumps(outcome.to_json(), indent=1))
+    return 1 if outcome.failed else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _execute(config_from_args(args), args)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    return _execute(result.load(args.file).config, args)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    console = _console()
+    for path in args.files:
+        loaded = result.load(path)
+        for table in tables(loaded):
+            console.print(table)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    console = _console()
+    table = Table(title="workloads", title_justify="left")
+    for name in ("workload", "task", "input (per sample)", "classes", "parameters", "frameworks", "description"):
+        table.add_column(name, justify="right" if name in ("classes", "parameters") else "left")
+    for spec in registry.workloads().values():
+        try:
+            point = PointConfig(workload=spec.name)
+            counted = registry.framework("torch").count_parameters(spec, point)
+            parameters = f"{counted:,}"
+        except ImportError:
+            parameters = "n/a (no torch)"
+        shape = "x".join(map(str, spec.input_shape())) + (" tokens" if spec.takes_seq_len else "")
+        table.add_row(spec.name, spec.task, shape, f"{spec.num_classes:,}", parameters,
+                      ", ".join(spec.frameworks()), spec.description)
+    console.print(table)
+    devices = Table(title="devices", title_justify="left")
+    devices.add_column("device")
+    devices.add_column("available here")
+    for platform in registry.platforms().values():
+        devices.add_row(platform.name, platform.unavailable_reason() or "yes")
+    console.print(devices)
+    console.print("frameworks: " + ", ".join(registry.framework_names()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv.insert(0, "run")  # `bench resnet50 ...` == `bench run resnet50 ...`
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except BenchError as error:
+        print(f"bench: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

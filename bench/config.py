@@ -1,0 +1,233 @@
+"""Frozen, self-validating configuration: one object for the CLI and the Python API.
+
+RunConfig is what the user asked for (lists make a sweep); PointConfig is one point of
+that sweep, the whole of what a child process needs to measure it. Every check names
+the field, the bad value and what is allowed, and raises UsageError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Self
+
+from bench import registry
+from bench.errors import UsageError
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+MEMORY_FORMATS = ("contiguous", "channels_last")
+DATA_SOURCES = ("synthetic", "loader")
+
+
+def _positive(name: str, value: int | None, *, zero_ok: bool = False) -> None:
+    if value is None:
+        return
+    low = 0 if zero_ok else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        allowed = "zero or a positive whole number" if zero_ok else "a positive whole number"
+        raise UsageError(f"{name}: {value!r} is not allowed; use {allowed}")
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise UsageError(f"{name}: {value!r} is not allowed; choose from: {', '.join(allowed)}")
+
+
+def _check_common(cfg: RunConfig | PointConfig) -> None:
+    """Checks shared by a run and its points (the same fields, single-valued here)."""
+    spec = registry.workload(cfg.workload)
+    registry.framework(cfg.framework)
+    if cfg.framework not in spec.frameworks():
+        raise UsageError(
+            f"framework {cfg.framework!r} does not implement workload {cfg.workload!r}; "
+            f"it has: {', '.join(spec.frameworks())}"
+        )
+    registry.platform(cfg.device)
+    _choice("data", cfg.data, DATA_SOURCES)
+    for name in ("threads", "steps", "epochs", "epoch_samples", "seq_len", "memory_limit_bytes"):
+        _positive(name, getattr(cfg, name))
+    for name in ("warmup_steps", "num_workers", "seed"):
+        _positive(name, getattr(cfg, name), zero_ok=True)
+    if cfg.num_workers and cfg.data != "loader":
+        raise UsageError("num_workers: only applies with data 'loader' (a real DataLoader)")
+    if cfg.seq_len is not None:
+        if not spec.takes_seq_len:
+            raise UsageError(f"seq_len: workload {spec.name!r} takes no sequence length")
+        if spec.max_seq_len and cfg.seq_len > spec.max_seq_len:
+            raise UsageError(
+                f"seq_len: {cfg.seq_len} is longer than {spec.name}'s maximum {spec.max_seq_len}"
+            )
+    if cfg.epoch_samples is not None and cfg.epochs is None:
+        raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
+
+
+@dataclass(frozen=True)
+class PointConfig:
+    """One measured point: everything the child process needs, and nothing else."""
+
+    workload: str
+    framework: str = "torch"
+    device: str = "cpu"
+    batch_size: int = 32
+    precision: str = "fp32"
+    memory_format: str = "contiguous"
+    compile: str | None = None  # a torch.compile backend, or None for eager
+    threads: int | None = None
+    data: str = "synthetic"
+    num_workers: int = 0
+    warmup_steps: int = 5
+    steps: int = 20
+    epochs: int | None = None  # epoch mode: `epochs` passes over `epoch_samples` samples
+    epoch_samples: int | None = None
+    seq_len: int | None = None
+    memory_limit_bytes: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+        _positive("batch_size", self.batch_size)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("memory_format", self.memory_format, MEMORY_FORMATS)
+        if self.epochs is not None and self.epoch_samples is None:
+            object.__setattr__(self, "epoch_samples", self.spec.epoch_samples)
+        if self.epochs is not None and self.epoch_samples < self.batch_size:  # type: ignore[operator]
+            raise UsageError(
+                f"epoch_samples: {self.epoch_samples} is smaller than one batch ({self.batch_size})"
+            )
+
+    @property
+    def spec(self):
+        return registry.workload(self.workload)
+
+    @property
+    def steps_per_epoch(self) -> int | None:
+        """Whole batches per epoch; the remainder is dropped so every step has one shape."""
+        if self.epochs is None:
+            return None
+        return self.epoch_samples // self.batch_size  # type: ignore[operator]
+
+    @property
+    def measured_steps(self) -> int:
+        if self.epochs is not None:
+            return self.epochs * self.steps_per_epoch  # type: ignore[operator]
+        return self.steps
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What the user asked for. Sweep axes are tuples; their cross product is run."""
+
+    workload: str
+    framework: str = "torch"
+    device: str = "cpu"
+    batch_sizes: tuple[int, ...] = ()  # empty: the workload's default batch size
+    precisions: tuple[str, ...] = ("fp32",)
+    memory_formats: tuple[str, ...] = ("contiguous",)
+    compilers: tuple[str | None, ...] = (None,)
+    threads: int | None = None
+    data: str = "synthetic"
+    num_workers: int = 0
+    warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
+    steps: int = 20
+    epochs: int | None = None
+    epoch_samples: int | None = None
+    seq_len: int | None = None
+    repeats: int | None = 1  # None: automatic, until the spread is small enough
+    min_repeats: int = 3  # automatic repeats: never fewer (a spread needs several)
+    max_repeats: int = 10
+    # Automatic repeats stop once the relative standard deviation of the repeats'
+    # throughput is at most this; 3.5% is the Phoronix Test Suite's default threshold.
+    target_rsd: float = 0.035
+    find_max_batch: bool = False
+    max_batch_limit: int = 4096  # the search never probes past this batch size
+    probe_steps: int = 2  # steps per max-batch probe: the first allocates optimizer state
+    memory_limit_bytes: int | None = None
+    timeout_s: float | None = None  # per child process
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not self.batch_sizes:
+            object.__setattr__(self, "batch_sizes", (registry.workload(self.workload).default_batch_size,))
+        if self.warmup_steps is None:
+            object.__setattr__(self, "warmup_steps", 0 if self.epochs is not None else 5)
+        _check_common(self)
+        for batch in self.batch_sizes:
+            _positive("batch_size", batch)
+        platform = registry.platform(self.device)
+        for precision in self.precisions:
+            _choice("precision", precision, PRECISIONS)
+            if precision not in platform.precisions:
+                raise UsageError(platform.precision_unsupported(precision) or precision)
+        for fmt in self.memory_formats:
+            _choice("memory_format", fmt, MEMORY_FORMATS)
+        for axis in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+            values = getattr(self, axis)
+            if not values or len(set(values)) != len(values):
+                raise UsageError(f"{axis}: {list(values)} must be a non-empty list without repeats")
+        if self.repeats is not None:
+            _positive("repeats", self.repeats)
+        _positive("min_repeats", self.min_repeats)
+        _positive("max_repeats", self.max_repeats)
+        if self.max_repeats < self.min_repeats:
+            raise UsageError(f"max_repeats: {self.max_repeats} is below min_repeats {self.min_repeats}")
+        if not 0 < self.target_rsd < 1:
+            raise UsageError(f"target_rsd: {self.target_rsd!r} must be between 0 and 1 (e.g. 0.035)")
+        _positive("max_batch_limit", self.max_batch_limit)
+        _positive("probe_steps", self.probe_steps)
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
+        if self.find_max_batch and self.epochs is not None:
+            raise UsageError("find_max_batch: cannot be combined with epochs")
+        # Building every point validates the per-point rules too (e.g. epoch_samples
+        # smaller than a batch) before anything runs.
+        list(self.points())
+
+    def _point(self, **axes: Any) -> PointConfig:
+        shared = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(PointConfig)
+            if f.name not in axes and hasattr(self, f.name)
+        }
+        return PointConfig(**shared, **axes)
+
+    def points(self) -> Iterator[PointConfig]:
+        """The sweep, in order: batch size varies fastest, as in the seeds' tables."""
+        for precision, fmt, compiler, batch in itertools.product(
+            self.precisions, self.memory_formats, self.compilers, self.batch_sizes
+        ):
+            yield self._point(
+                batch_size=batch, precision=precision, memory_format=fmt, compile=compiler
+            )
+
+    def probe(self, batch_size: int, precision: str, memory_format: str, compile: str | None) -> PointConfig:
+        """A short point for the max-batch search: enough steps to allocate everything."""
+        return dataclasses.replace(
+            self._point(batch_size=batch_size, precision=precision,
+                        memory_format=memory_format, compile=compile),
+            warmup_steps=0, steps=self.probe_steps,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for name in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UsageError(f"config: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)

@@ -1,0 +1,1 @@
+"""Frameworks: how the work is expressed (torch, later tensorflow and jax)."""

@@ -1,0 +1,196 @@
+"""PyTorch: eager or torch.compile, autocast for fp16/bf16, TF32 only when asked."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from bench.frameworks.base import Framework, Session
+
+if TYPE_CHECKING:
+    import torch
+
+    from bench.config import PointConfig
+    from bench.platforms.base import Platform
+    from bench.workloads.base import WorkloadSpec
+
+_OOM_MESSAGES = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
+def _set_tf32(enabled: bool) -> None:
+    """TF32 for float32 matmuls and convolutions exactly when precision is tf32.
+
+    PyTorch's default leaves cuDNN convolutions on TF32, which would make an 'fp32'
+    ResNet quietly a TF32 one.
+    """
+    import torch
+
+    mode = "tf32" if enabled else "ieee"
+    backends = torch.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):  # PyTorch >= 2.9
+        backends.cuda.matmul.fp32_precision = mode
+        backends.cudnn.conv.fp32_precision = mode
+        backends.cudnn.rnn.fp32_precision = mode
+    else:
+        backends.cuda.matmul.allow_tf32 = enabled
+        backends.cudnn.allow_tf32 = enabled
+
+
+class _SyntheticSamples:
+    """Sample i of a fixed random dataset, made on the host (for --data loader)."""
+
+    def __init__(self, impl: Any, point: PointConfig, length: int) -> None:
+        self.impl, self.point, self.length = impl, point, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int):
+        import torch
+
+        generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + index)
+        inputs, targets = self.impl.make_batch(self.point.spec, self.point, 1, generator)
+        return inputs[0], targets[0]
+
+
+class TorchSession(Session):
+    def __init__(self, point: PointConfig, platform: Platform) -> None:
+        import torch
+
+        self.point, self.platform = point, platform
+        self.impl = point.spec.implementation("torch")
+        if point.threads:
+            torch.set_num_threads(point.threads)
+        torch.manual_seed(point.seed)
+        _set_tf32(point.precision == "tf32")
+        self.device = torch.device(platform.torch_device)
+        self.channels_last = point.memory_format == "channels_last"
+
+        model = self.impl.build_model(point.spec, point).to(self.device)
+        if self.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        self.eager_model = model
+        self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
+        # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
+        self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
+        self.model = torch.compile(model, backend=point.compile) if point.compile else model
+        self.batches = self._batches()
+        self.details = {
+            "threads": torch.get_num_threads(),
+            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "grad_scaler": self.scaler is not None,
+            "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
+        }
+
+    def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        tensor = tensor.to(self.device, non_blocking=True)
+        if self.channels_last and tensor.dim() == 4:
+            tensor = tensor.contiguous(memory_format=torch.channels_last)
+        return tensor
+
+    def _batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        import torch
+
+        point = self.point
+        if point.data == "synthetic":
+            # Made once, on the device: the host is not part of the measurement.
+            generator = torch.Generator().manual_seed(point.seed)
+            inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, generator)
+            return itertools.repeat((self._to_device(inputs), self._to_device(targets)))
+        steps = point.warmup_steps + point.measured_steps
+        loader = torch.utils.data.DataLoader(
+            _SyntheticSamples(self.impl, point, steps * point.batch_size),
+            batch_size=point.batch_size,
+            num_workers=point.num_workers,
+            pin_memory=self.device.type == "cuda",
+            drop_last=True,
+            persistent_workers=point.num_workers > 0,
+        )
+        return ((self._to_device(x), self._to_device(y)) for x, y in itertools.chain.from_iterable(itertools.repeat(loader)))
+
+    def step(self) -> Any:
+        import torch
+
+        inputs, targets = next(self.batches)
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
+            loss = self.impl.loss(self.model(inputs), targets)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss.detach()
+
+    def loss_value(self, handle: Any) -> float:
+        return float(handle)
+
+    def synchronize(self) -> None:
+        self.platform.synchronize()
+
+    def count_flops(self) -> float | None:
+        """Forward + backward FLOPs per sample, counted by PyTorch's FlopCounterMode.
+
+        It counts matmuls, convolutions and attention (2 FLOPs per multiply-add), not
+        elementwise work: the usual 'model FLOPs'. Counted at batch 2 (batch norm
+        needs more than one value per channel) on the eager model, before warm-up.
+        """
+        import torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        batch = 2
+        generator = torch.Generator().manual_seed(self.point.seed)
+        inputs, targets = self.impl.make_batch(self.point.spec, self.point, batch, generator)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            self.impl.loss(self.eager_model(self._to_device(inputs)), self._to_device(targets)).backward()
+        self.optimizer.zero_grad(set_to_none=True)
+        return counter.get_total_flops() / batch
+
+
+class TorchFramework(Framework):
+    name = "torch"
+
+    def versions(self) -> dict[str, Any]:
+        import numpy
+        import torch
+        import torchvision
+
+        return {
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+            "numpy": numpy.__version__,
+            "torch_cuda": torch.version.cuda,
+            "torch_hip": getattr(torch.version, "hip", None),
+            "torch_git": getattr(torch.version, "git_version", None),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "mkldnn": torch.backends.mkldnn.is_available(),
+            "intra_op_threads": torch.get_num_threads(),
+        }
+
+    def prepare(self, point: PointConfig, platform: Platform) -> Session:
+        return TorchSession(point, platform)
+
+    def count_parameters(self, spec: WorkloadSpec, point: PointConfig) -> int:
+        import torch
+
+        with torch.device("meta"):  # shapes only: no memory, no initialisation cost
+            model = spec.implementation("torch").build_model(spec, point)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        import torch
+
+        if isinstance(error, torch.OutOfMemoryError | MemoryError):
+            return True
+        return isinstance(error, RuntimeError) and any(m in str(error) for m in _OOM_MESSAGES)
+
+
+FRAMEWORK = TorchFramework()

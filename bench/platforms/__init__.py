@@ -1,0 +1,1 @@
+"""Platforms: where training runs (detection, synchronisation, memory telemetry)."""

@@ -1,0 +1,61 @@
+"""The platform interface: one module per kind of hardware, found by discovery.
+
+Platform code imports its framework lazily, inside methods, so that discovery and the
+parent process stay light. A platform never asks which workload or framework runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    """A peak-memory figure with what it counts, or None with the reason."""
+
+    peak_bytes: int | None
+    kind: str  # e.g. "device_peak_allocated", "host_peak_rss"
+    unavailable_reason: str | None = None
+
+
+class Platform(ABC):
+    name: ClassVar[str]
+    # Precisions this kind of hardware can run at all; the child checks the actual
+    # device (e.g. bf16 needs an Ampere GPU) through precision_unsupported().
+    precisions: ClassVar[frozenset[str]]
+    # --device auto takes the available platform with the highest priority.
+    auto_priority: ClassVar[int] = 0
+    # The device string PyTorch uses for this platform.
+    torch_device: ClassVar[str]
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """None if this platform can run here, else why not and how to fix it."""
+
+    def precision_unsupported(self, precision: str) -> str | None:
+        """None if the present device runs `precision`, else why not."""
+        if precision not in self.precisions:
+            return (
+                f"precision {precision!r} is not available on {self.name}; "
+                f"{self.name} supports: {', '.join(sorted(self.precisions))}"
+            )
+        return None
+
+    def synchronize(self) -> None:
+        """Wait for all queued device work; called before every clock read."""
+
+    @abstractmethod
+    def limit_memory(self, nbytes: int) -> None:
+        """Cap the memory this process may use for training, so it fails like a smaller device."""
+
+    @abstractmethod
+    def reset_peak_memory(self) -> None: ...
+
+    @abstractmethod
+    def peak_memory(self) -> MemoryReading: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Accelerator facts for provenance: model, count, memory, driver."""
+        return {"platform": self.name}

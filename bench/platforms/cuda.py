@@ -1,0 +1,117 @@
+"""NVIDIA GPUs through PyTorch's torch.cuda (ROCm subclasses this: same API over HIP)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from bench.platforms.base import MemoryReading, Platform
+
+_NO_GPU_HINT = (
+    "in Docker, run with --gpus all (NVIDIA Container Toolkit); "
+    "or pass --device cpu to run on the CPU"
+)
+
+
+def _driver_version() -> str | None:
+    """The NVIDIA kernel driver version, without creating a CUDA context."""
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+            return version.decode() if isinstance(version, bytes) else version
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        )
+        return out.stdout.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+class CudaPlatform(Platform):
+    name = "cuda"
+    precisions = frozenset({"fp32", "tf32", "fp16", "bf16"})
+    auto_priority = 20
+    torch_device = "cuda"
+
+    def _runtime_missing(self, torch) -> str | None:
+        if torch.version.cuda is None:
+            return "this PyTorch build has no CUDA support"
+        return None
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            import torch
+        except ImportError:
+            return "PyTorch is not installed (pip install 'bench[torch]')"
+        missing = self._runtime_missing(torch)
+        if missing:
+            return missing
+        if not torch.cuda.is_available():
+            return f"no {self.name.upper()} device is visible to PyTorch: {_NO_GPU_HINT}"
+        return None
+
+    def precision_unsupported(self, precision: str) -> str | None:
+        reason = super().precision_unsupported(precision)
+        if reason:
+            return reason
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+        if precision == "tf32" and major < 8:
+            return f"tf32 needs compute capability 8.0 or newer; this GPU is {major}.{minor}"
+        if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+            return f"bf16 is not supported natively by this GPU (compute capability {major}.{minor})"
+        return None
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def limit_memory(self, nbytes: int) -> None:
+        import torch
+
+        total = torch.cuda.get_device_properties(0).total_memory
+        # The caching allocator refuses allocations past this fraction of the card,
+        # so a large GPU answers "what fits on a smaller one".
+        torch.cuda.set_per_process_memory_fraction(min(1.0, nbytes / total))
+
+    def reset_peak_memory(self) -> None:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+
+    def peak_memory(self) -> MemoryReading:
+        import torch
+
+        return MemoryReading(
+            peak_bytes=int(torch.cuda.max_memory_allocated()), kind="device_peak_allocated"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+
+        count = torch.cuda.device_count()
+        props = [torch.cuda.get_device_properties(i) for i in range(count)]
+        return {
+            "platform": self.name,
+            "accelerator": props[0].name if props else None,
+            "accelerator_count": count,
+            "accelerator_memory_bytes": [p.total_memory for p in props],
+            "compute_capability": [f"{p.major}.{p.minor}" for p in props],
+            "driver_version": _driver_version(),
+            "cuda_runtime": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(),
+        }
+
+
+PLATFORM = CudaPlatform()

@@ -1,0 +1,151 @@
+"""Provenance stamped on every result: what ran, where, with what, set how.
+
+Collected in the child process, which already imports the framework and owns the
+device; the parent never touches the accelerator (a CUDA context there would take
+memory from the measurement).
+"""
+
+from __future__ import annotations
+
+import os
+import platform as host
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import bench
+
+if TYPE_CHECKING:
+    from bench.frameworks.base import Framework
+    from bench.platforms.base import Platform
+
+# Environment variables that change speed: threading, allocators, device visibility,
+# compilers. Recorded with their values; names that look like secrets are skipped.
+SPEED_ENV_PREFIXES = (
+    "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "DNNL_", "ONEDNN_", "CUDA_", "NCCL_",
+    "NVIDIA_", "CUBLAS_", "CUDNN_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "XLA_",
+    "TF_", "JAX_", "HIP_", "ROCR_", "HSA_", "MIOPEN_", "TPU_", "LIBTPU_", "BENCH_",
+)
+SPEED_ENV_NAMES = ("LD_PRELOAD", "MALLOC_CONF", "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
+# CPU features that decide which kernels run (x86 and Arm names from /proc/cpuinfo).
+CPU_FLAGS = (
+    "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16", "asimd", "sve", "sve2", "bf16", "i8mm",
+)
+# Set in images (see images/) so a result names the exact image it ran in.
+IMAGE_ENV = {
+    "name": "BENCH_IMAGE", "variant": "BENCH_IMAGE_VARIANT", "digest": "BENCH_IMAGE_DIGEST",
+    "lock_sha256": "BENCH_LOCK_SHA256", "base": "BENCH_BASE_IMAGE",
+}
+
+
+def speed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    environ = dict(os.environ) if environ is None else environ
+    return {
+        name: value
+        for name, value in sorted(environ.items())
+        if (name.startswith(SPEED_ENV_PREFIXES) or name in SPEED_ENV_NAMES)
+        and not any(word in name for word in _SECRET_WORDS)
+    }
+
+
+def _git(*args: str, cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def bench_source() -> dict[str, Any]:
+    """bench's version and the git commit of its source tree (or as baked into an image)."""
+    info: dict[str, Any] = {"version": bench.__version__, "git_commit": None, "git_dirty": None}
+    if os.environ.get("BENCH_GIT_COMMIT"):
+        info["git_commit"] = os.environ["BENCH_GIT_COMMIT"]
+        return info
+    source = Path(bench.__file__).resolve().parent.parent
+    # Only a checkout of bench itself counts, not some repository bench is installed in.
+    if _git("rev-parse", "--show-toplevel", cwd=source) == str(source):
+        info["git_commit"] = _git("rev-parse", "HEAD", cwd=source)
+        status = _git("status", "--porcelain", "--untracked-files=no", cwd=source)
+        info["git_dirty"] = None if status is None else bool(status)
+    return info
+
+
+def cpu_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "model": host.processor() or None,  # replaced by /proc/cpuinfo's name on Linux
+        "architecture": host.machine(),
+        "logical_cores": os.cpu_count(),
+        "physical_cores": None,
+        "sockets": None,
+        "numa_nodes": None,
+        "flags": [],
+        "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+    }
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return info
+    cores, sockets, flags = set(), set(), set()
+    physical_id = "0"
+    for line in text.splitlines():
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "model name":  # x86; Arm kernels do not print one
+            info["model"] = value
+        elif key == "physical id":
+            physical_id = value
+            sockets.add(value)
+        elif key == "core id":
+            cores.add((physical_id, value))
+        elif key in ("flags", "Features"):
+            flags.update(value.split())
+    info["physical_cores"] = len(cores) or None
+    info["sockets"] = len(sockets) or None
+    info["flags"] = [flag for flag in CPU_FLAGS if flag in flags]
+    nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
+    info["numa_nodes"] = len(nodes) or None
+    return info
+
+
+def _os_release() -> str | None:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def collect(framework: Framework | None = None, platform: Platform | None = None) -> dict[str, Any]:
+    """Everything that identifies the software and hardware of a measurement."""
+    image = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
+    return {
+        "bench": bench_source(),
+        "host": {
+            "hostname": socket.gethostname(),
+            "os": host.platform(),
+            "os_release": _os_release(),
+            "kernel": host.release(),
+            "python": sys.version.split()[0],
+            "python_implementation": host.python_implementation(),
+            "memory_bytes": _memory_bytes(),
+            "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
+        },
+        "cpu": cpu_info(),
+        "accelerator": platform.describe() if platform else None,
+        "framework": {"name": framework.name, **framework.versions()} if framework else None,
+        "image": image if any(image.values()) else None,
+        "env": speed_env(),
+    }

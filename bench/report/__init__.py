@@ -1,0 +1,1 @@
+"""Presenting results: terminal tables, live progress (later: compare, plots)."""

@@ -1,0 +1,43 @@
+"""Progress while a sweep runs: a rich bar on a terminal, one line per point otherwise
+(docker run without -t, CI logs), so progress is visible either way."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+_MARK = {"ok": "[green]✓[/]", "oom": "[yellow]✗ oom[/]", "error": "[red]✗ error[/]"}
+
+
+class LiveReporter:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[phase]}"), TimeElapsedColumn(),
+            console=console, transient=True,
+        )
+        self.task = None
+
+    def __enter__(self) -> LiveReporter:
+        if self.console.is_terminal:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def start(self, label: str, total_steps: int) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.task = self.bar.add_task(label, total=total_steps, phase="starting")
+        if not self.console.is_terminal:
+            self.console.print(f"… {label}", highlight=False)
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        # Called from the thread that reads the child's pipe; rich's Progress is thread-safe.
+        if self.task is not None and phase != "setup":
+            self.bar.update(self.task, advance=1, phase=phase)
+
+    def finish(self, label: str, status: str, summary: str) -> None:
+        self.console.print(f"{_MARK.get(status, status)} {label}: {summary}", highlight=False)

@@ -1,0 +1,111 @@
+"""Rich tables of a result: measured points, and max-batch searches."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from bench.result import Result
+from bench.units import format_bytes
+
+_STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:,.1f}"
+
+
+def title(result: Result) -> str:
+    config, env = result.config, result.environment or {}
+    accelerator = (env.get("accelerator") or {}).get("accelerator")
+    where = accelerator or (env.get("cpu") or {}).get("model") or config.device
+    framework = (env.get("framework") or {}).get(config.framework)
+    parts = [config.workload, f"{config.framework} {framework or ''}".strip(), f"{config.device} ({where})"]
+    if result.status != "complete":
+        parts.append(result.status.upper())
+    return " · ".join(parts)
+
+
+def points_table(result: Result) -> Table:
+    points = result.points
+    show_format = any(p.memory_format != "contiguous" for p in points)
+    show_compile = any(p.compile for p in points)
+    epoch_mode = any(p.epoch_times_s for p in points)
+    table = Table(title=title(result), title_justify="left")
+    table.add_column("batch", justify="right")
+    table.add_column("precision")
+    if show_format:
+        table.add_column("memory format")
+    if show_compile:
+        table.add_column("compile")
+    table.add_column("status")
+    table.add_column("throughput\n(samples/s)", justify="right")
+    table.add_column("95% CI\n(samples/s)", justify="right")
+    table.add_column("step median\n(ms)", justify="right")
+    table.add_column("step p95\n(ms)", justify="right")
+    if epoch_mode:
+        table.add_column("epoch 2..N\nmean (s)", justify="right")
+    table.add_column("peak\nmemory", justify="right")
+    table.add_column("model\nTFLOP/s", justify="right")
+    for p in points:
+        tp, step, epoch, flops = p.throughput, p.step_time, p.epoch_time, p.achieved_flops
+        ci = (
+            f"{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}"
+            if tp and tp.ci95_low is not None and tp.ci95_high is not None
+            else "– (1 run)" if tp else ""
+        )
+        status = p.status if p.status == "ok" else f"{p.status}: {(p.error or '').splitlines()[0][:60]}"
+        row = [str(p.batch_size), p.precision]
+        if show_format:
+            row.append(p.memory_format)
+        if show_compile:
+            row.append(p.compile or "eager")
+        row += [
+            f"[{_STATUS_STYLE.get(p.status, '')}]{status}",
+            f"{tp.value:,.1f}" if tp else "",
+            ci,
+            _ms(step.median) if step else "",
+            _ms(step.p95) if step else "",
+        ]
+        if epoch_mode:
+            row.append(f"{epoch.mean:,.3f}" if epoch else "")
+        row += [
+            format_bytes(p.peak_memory) if p.measured else "",
+            f"{flops / 1e12:,.3f}" if flops is not None else ("n/a" if p.measured else ""),
+        ]
+        table.add_row(*row)
+    return table
+
+
+def max_batch_table(result: Result) -> Table:
+    table = Table(title=f"{title(result)} · largest batch that trains", title_justify="left")
+    for name in ("precision", "memory format", "compile"):
+        table.add_column(name)
+    table.add_column("largest batch", justify="right")
+    table.add_column("first failing", justify="right")
+    table.add_column("peak memory\nat largest", justify="right")
+    table.add_column("probes", justify="right")
+    table.add_column("note")
+    for search in result.max_batch:
+        at_largest = next(
+            (p.peak_memory_bytes for p in search.probes if p.batch_size == search.largest_ok), None
+        )
+        note = search.error or ""
+        if search.status == "done" and search.largest_ok is None:
+            note = "even batch 1 does not fit"
+        elif search.status == "done" and search.first_failing is None:
+            note = f"reached the search limit ({result.config.max_batch_limit})"
+        table.add_row(
+            search.precision, search.memory_format, search.compile or "eager",
+            search.display, str(search.first_failing or ""),
+            format_bytes(at_largest) if at_largest else "", str(len(search.probes)), note,
+        )
+    return table
+
+
+def tables(result: Result) -> list[Table]:
+    found = []
+    if result.points:
+        found.append(points_table(result))
+    if result.max_batch:
+        found.append(max_batch_table(result))
+    return found

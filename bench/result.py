@@ -1,0 +1,369 @@
+"""The result document: schema, derived statistics, atomic save, validating load.
+
+Raw values are stored (per-step times per repeat, per-epoch times, peaks); every
+statistic is derived from them here, on save for readers of the JSON and again on
+load, so a stored statistic can never disagree with the raw data it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.config import RunConfig
+from bench.errors import BenchError, UsageError
+from bench.stats import Estimate, Summary, relative_stdev
+from bench.stats import throughput as samples_per_s
+
+# Bump on any change to the stored layout; add a migration from the previous version
+# below and a fixture file tests/data/result-v<N>.json that must keep loading.
+# History:
+#   1 (bench 0.1.0): first version.
+SCHEMA_VERSION = 1
+# version -> function upgrading a document of that version to the next one.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+STATUSES = ("ok", "oom", "error")
+THROUGHPUT_UNIT = "samples/s"
+
+
+class ResultError(UsageError):
+    """A result file that cannot be read: names the file and what is wrong."""
+
+
+def variant_label(precision: str, memory_format: str, compile: str | None) -> str:
+    """'bf16 channels_last compile=inductor': the axes other than batch size."""
+    parts = [precision]
+    if memory_format != "contiguous":
+        parts.append(memory_format)
+    if compile:
+        parts.append(f"compile={compile}")
+    return " ".join(parts)
+
+
+def _tuples(rows: Any) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(row) for row in rows)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured point of a sweep: its axes, raw measurements per repeat, and status."""
+
+    batch_size: int  # GLOBAL batch: samples per step over all devices
+    precision: str
+    memory_format: str = "contiguous"
+    compile: str | None = None
+    status: str = "ok"
+    error: str | None = None
+    devices: int = 1
+    warmup_times_s: tuple[tuple[float, ...], ...] = ()  # one row per repeat
+    step_times_s: tuple[tuple[float, ...], ...] = ()
+    epoch_times_s: tuple[tuple[float, ...], ...] | None = None
+    peak_memory_bytes: tuple[int | None, ...] = ()
+    memory_kind: str | None = None
+    memory_unavailable: str | None = None
+    loss_first: tuple[float | None, ...] = ()
+    loss_last: tuple[float | None, ...] = ()
+    parameters: int | None = None
+    flops_per_sample: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"batch {self.batch_size} {variant_label(self.precision, self.memory_format, self.compile)}"
+
+    @property
+    def measured(self) -> bool:
+        return any(self.step_times_s)
+
+    def repeat_throughputs(self) -> list[float]:
+        """Samples/s of each repeat. In epoch mode the seed-1 method: samples per epoch
+        over the mean duration of epochs 2..N (epoch 1 holds start-up costs)."""
+        values = []
+        for r, steps in enumerate(self.step_times_s):
+            if not steps:
+                continue
+            epochs = self.epoch_times_s[r] if self.epoch_times_s else None
+            if epochs:
+                steady = epochs[1:] or epochs
+                samples_per_epoch = self.batch_size * len(steps) // len(epochs)
+                values.append(samples_per_epoch / statistics.fmean(steady))
+            else:
+                values.append(samples_per_s(self.batch_size, steps))
+        return values
+
+    @property
+    def throughput(self) -> Estimate | None:
+        values = self.repeat_throughputs()
+        return Estimate.of(values, THROUGHPUT_UNIT) if values else None
+
+    @property
+    def throughput_rsd(self) -> float | None:
+        return relative_stdev(self.repeat_throughputs())
+
+    @property
+    def step_time(self) -> Summary | None:
+        steps = [t for row in self.step_times_s for t in row]
+        return Summary.of(steps, "s") if steps else None
+
+    @property
+    def epoch_time(self) -> Summary | None:
+        """Epochs 2..N of every repeat (all epochs if there is only one)."""
+        if not self.epoch_times_s:
+            return None
+        steady = [t for row in self.epoch_times_s for t in (row[1:] or row)]
+        return Summary.of(steady, "s") if steady else None
+
+    @property
+    def peak_memory(self) -> int | None:
+        peaks = [p for p in self.peak_memory_bytes if p is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def achieved_flops(self) -> float | None:
+        """Model FLOP/s: FLOPs per sample times samples per second."""
+        if self.flops_per_sample is None or self.throughput is None:
+            return None
+        return self.flops_per_sample * self.throughput.value
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        # Derived figures, for readers of the file; recomputed (not read) on load.
+        tp, step, epoch = self.throughput, self.step_time, self.epoch_time
+        data["throughput"] = dataclasses.asdict(tp) if tp else None
+        data["throughput_rsd"] = self.throughput_rsd
+        data["step_time"] = dataclasses.asdict(step) if step else None
+        data["epoch_time"] = dataclasses.asdict(epoch) if epoch else None
+        data["peak_memory"] = {"value": self.peak_memory, "unit": "B", "kind": self.memory_kind}
+        data["achieved_flops"] = {"value": self.achieved_flops, "unit": "FLOP/s"}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Point:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        for key in ("warmup_times_s", "step_times_s"):
+            kwargs[key] = _tuples(kwargs.get(key, ()))
+        if kwargs.get("epoch_times_s") is not None:
+            kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
+        for key in ("peak_memory_bytes", "loss_first", "loss_last"):
+            kwargs[key] = tuple(kwargs.get(key, ()))
+        return cls(**kwargs)
+
+    @classmethod
+    def from_responses(cls, axes: dict[str, Any], responses: list[dict[str, Any]]) -> Point:
+        """A point from the worker responses of its repeats (failures included)."""
+        done = [r for r in responses if r.get("status") == "ok"]
+        failed = next((r for r in responses if r.get("status") != "ok"), None)
+        first = (done or responses)[0]
+        return cls(
+            **axes,
+            status=failed["status"] if failed else "ok",
+            error=failed.get("error") if failed else None,
+            warmup_times_s=_tuples(r["warmup_times_s"] for r in done),
+            step_times_s=_tuples(r["step_times_s"] for r in done),
+            epoch_times_s=_tuples(r["epoch_times_s"] for r in done)
+            if done and done[0].get("epoch_times_s") is not None
+            else None,
+            peak_memory_bytes=tuple(r.get("peak_memory_bytes") for r in done),
+            memory_kind=first.get("memory_kind"),
+            memory_unavailable=first.get("memory_unavailable"),
+            loss_first=tuple(r.get("loss_first") for r in done),
+            loss_last=tuple(r.get("loss_last") for r in done),
+            parameters=first.get("parameters"),
+            flops_per_sample=next((r["flops_per_sample"] for r in responses if r.get("flops_per_sample")), None),
+            details=first.get("details") or {},
+        )
+
+
+@dataclass(frozen=True)
+class Probe:
+    batch_size: int
+    status: str
+    error: str | None = None
+    peak_memory_bytes: int | None = None
+
+
+@dataclass
+class MaxBatch:
+    """The max-batch search for one precision / format / compiler (seed 3's table)."""
+
+    precision: str
+    memory_format: str = "contiguous"
+    compile: str | None = None
+    largest_ok: int | None = None  # None: even batch 1 does not fit ('*')
+    first_failing: int | None = None  # None: the search reached its limit without failing
+    status: str = "running"  # running, done, error (a probe failed for a reason other than memory)
+    error: str | None = None
+    probes: list[Probe] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return variant_label(self.precision, self.memory_format, self.compile)
+
+    @property
+    def display(self) -> str:
+        if self.status != "done":
+            return self.status
+        if self.largest_ok is None:
+            return "*"
+        return str(self.largest_ok) if self.first_failing else f">={self.largest_ok}"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MaxBatch:
+        return cls(**{**data, "probes": [Probe(**p) for p in data.get("probes", [])]})
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class Result:
+    """One run of bench: the config, where it ran, and every point measured so far."""
+
+    config: RunConfig
+    environment: dict[str, Any] | None = None
+    points: list[Point] = field(default_factory=list)
+    max_batch: list[MaxBatch] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+    started: str = field(default_factory=now_iso)
+    finished: str | None = None
+    status: str = "running"  # running, complete, interrupted
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def failed(self) -> bool:
+        return any(p.status != "ok" for p in self.points) or any(
+            m.status == "error" for m in self.max_batch
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "status": self.status,
+            "started": self.started,
+            "finished": self.finished,
+            "command": self.command,
+            "config": self.config.to_dict(),
+            "environment": self.environment,
+            "points": [p.to_json() for p in self.points],
+            "max_batch": [dataclasses.asdict(m) for m in self.max_batch],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Result:
+        return cls(
+            config=RunConfig.from_dict(data["config"]),
+            environment=data.get("environment"),
+            points=[Point.from_json(p) for p in data.get("points", [])],
+            max_batch=[MaxBatch.from_json(m) for m in data.get("max_batch", [])],
+            command=data.get("command", []),
+            started=data.get("started", ""),
+            finished=data.get("finished"),
+            status=data.get("status", "complete"),
+            schema_version=SCHEMA_VERSION,
+        )
+
+
+def default_name(config: RunConfig, when: datetime | None = None) -> str:
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{config.workload}-{config.framework}-{config.device}-{stamp}.json"
+
+
+def _write_tmp(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def create(result: Result, directory: Path) -> Path:
+    """Write a new result file atomically and never over an existing one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = default_name(result.config)
+    for n in range(1, 1000):
+        path = directory / (base if n == 1 else base.replace(".json", f"-{n}.json"))
+        tmp = _write_tmp(path, json.dumps(result.to_json(), indent=1))
+        try:
+            os.link(tmp, path)  # fails if the name exists: no overwrite, no race
+            return path
+        except FileExistsError:
+            continue
+        finally:
+            tmp.unlink()
+    raise BenchError(f"could not find a free result file name in {directory}")
+
+
+def update(result: Result, path: Path) -> None:
+    """Atomically replace a result file this run created (readers never see half a file)."""
+    os.replace(_write_tmp(path, json.dumps(result.to_json(), indent=1)), path)
+
+
+def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in data:
+        raise ValueError(f"{where}: missing field {key!r}")
+    if not isinstance(data[key], kind):
+        raise ValueError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}")
+    return data[key]
+
+
+def validate(data: Any) -> dict[str, Any]:
+    """Check a document's layout (after migration); raises ValueError naming the field."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    _require(data, "config", dict, "result")
+    for i, point in enumerate(_require(data, "points", list, "result")):
+        where = f"points[{i}]"
+        if not isinstance(point, dict):
+            raise ValueError(f"{where}: not an object")
+        _require(point, "batch_size", int, where)
+        _require(point, "precision", str, where)
+        if _require(point, "status", str, where) not in STATUSES:
+            raise ValueError(f"{where}.status: {point['status']!r} is not one of {', '.join(STATUSES)}")
+        for r, row in enumerate(_require(point, "step_times_s", list, where)):
+            if not isinstance(row, list) or not all(
+                isinstance(t, int | float) and math.isfinite(t) and t >= 0 for t in row
+            ):
+                raise ValueError(f"{where}.step_times_s[{r}]: expected a list of non-negative seconds")
+    return data
+
+
+def load(path: str | Path) -> Result:
+    """Read a result of this or any older schema version; errors name file and field."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ResultError(f"{path}: no such result file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultError(f"{path}: cannot read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise ResultError(f"{path}: not a bench result (invalid JSON: {error})") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(version, int):
+        raise ResultError(f"{path}: not a bench result (no schema_version)")
+    if version > SCHEMA_VERSION:
+        raise ResultError(
+            f"{path}: schema version {version} is newer than this bench reads "
+            f"(up to {SCHEMA_VERSION}); upgrade bench"
+        )
+    try:
+        while version < SCHEMA_VERSION:
+            data = MIGRATIONS[version](data)
+            version += 1
+        return Result.from_json(validate(data))
+    except UsageError as error:
+        raise ResultError(f"{path}: {error}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise ResultError(f"{path}: invalid result ({error})") from None

@@ -1,0 +1,241 @@
+"""The parent process: runs a sweep point by point, each in a fresh child.
+
+The parent never imports a framework or touches a device. It waits on the child
+(a blocking wait, no busy loop on a core the child could use), reads progress from a
+pipe, and saves the result file after every point so nothing finished is lost when a
+later point fails or the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from bench import provenance, result
+from bench.config import PointConfig, RunConfig
+from bench.result import MaxBatch, Point, Probe, Result
+
+Response = dict[str, Any]
+Spawn = Callable[[PointConfig, bool, Callable[[str, int, int], None]], Response]
+
+
+class Reporter(Protocol):
+    """What the runner tells the user; bench.report.live draws it with rich."""
+
+    def start(self, label: str, total_steps: int) -> None: ...
+    def progress(self, phase: str, done: int, total: int) -> None: ...
+    def finish(self, label: str, status: str, summary: str) -> None: ...
+
+
+class SilentReporter:
+    def start(self, label: str, total_steps: int) -> None: ...
+    def progress(self, phase: str, done: int, total: int) -> None: ...
+    def finish(self, label: str, status: str, summary: str) -> None: ...
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _read_progress(fd: int, on_progress: Callable[[str, int, int], None]) -> None:
+    with os.fdopen(fd) as stream:
+        for line in stream:
+            parts = line.split()
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                on_progress(parts[0], int(parts[1]), int(parts[2]))
+
+
+def spawn_worker(
+    point: PointConfig,
+    count_flops: bool,
+    on_progress: Callable[[str, int, int], None],
+    timeout_s: float | None = None,
+) -> Response:
+    """Run `python -m bench.worker` for one point and return its response."""
+    with tempfile.TemporaryDirectory(prefix="bench-point-") as tmp:
+        request, response, log = (Path(tmp) / n for n in ("request.json", "response.json", "worker.log"))
+        request.write_text(json.dumps({"point": point.to_dict(), "count_flops": count_flops}))
+        read_fd, write_fd = os.pipe()
+        with open(log, "wb") as log_file:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "bench.worker", str(request), str(response)],
+                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,), env={**os.environ, "BENCH_PROGRESS_FD": str(write_fd)},
+            )
+        os.close(write_fd)
+        reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress), daemon=True)
+        reader.start()
+        try:
+            code = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
+        except BaseException:  # Ctrl-C: stop the child before giving up the point
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            reader.join(timeout=5)
+        if response.exists():
+            return json.loads(response.read_text())
+        if code == -signal.SIGKILL:
+            return {
+                "status": "oom",
+                "error": "the child was killed by SIGKILL, most likely by the kernel's out-of-memory killer",
+            }
+        reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        return {"status": "error", "error": f"the child {reason} without a result:\n{_tail(log)}"}
+
+
+def search_max_batch(fits: Callable[[int], str], limit: int, start: int = 1) -> tuple[int | None, int | None]:
+    """Largest batch for which fits() says 'ok', and the first that does not.
+
+    Doubles from `start` until a batch fails, then bisects between the last success
+    and the first failure: O(log n) probes. fits() returns 'ok' or 'oom'; it raises to
+    stop the search. Returns (largest_ok, first_failing); largest_ok is None when even
+    `start` fails, first_failing is None when `limit` was reached without failing.
+    """
+    last_ok, batch = None, start
+    while True:
+        if fits(batch) != "ok":
+            break
+        last_ok = batch
+        if batch >= limit:
+            return last_ok, None
+        batch = min(batch * 2, limit)
+    low, high = (last_ok or 0), batch
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle) == "ok":
+            low = middle
+        else:
+            high = middle
+    return (low or None), high
+
+
+class _ProbeFailed(Exception):
+    """A probe failed for a reason other than memory: the search cannot go on."""
+
+
+class Runner:
+    def __init__(
+        self,
+        config: RunConfig,
+        output_dir: Path,
+        *,
+        reporter: Reporter | None = None,
+        spawn: Spawn | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        self.config = config
+        self.output_dir = Path(output_dir)
+        self.reporter = reporter or SilentReporter()
+        self.spawn = spawn or (lambda p, f, cb: spawn_worker(p, f, cb, config.timeout_s))
+        self.result = Result(config=config, command=list(sys.argv if command is None else command))
+        self.path: Path | None = None
+        self._flops: dict[tuple[Any, ...], float] = {}
+
+    def run(self) -> Result:
+        """Measure everything; the file at self.path is complete after every point."""
+        self.path = result.create(self.result, self.output_dir)
+        try:
+            if self.config.find_max_batch:
+                self._find_max_batch()
+            else:
+                for point in self.config.points():
+                    self.result.points.append(self._measure(point))
+                    self._save()
+            self.result.status = "complete"
+        except KeyboardInterrupt:
+            self.result.status = "interrupted"
+            raise
+        finally:
+            self.result.finished = result.now_iso()
+            if self.result.environment is None:
+                # No child reported one (all crashed early): at least the host.
+                self.result.environment = provenance.collect()
+            self._save()
+        return self.result
+
+    def _save(self) -> None:
+        if self.path is not None:  # None only before run() created the file
+            result.update(self.result, self.path)
+
+    def _spawn(self, point: PointConfig) -> Response:
+        """One child; FLOPs are counted once per workload and input shape."""
+        key = (point.workload, point.framework, point.seq_len)
+        response = self.spawn(point, key not in self._flops, self.reporter.progress)
+        if response.get("flops_per_sample"):
+            self._flops[key] = response["flops_per_sample"]
+        elif key in self._flops:
+            response["flops_per_sample"] = self._flops[key]
+        if self.result.environment is None and response.get("environment"):
+            self.result.environment = {**response["environment"], "command": self.result.command}
+        return response
+
+    def _measure(self, point: PointConfig) -> Point:
+        """All repeats of one point: a fixed count, or automatic until the spread is small."""
+        config = self.config
+        axes = {
+            "batch_size": point.batch_size, "precision": point.precision,
+            "memory_format": point.memory_format, "compile": point.compile,
+        }
+        label = Point(**axes).label  # type: ignore[arg-type]
+        wanted = config.repeats or config.max_repeats
+        responses: list[Response] = []
+        measured = Point(**axes)  # type: ignore[arg-type]
+        while len(responses) < wanted:
+            self.reporter.start(f"{label} (repeat {len(responses) + 1})", point.warmup_steps + point.measured_steps)
+            responses.append(self._spawn(point))
+            measured = Point.from_responses(axes, responses)
+            if measured.status != "ok":
+                break
+            if config.repeats is None and len(responses) >= config.min_repeats:
+                rsd = measured.throughput_rsd
+                if rsd is not None and rsd <= config.target_rsd:
+                    break
+        tp = measured.throughput
+        summary = f"{tp.value:,.1f} {tp.unit}" if tp else (measured.error or "").splitlines()[0]
+        self.reporter.finish(label, measured.status, summary)
+        return measured
+
+    def _find_max_batch(self) -> None:
+        config = self.config
+        for precision in config.precisions:
+            for fmt in config.memory_formats:
+                for compiler in config.compilers:
+                    search = MaxBatch(precision=precision, memory_format=fmt, compile=compiler)
+                    self.result.max_batch.append(search)
+
+                    def fits(batch: int, search: MaxBatch = search) -> str:
+                        probe = config.probe(batch, search.precision, search.memory_format, search.compile)
+                        self.reporter.start(f"max batch {search.label}: probe {batch}", probe.steps)
+                        response = self._spawn(probe)
+                        peak = response.get("peak_memory_bytes")
+                        search.probes.append(Probe(batch, response["status"], response.get("error"), peak))
+                        self._save()
+                        if response["status"] == "error":
+                            raise _ProbeFailed(response.get("error") or "unknown error")
+                        return response["status"]
+
+                    try:
+                        search.largest_ok, search.first_failing = search_max_batch(
+                            fits, config.max_batch_limit
+                        )
+                        search.status = "done"
+                    except _ProbeFailed as error:
+                        search.status, search.error = "error", str(error)
+                    self.reporter.finish(f"max batch {search.label}", search.status, search.display)
+                    self._save()

@@ -1,0 +1,106 @@
+"""Pure statistics over raw measurements. Nothing here reads a clock or a device."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Two-sided 95% quantiles of Student's t distribution, t(0.975, df), df = 1..30
+# (standard table values). Beyond 30 the normal quantile is within 2% of t.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)
+_Z975 = 1.959964
+
+
+def t_quantile_975(df: int) -> float:
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    return _T975[df - 1] if df <= len(_T975) else _Z975
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (NumPy's default method)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be within 0..100, got {q}")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Distribution of one measured quantity, with its unit."""
+
+    n: int
+    mean: float
+    median: float
+    p5: float
+    p95: float
+    stdev: float | None
+    unit: str
+
+    @classmethod
+    def of(cls, values: Sequence[float], unit: str) -> Summary:
+        if not values:
+            raise ValueError("summary of no values")
+        return cls(
+            n=len(values),
+            mean=statistics.fmean(values),
+            median=statistics.median(values),
+            p5=percentile(values, 5),
+            p95=percentile(values, 95),
+            stdev=statistics.stdev(values) if len(values) > 1 else None,
+            unit=unit,
+        )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over independent repeats with its 95% confidence interval (None for one repeat)."""
+
+    value: float
+    ci95_low: float | None
+    ci95_high: float | None
+    n: int
+    unit: str
+
+    @classmethod
+    def of(cls, values: Sequence[float], unit: str) -> Estimate:
+        if not values:
+            raise ValueError("estimate of no values")
+        mean = statistics.fmean(values)
+        if len(values) < 2:
+            return cls(mean, None, None, len(values), unit)
+        half = t_quantile_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+        return cls(mean, mean - half, mean + half, len(values), unit)
+
+    def overlaps(self, other: Estimate) -> bool:
+        """Whether the two 95% intervals overlap (a difference that may not be real)."""
+        if None in (self.ci95_low, self.ci95_high, other.ci95_low, other.ci95_high):
+            return False
+        return self.ci95_low <= other.ci95_high and other.ci95_low <= self.ci95_high  # type: ignore[operator]
+
+
+def relative_stdev(values: Sequence[float]) -> float | None:
+    """Standard deviation over mean; None below two values (no spread to speak of)."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else None
+
+
+def throughput(samples_per_step: int, step_times_s: Sequence[float]) -> float:
+    """Samples per second over the given steps: total samples over total time."""
+    total = math.fsum(step_times_s)
+    if total <= 0:
+        raise ValueError("throughput over zero time")
+    return samples_per_step * len(step_times_s) / total

@@ -1,0 +1,1 @@
+"""Trackers: what is measured around the training steps (time, memory; later energy)."""

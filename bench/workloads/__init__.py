@@ -1,0 +1,1 @@
+"""Workloads: one folder each, found by bench.registry.workloads()."""

@@ -1,0 +1,24 @@
+"""Shared PyTorch pieces for workload implementations (not a workload: starts with _).
+
+A workload's torch.py provides three functions; image classifiers import the last two
+from here and only write build_model:
+  build_model(spec, point) -> torch.nn.Module
+  make_batch(spec, point, batch_size, generator) -> (inputs, targets), on the CPU
+  loss(outputs, targets) -> scalar tensor
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def make_batch(spec, point, batch_size: int, generator: torch.Generator):
+    """Random images and labels: the seeds' synthetic data (no I/O, no augmentation)."""
+    images = torch.randn((batch_size, *spec.input_shape(point.seq_len)), generator=generator)
+    labels = torch.randint(0, spec.num_classes, (batch_size,), generator=generator)
+    return images, labels
+
+
+def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(outputs, targets)

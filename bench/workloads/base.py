@@ -1,0 +1,54 @@
+"""What a workload is, independent of the framework that trains it.
+
+A workload is a folder under bench/workloads/: its __init__.py defines WORKLOADS, a
+tuple of WorkloadSpec, and imports no framework. Beside it, one module per framework
+(torch.py, later tensorflow.py, jax.py) implements the same work. Discovery finds both:
+adding a workload edits no existing file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    description: str
+    task: str  # "image-classification" or "masked-lm": what one sample and its target are
+    num_classes: int  # classes, or the vocabulary size for language models
+    sample_shape: tuple[int, ...] = ()  # one input sample (images); empty for token sequences
+    default_batch_size: int = 32
+    # One epoch in epoch mode (seed 1): the size of the dataset this workload stands for.
+    epoch_samples: int = 50_000
+    dataset: str = "synthetic"
+    # Sequence workloads take --seq-len; None means the option does not apply.
+    default_seq_len: int | None = None
+    max_seq_len: int | None = None
+    # Set by discovery: the package whose submodules implement this workload per framework.
+    package: str = field(default="", compare=False)
+
+    @property
+    def takes_seq_len(self) -> bool:
+        return self.default_seq_len is not None
+
+    def input_shape(self, seq_len: int | None = None) -> tuple[int, ...]:
+        """The shape of one input sample, without the batch dimension."""
+        if self.takes_seq_len:
+            return (seq_len or self.default_seq_len,)  # type: ignore[return-value]
+        return self.sample_shape
+
+    def frameworks(self) -> tuple[str, ...]:
+        """Frameworks that implement this workload: the framework modules in its folder."""
+        from bench import registry
+
+        return tuple(
+            name
+            for name in registry.framework_names()
+            if importlib.util.find_spec(f"{self.package}.{name}") is not None
+        )
+
+    def implementation(self, framework: str):
+        """The module that implements this workload in `framework` (imports the framework)."""
+        return importlib.import_module(f"{self.package}.{framework}")

@@ -1,0 +1,47 @@
+"""BERT-base for masked-token training, initialised locally (nothing downloaded)."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.workloads.bert_base import FFN, HEADS, HIDDEN, LAYERS, MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS
+
+
+class BertForMaskedLM(nn.Module):
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.words = nn.Embedding(vocab, HIDDEN)
+        self.positions = nn.Embedding(MAX_POSITIONS, HIDDEN)
+        self.segments = nn.Embedding(2, HIDDEN)
+        self.embed_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+        layer = nn.TransformerEncoderLayer(
+            HIDDEN, HEADS, FFN, dropout=0.1, activation="gelu",
+            batch_first=True, layer_norm_eps=1e-12,  # post-LN, as BERT
+        )
+        self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.head = nn.Sequential(nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.LayerNorm(HIDDEN, eps=1e-12))
+        self.decoder = nn.Linear(HIDDEN, vocab)
+        self.decoder.weight = self.words.weight  # tied input and output embeddings, as BERT
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.words(tokens) + self.positions(positions) + self.segments(torch.zeros_like(tokens))
+        x = self.encoder(self.dropout(self.embed_norm(x)))
+        return self.decoder(self.head(x))
+
+
+def build_model(spec, point) -> nn.Module:
+    return BertForMaskedLM(spec.num_classes)
+
+
+def make_batch(spec, point, batch_size: int, generator: torch.Generator):
+    seq_len = spec.input_shape(point.seq_len)[0]
+    tokens = torch.randint(0, spec.num_classes, (batch_size, seq_len), generator=generator)
+    masked = torch.rand((batch_size, seq_len), generator=generator) < MASK_FRACTION
+    targets = torch.where(masked, tokens, torch.full_like(tokens, -100))  # -100: not scored
+    return torch.where(masked, torch.full_like(tokens, MASK_TOKEN), tokens), targets
+
+
+def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)

@@ -1,0 +1,29 @@
+"""Four plain CNNs on CIFAR-10 spanning seed 1's range of 0.12 M to 1.65 M parameters.
+
+cnn-s is TensorFlow's CNN tutorial network (conv 32-64-64, dense 64), which has exactly
+seed 1's smallest count, 122,570. The others widen the same shape.
+"""
+
+from bench.workloads.base import WorkloadSpec
+
+# name -> (conv channels, dense units); read by torch.py (and later other frameworks).
+ARCHITECTURES = {
+    "cnn-s": ((32, 64, 64), 64),       # 122,570 parameters
+    "cnn-m": ((32, 64, 128), 128),     # 356,810
+    "cnn-l": ((64, 128, 128), 256),    # 750,346
+    "cnn-xl": ((96, 192, 256), 256),   # 1,662,794
+}
+
+WORKLOADS = tuple(
+    WorkloadSpec(
+        name=name,
+        description=f"CNN conv {'-'.join(map(str, convs))}, dense {dense} on CIFAR-10 (seed 1)",
+        task="image-classification",
+        sample_shape=(3, 32, 32),
+        num_classes=10,
+        default_batch_size=128,
+        epoch_samples=50_000,
+        dataset="CIFAR-10 shaped, synthetic",
+    )
+    for name, (convs, dense) in ARCHITECTURES.items()
+)

@@ -1,0 +1,14 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="resnet50",
+        description="ResNet-50 on ImageNet-shaped images (seeds 2 and 4), SGD with momentum",
+        task="image-classification",
+        sample_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch_size=32,
+        epoch_samples=1_281_167,  # ImageNet-1k training set
+        dataset="ImageNet-1k shaped, synthetic",
+    ),
+)

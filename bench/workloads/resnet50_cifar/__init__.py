@@ -1,0 +1,14 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="resnet50-cifar",
+        description="ResNet-50 on CIFAR-10-shaped 32x32 images, 10 classes (seed 1)",
+        task="image-classification",
+        sample_shape=(3, 32, 32),
+        num_classes=10,
+        default_batch_size=64,
+        epoch_samples=50_000,  # CIFAR-10 training set
+        dataset="CIFAR-10 shaped, synthetic",
+    ),
+)

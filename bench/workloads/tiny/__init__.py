@@ -1,0 +1,13 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="tiny",
+        description="A two-layer CNN on 3x16x16 images for fast tests (5,354 parameters)",
+        task="image-classification",
+        sample_shape=(3, 16, 16),
+        num_classes=10,
+        default_batch_size=16,
+        epoch_samples=1024,
+    ),
+)
