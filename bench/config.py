@@ -88,6 +88,11 @@ class PointConfig:
     def __post_init__(self) -> None:
         _check_common(self)
         _positive("batch_size", self.batch_size)
+        if self.batch_size < self.spec.min_batch_size:
+            raise UsageError(
+                f"batch_size: {self.batch_size} is below {self.workload}'s minimum "
+                f"{self.spec.min_batch_size}"
+            )
         _choice("precision", self.precision, PRECISIONS)
         _choice("memory_format", self.memory_format, MEMORY_FORMATS)
         if self.epochs is not None and self.epoch_samples is None:

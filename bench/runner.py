@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench import provenance, result
+from bench import provenance, registry, result
 from bench.config import PointConfig, RunConfig
 from bench.result import MaxBatch, Point, Probe, Result
 
@@ -232,7 +232,7 @@ class Runner:
 
                     try:
                         search.largest_ok, search.first_failing = search_max_batch(
-                            fits, config.max_batch_limit
+                            fits, config.max_batch_limit, start=registry.workload(config.workload).min_batch_size
                         )
                         search.status = "done"
                     except _ProbeFailed as error:

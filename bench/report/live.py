@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-_MARK = {"ok": "[green]✓[/]", "oom": "[yellow]✗ oom[/]", "error": "[red]✗ error[/]"}
+_MARK = {"ok": "[green]✓[/]", "done": "[green]✓[/]", "oom": "[yellow]✗ oom[/]", "error": "[red]✗ error[/]"}
 
 
 class LiveReporter:

@@ -20,6 +20,8 @@ class WorkloadSpec:
     num_classes: int  # classes, or the vocabulary size for language models
     sample_shape: tuple[int, ...] = ()  # one input sample (images); empty for token sequences
     default_batch_size: int = 32
+    # Smallest batch that can train at all (batch norm on a 1x1 map needs 2 samples).
+    min_batch_size: int = 1
     # One epoch in epoch mode (seed 1): the size of the dataset this workload stands for.
     epoch_samples: int = 50_000
     dataset: str = "synthetic"

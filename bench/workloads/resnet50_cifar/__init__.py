@@ -8,6 +8,7 @@ WORKLOADS = (
         sample_shape=(3, 32, 32),
         num_classes=10,
         default_batch_size=64,
+        min_batch_size=2,  # the last feature map is 1x1: batch norm needs two samples
         epoch_samples=50_000,  # CIFAR-10 training set
         dataset="CIFAR-10 shaped, synthetic",
     ),
