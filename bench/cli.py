@@ -75,7 +75,10 @@ def _repeats(text: str) -> int | None:
 
 
 def _size(text: str) -> int:
-    return parse_size(text, "memory-limit")
+    try:
+        return parse_size(text, "memory-limit")
+    except UsageError as error:  # argparse would replace a ValueError's message
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

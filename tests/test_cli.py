@@ -1,0 +1,57 @@
+"""The command line as a user meets it: exit codes and one-line errors."""
+
+import pytest
+
+from .conftest import run_bench
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["resnet51"], "unknown workload 'resnet51'; choose from: bert-base, cnn-s"),
+        (["tiny", "--device", "cpu", "--batch-size", "-8"], "batch_size: -8 is not allowed; use a positive whole number"),
+        (["tiny", "--device", "cpu", "--batch-size", "8,x"], "batch-size: 'x' is not allowed; use whole numbers"),
+        (["tiny", "--device", "cpu", "--precision", "fp64"], "precision: 'fp64' is not allowed; use one or more of fp32, tf32, fp16, bf16"),
+        (["tiny", "--device", "cpu", "--precision", "tf32"], "precision 'tf32' is not available on cpu"),
+        (["tiny", "--device", "tpu9"], "unknown device 'tpu9'; choose from: auto, cpu"),
+        (["tiny", "--device", "cpu", "--memory-limit", "lots"], "memory-limit: 'lots' is not a size"),
+        (["tiny", "--device", "cpu", "--repeats", "many"], "repeats: 'many' is not allowed; use a positive whole number or auto"),
+        (["tiny", "--device", "cpu", "--seq-len", "128"], "seq_len: workload 'tiny' takes no sequence length"),
+        (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
+        (["show", "does-not-exist.json"], "does-not-exist.json: no such result file"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, args, message):
+    done = run_bench(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("bench: error: ") and message in lines[0]
+    assert not list(tmp_path.glob("results/*.json"))  # nothing half-made was saved
+
+
+def test_unreadable_result_file(tmp_path):
+    (tmp_path / "broken.json").write_text('{"schema_version": 1, "points": "many"}')
+    done = run_bench("show", "broken.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "broken.json" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unavailable_device_says_how_to_fix_it(tmp_path):
+    done = run_bench("tiny", "--device", "cuda", cwd=tmp_path)
+    if done.returncode == 0:
+        pytest.skip("this machine has a CUDA device")
+    assert done.returncode == 2
+    assert "device 'cuda' is not available" in done.stderr and "--gpus all" in done.stderr
+
+
+def test_list_shows_workloads_with_parameter_counts():
+    done = run_bench("list")
+    assert done.returncode == 0, done.stderr
+    for text in ("resnet50", "25,557,032", "cnn-s", "122,570", "bert-base", "devices", "cpu"):
+        assert text in done.stdout
+
+
+def test_version():
+    done = run_bench("--version")
+    assert done.returncode == 0 and done.stdout.startswith("bench ")

@@ -1,0 +1,139 @@
+"""The parent's logic with a fake child: sweeps, failures, interrupts, repeats, search."""
+
+import json
+
+import pytest
+
+from bench import result
+from bench.config import RunConfig
+from bench.runner import Runner, search_max_batch
+
+
+def ok_response(step_s: float = 0.1, flops: float | None = 2e6) -> dict:
+    return {
+        "status": "ok", "warmup_times_s": [0.5], "step_times_s": [step_s] * 3,
+        "epoch_times_s": None, "peak_memory_bytes": 1000, "memory_kind": "host_peak_rss",
+        "loss_first": 2.0, "loss_last": 1.0, "parameters": 5354, "flops_per_sample": flops,
+        "environment": {"host": {"hostname": "fake"}},
+    }
+
+
+class FakeChild:
+    """Stands in for spawn_worker: answers from a script, records what it was asked."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls = []
+
+    def __call__(self, point, count_flops, on_progress):
+        self.calls.append((point, count_flops))
+        return self.answer(point, len(self.calls))
+
+
+def test_a_failed_point_keeps_the_others(tmp_path):
+    def answer(point, n):
+        if point.batch_size == 16:
+            return {"status": "error", "error": "RuntimeError: boom", "traceback": "..."}
+        return ok_response()
+
+    runner = Runner(RunConfig(workload="tiny", batch_sizes=(8, 16, 32)), tmp_path, spawn=FakeChild(answer))
+    outcome = runner.run()
+    assert [p.status for p in outcome.points] == ["ok", "error", "ok"]
+    assert outcome.failed and outcome.status == "complete"
+    saved = result.load(runner.path)
+    assert [p.status for p in saved.points] == ["ok", "error", "ok"]
+    assert saved.points[1].error == "RuntimeError: boom"
+
+
+def test_an_interrupted_sweep_keeps_its_finished_points(tmp_path):
+    def answer(point, n):
+        if n == 3:
+            raise KeyboardInterrupt
+        return ok_response()
+
+    runner = Runner(RunConfig(workload="tiny", batch_sizes=(4, 8, 16, 32)), tmp_path, spawn=FakeChild(answer))
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    saved = result.load(runner.path)
+    assert saved.status == "interrupted"
+    assert [p.batch_size for p in saved.points] == [4, 8]
+    assert saved.finished is not None
+
+
+def test_the_file_is_written_after_every_point(tmp_path):
+    seen = []
+
+    def answer(point, n):
+        if n > 1:  # the previous point is already on disk when the next starts
+            seen.append(len(json.loads(next(tmp_path.glob("*.json")).read_text())["points"]))
+        return ok_response()
+
+    Runner(RunConfig(workload="tiny", batch_sizes=(4, 8, 16)), tmp_path, spawn=FakeChild(answer)).run()
+    assert seen == [1, 2]
+
+
+def test_flops_are_counted_once_per_shape(tmp_path):
+    child = FakeChild(lambda point, n: ok_response(flops=2e6 if n == 1 else None))
+    outcome = Runner(RunConfig(workload="tiny", batch_sizes=(4, 8), precisions=("fp32", "bf16")),
+                     tmp_path, spawn=child).run()
+    assert [count for _, count in child.calls] == [True, False, False, False]
+    assert all(p.flops_per_sample == 2e6 for p in outcome.points)
+
+
+def test_automatic_repeats_stop_once_the_spread_is_small(tmp_path):
+    steady = FakeChild(lambda point, n: ok_response(0.1))
+    config = RunConfig(workload="tiny", repeats=None, min_repeats=3, max_repeats=8, target_rsd=0.05)
+    outcome = Runner(config, tmp_path, spawn=steady).run()
+    assert len(outcome.points[0].step_times_s) == 3
+
+    noisy = FakeChild(lambda point, n: ok_response(0.1 if n % 2 else 0.3))
+    outcome = Runner(config, tmp_path, spawn=noisy).run()
+    assert len(outcome.points[0].step_times_s) == 8  # never settles: stops at the cap
+
+
+def test_fixed_repeats_give_a_confidence_interval(tmp_path):
+    child = FakeChild(lambda point, n: ok_response([0.1, 0.11, 0.12][n - 1]))
+    outcome = Runner(RunConfig(workload="tiny", repeats=3), tmp_path, spawn=child).run()
+    tp = outcome.points[0].throughput
+    assert tp.n == 3 and tp.ci95_low < tp.value < tp.ci95_high
+
+
+@pytest.mark.parametrize(("capacity", "limit", "expected"), [
+    (100, 4096, (100, 101)),
+    (1, 4096, (1, 2)),
+    (0, 4096, (None, 1)),       # '*': even batch 1 does not fit
+    (5000, 512, (512, None)),   # the limit was reached without failing
+    (384, 4096, (384, 385)),
+])
+def test_search_finds_the_boundary_in_logarithmic_probes(capacity, limit, expected):
+    probed = []
+
+    def fits(batch):
+        probed.append(batch)
+        return "ok" if batch <= capacity else "oom"
+
+    assert search_max_batch(fits, limit) == expected
+    assert len(probed) <= 2 * max(limit, 2).bit_length() + 1
+    assert len(set(probed)) == len(probed)
+
+
+def test_max_batch_search_through_the_runner(tmp_path):
+    def answer(point, n):
+        return ok_response() if point.batch_size <= 6 else {"status": "oom", "error": "out of memory"}
+
+    child = FakeChild(answer)
+    config = RunConfig(workload="tiny", find_max_batch=True, precisions=("fp32", "bf16"))
+    runner = Runner(config, tmp_path, spawn=child)
+    outcome = runner.run()
+    assert [(m.precision, m.largest_ok, m.first_failing, m.display) for m in outcome.max_batch] == [
+        ("fp32", 6, 7, "6"), ("bf16", 6, 7, "6")]
+    assert all(p.steps == 2 and p.warmup_steps == 0 for p, _ in child.calls)
+    assert not outcome.failed
+    assert result.load(runner.path).max_batch == outcome.max_batch
+
+
+def test_a_probe_error_stops_that_search_and_fails_the_run(tmp_path):
+    child = FakeChild(lambda point, n: {"status": "error", "error": "ValueError: bad"})
+    outcome = Runner(RunConfig(workload="tiny", find_max_batch=True), tmp_path, spawn=child).run()
+    assert outcome.max_batch[0].status == "error" and outcome.failed
+    assert len(child.calls) == 1

@@ -1,0 +1,63 @@
+import math
+
+import pytest
+
+from bench.stats import Estimate, Summary, percentile, relative_stdev, t_quantile_975, throughput
+
+
+def test_percentile_interpolates_like_numpy():
+    values = [4.0, 1.0, 3.0, 2.0, 5.0]
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 50) == 3.0
+    assert percentile(values, 100) == 5.0
+    # numpy.percentile([1,2,3,4,5], 5) == 1.2 and 95 -> 4.8
+    assert percentile(values, 5) == pytest.approx(1.2)
+    assert percentile(values, 95) == pytest.approx(4.8)
+    assert percentile([7.0], 95) == 7.0
+
+
+@pytest.mark.parametrize("bad", [-1, 101])
+def test_percentile_rejects_out_of_range(bad):
+    with pytest.raises(ValueError):
+        percentile([1.0], bad)
+
+
+def test_summary_of_step_times():
+    s = Summary.of([0.1, 0.2, 0.3, 0.4], "s")
+    assert (s.n, s.mean, s.median, s.unit) == (4, pytest.approx(0.25), pytest.approx(0.25), "s")
+    assert s.stdev == pytest.approx(0.1290994, rel=1e-6)
+    assert Summary.of([0.5], "s").stdev is None
+
+
+def test_estimate_confidence_interval_uses_student_t():
+    e = Estimate.of([100.0, 102.0, 104.0], "samples/s")
+    # mean 102, stdev 2, n 3: half width = t(0.975, 2) * 2 / sqrt(3) = 4.303 * 1.1547
+    half = 4.303 * 2 / math.sqrt(3)
+    assert e.value == pytest.approx(102.0)
+    assert (e.ci95_low, e.ci95_high) == (pytest.approx(102 - half), pytest.approx(102 + half))
+    single = Estimate.of([100.0], "samples/s")
+    assert single.ci95_low is None and single.ci95_high is None
+
+
+def test_t_quantiles():
+    assert t_quantile_975(1) == 12.706
+    assert t_quantile_975(30) == 2.042
+    assert t_quantile_975(1000) == pytest.approx(1.96, abs=1e-3)
+    with pytest.raises(ValueError):
+        t_quantile_975(0)
+
+
+def test_overlapping_intervals():
+    a = Estimate(100, 98, 102, 3, "samples/s")
+    assert a.overlaps(Estimate(103, 101, 105, 3, "samples/s"))
+    assert not a.overlaps(Estimate(110, 108, 112, 3, "samples/s"))
+    assert not a.overlaps(Estimate(100, None, None, 1, "samples/s"))
+
+
+def test_relative_stdev_and_throughput():
+    assert relative_stdev([10.0]) is None
+    assert relative_stdev([9.0, 11.0]) == pytest.approx(math.sqrt(2) / 10)
+    # 32 samples per step, 4 steps in 2 s -> 64 samples/s
+    assert throughput(32, [0.5, 0.5, 0.25, 0.75]) == pytest.approx(64.0)
+    with pytest.raises(ValueError):
+        throughput(32, [])

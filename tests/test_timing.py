@@ -1,0 +1,98 @@
+"""The measurement loop, timed with a fake clock and a fake session (no framework)."""
+
+import pytest
+
+from bench.config import PointConfig
+from bench.frameworks.base import Session
+from bench.platforms.cpu import CpuPlatform
+from bench.result import Point
+from bench.worker import measure
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+
+class FakeSession(Session):
+    """Each step 'takes' the next duration on the fake clock; loss counts down."""
+
+    def __init__(self, clock: FakeClock, durations: list[float]) -> None:
+        self.clock, self.durations = clock, list(durations)
+        self.steps = 0
+        self.syncs_before_read: list[bool] = []
+        self.pending = False  # device work queued and not yet synchronised
+        self.parameters, self.details = 1, {}
+
+    def step(self):
+        self.clock.now += self.durations.pop(0)
+        self.steps += 1
+        self.pending = True
+        return 10.0 - self.steps
+
+    def loss_value(self, handle):
+        return float(handle)
+
+    def synchronize(self) -> None:
+        self.pending = False
+
+    def count_flops(self):
+        return None
+
+
+class SyncCheckingClock(FakeClock):
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: FakeSession | None = None
+        self.unsynced_reads = 0
+
+    def __call__(self) -> float:
+        if self.session is not None and self.session.pending:
+            self.unsynced_reads += 1
+        return super().__call__()
+
+
+def test_warmup_is_kept_apart_and_steps_are_exact():
+    clock = SyncCheckingClock()
+    session = FakeSession(clock, [5.0, 4.0, 1.0, 2.0, 3.0])
+    clock.session = session
+    point = PointConfig(workload="tiny", batch_size=8, warmup_steps=2, steps=3)
+    record = measure(point, session, CpuPlatform(), clock=clock)
+    assert record["warmup_times_s"] == [5.0, 4.0]
+    assert record["step_times_s"] == [1.0, 2.0, 3.0]
+    assert record["epoch_times_s"] is None
+    assert clock.unsynced_reads == 0, "the clock was read with device work still queued"
+    assert (record["loss_first"], record["loss_last"]) == (9.0, 5.0)
+    assert record["memory_kind"] == "host_peak_rss"
+
+
+def test_epoch_mode_times_each_epoch_and_summarises_epochs_two_to_n():
+    clock = FakeClock()
+    # 3 epochs x 2 steps; epoch 1 is slow (start-up), as seed 1 observed.
+    session = FakeSession(clock, [3.0, 3.0, 1.0, 1.0, 1.0, 1.5])
+    point = PointConfig(workload="tiny", batch_size=8, warmup_steps=0, epochs=3, epoch_samples=20)
+    assert point.steps_per_epoch == 2  # the partial batch is dropped
+    record = measure(point, session, CpuPlatform(), clock=clock)
+    assert record["epoch_times_s"] == [6.0, 2.0, 2.5]
+    assert record["step_times_s"] == [3.0, 3.0, 1.0, 1.0, 1.0, 1.5]
+    p = Point(batch_size=8, precision="fp32", step_times_s=(tuple(record["step_times_s"]),),
+              epoch_times_s=(tuple(record["epoch_times_s"]),))
+    # 16 samples per epoch over the mean of epochs 2..3 (2.25 s)
+    assert p.throughput.value == pytest.approx(16 / 2.25)
+    assert p.epoch_time.mean == pytest.approx(2.25)
+
+
+def test_point_statistics_come_from_raw_times():
+    p = Point(batch_size=10, precision="fp32", step_times_s=((0.1, 0.1), (0.2, 0.2)))
+    # repeat throughputs 100 and 50 samples/s
+    assert p.repeat_throughputs() == [pytest.approx(100.0), pytest.approx(50.0)]
+    assert p.throughput.value == pytest.approx(75.0)
+    assert p.throughput.unit == "samples/s"
+    assert p.throughput.ci95_low < 75 < p.throughput.ci95_high
+    assert p.step_time.median == pytest.approx(0.15)
+    assert Point(batch_size=1, precision="fp32", status="oom").throughput is None

@@ -1,0 +1,73 @@
+"""Workloads: discovery, exact parameter counts, and that each one trains."""
+
+import sys
+import textwrap
+
+import pytest
+
+from bench import registry
+from bench.config import PointConfig
+
+torch = pytest.importorskip("torch")
+
+# Exact counts (each shared tensor once). cnn-s is TensorFlow's CNN tutorial network,
+# seed 1's smallest (122,570); the family spans seed 1's range up to ~1.65 M.
+PARAMETERS = {
+    "tiny": 5_354,
+    "cnn-s": 122_570,
+    "cnn-m": 356_810,
+    "cnn-l": 750_346,
+    "cnn-xl": 1_662_794,
+    "resnet50": 25_557_032,  # torchvision's ResNet-50
+    "resnet50-cifar": 23_528_522,
+    "bert-base": 109_514_298,  # BERT-base with a tied masked-LM head, no pooler
+}
+
+
+def test_every_workload_is_discovered():
+    assert set(registry.workloads()) == set(PARAMETERS)
+
+
+@pytest.mark.parametrize(("name", "expected"), PARAMETERS.items())
+def test_parameter_counts(name, expected):
+    spec = registry.workload(name)
+    assert registry.framework("torch").count_parameters(spec, PointConfig(workload=name)) == expected
+
+
+def test_cnn_family_spans_seed_one_range():
+    counts = [PARAMETERS[n] for n in ("cnn-s", "cnn-m", "cnn-l", "cnn-xl")]
+    assert counts == sorted(counts)
+    assert counts[-1] == pytest.approx(1_649_482, rel=0.01)
+
+
+def test_bert_batch_masks_fifteen_percent_and_scores_only_masked_tokens():
+    spec = registry.workload("bert-base")
+    impl = spec.implementation("torch")
+    point = PointConfig(workload="bert-base", seq_len=64)
+    tokens, targets = impl.make_batch(spec, point, 8, torch.Generator().manual_seed(0))
+    assert tokens.shape == targets.shape == (8, 64)
+    scored = targets != -100
+    assert 0.10 < scored.float().mean().item() < 0.20
+    assert (tokens[scored] == 103).all()  # the [MASK] token where a target is scored
+
+
+def test_a_new_workload_folder_is_found_without_editing_anything(tmp_path, monkeypatch):
+    package = tmp_path / "bench_extra" / "mlp_demo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(textwrap.dedent("""
+        from bench.workloads.base import WorkloadSpec
+        WORKLOADS = (WorkloadSpec(name="mlp-demo", description="demo", task="image-classification",
+                                  sample_shape=(4,), num_classes=2),)
+    """))
+    (package / "torch.py").write_text("")
+    import bench.workloads
+
+    monkeypatch.setattr(bench.workloads, "__path__", [*bench.workloads.__path__, str(tmp_path / "bench_extra")])
+    monkeypatch.delitem(sys.modules, "bench.workloads.mlp_demo", raising=False)
+    registry.workloads.cache_clear()
+    try:
+        spec = registry.workload("mlp-demo")
+        assert spec.package == "bench.workloads.mlp_demo"
+        assert spec.frameworks() == ("torch",)
+    finally:
+        registry.workloads.cache_clear()
