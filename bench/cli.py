@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         # One line, not argparse's usage block; the caller prints it and exits 2.
         raise UsageError(f"{message} (see: {self.prog} --help)")
 
@@ -46,7 +46,9 @@ def _list_of(convert: Callable[[str], Any], what: str, allowed: str) -> Callable
             try:
                 values.append(convert(item.strip()))
             except ValueError:
-                raise argparse.ArgumentTypeError(f"{what}: {item.strip()!r} is not allowed; use {allowed}") from None
+                raise argparse.ArgumentTypeError(
+                    f"{what}: {item.strip()!r} is not allowed; use {allowed}"
+                ) from None
         return tuple(values)
 
     return parse
@@ -62,7 +64,9 @@ def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
 
 
 def _compilers(text: str) -> tuple[str | None, ...]:
-    return tuple(None if item.strip() in ("none", "eager") else item.strip() for item in text.split(","))
+    return tuple(
+        None if item.strip() in ("none", "eager") else item.strip() for item in text.split(",")
+    )
 
 
 def _repeats(text: str) -> int | None:
@@ -71,7 +75,9 @@ def _repeats(text: str) -> int | None:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"repeats: {text!r} is not allowed; use a positive whole number or auto") from None
+        raise argparse.ArgumentTypeError(
+            f"repeats: {text!r} is not allowed; use a positive whole number or auto"
+        ) from None
 
 
 def _size(text: str) -> int:
@@ -84,47 +90,100 @@ def _size(text: str) -> int:
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="what to train (see: bench list)")
     p.add_argument("--framework", default="torch", help="torch (default)")
-    p.add_argument("--device", default=os.environ.get("BENCH_DEVICE", "auto"),
-                   help="auto (default: the best available), cpu, cuda, rocm, mps")
-    p.add_argument("--batch-size", type=_list_of(int, "batch-size", "whole numbers, e.g. 16,32"),
-                   default=(), help="global batch size(s), comma-separated for a sweep")
-    p.add_argument("--precision", type=_choice_list("precision", PRECISIONS), default=("fp32",),
-                   help="fp32, tf32, fp16 (with a grad scaler), bf16; comma-separated for a sweep")
-    p.add_argument("--memory-format", type=_choice_list("memory-format", MEMORY_FORMATS),
-                   default=None, help="contiguous, channels_last; comma-separated for a sweep")
-    p.add_argument("--channels-last", action="store_true", help="same as --memory-format channels_last")
-    p.add_argument("--compile", type=_compilers, nargs="?", const=("inductor",), default=(None,),
-                   metavar="BACKEND", help="torch.compile with BACKEND (default inductor); "
-                   "a list like none,inductor sweeps")
+    p.add_argument(
+        "--device",
+        default=os.environ.get("BENCH_DEVICE", "auto"),
+        help="auto (default: the best available), cpu, cuda, rocm, mps",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_list_of(int, "batch-size", "whole numbers, e.g. 16,32"),
+        default=(),
+        help="global batch size(s), comma-separated for a sweep",
+    )
+    p.add_argument(
+        "--precision",
+        type=_choice_list("precision", PRECISIONS),
+        default=("fp32",),
+        help="fp32, tf32, fp16 (with a grad scaler), bf16; comma-separated for a sweep",
+    )
+    p.add_argument(
+        "--memory-format",
+        type=_choice_list("memory-format", MEMORY_FORMATS),
+        default=None,
+        help="contiguous, channels_last; comma-separated for a sweep",
+    )
+    p.add_argument(
+        "--channels-last", action="store_true", help="same as --memory-format channels_last"
+    )
+    p.add_argument(
+        "--compile",
+        type=_compilers,
+        nargs="?",
+        const=("inductor",),
+        default=(None,),
+        metavar="BACKEND",
+        help="torch.compile with BACKEND (default inductor); a list like none,inductor sweeps",
+    )
     p.add_argument("--threads", type=int, help="intra-op CPU threads (default: the framework's)")
-    p.add_argument("--data", choices=DATA_SOURCES, default="synthetic",
-                   help="synthetic: one batch made on the device (default); loader: a real DataLoader")
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader workers with --data loader")
-    p.add_argument("--warmup-steps", type=int, help="unmeasured steps first (default 5; 0 in epoch mode)")
+    p.add_argument(
+        "--data",
+        choices=DATA_SOURCES,
+        default="synthetic",
+        help="synthetic: one batch made on the device (default); loader: a real DataLoader",
+    )
+    p.add_argument(
+        "--num-workers", type=int, default=0, help="DataLoader workers with --data loader"
+    )
+    p.add_argument(
+        "--warmup-steps", type=int, help="unmeasured steps first (default 5; 0 in epoch mode)"
+    )
     p.add_argument("--steps", type=int, default=20, help="measured steps (default 20)")
     p.add_argument("--epochs", type=int, help="epoch mode: time N epochs, summarise epochs 2..N")
-    p.add_argument("--epoch-samples", type=int, help="samples per epoch (default: the dataset's size)")
+    p.add_argument(
+        "--epoch-samples", type=int, help="samples per epoch (default: the dataset's size)"
+    )
     p.add_argument("--seq-len", type=int, help="sequence length, for language workloads")
-    p.add_argument("--repeats", type=_repeats, default=1,
-                   help="fresh processes per point (default 1); auto: until the spread is under "
-                   "--target-rsd, between --min-repeats and --max-repeats")
+    p.add_argument(
+        "--repeats",
+        type=_repeats,
+        default=1,
+        help="fresh processes per point (default 1); auto: until the spread is under "
+        "--target-rsd, between --min-repeats and --max-repeats",
+    )
     p.add_argument("--min-repeats", type=int, default=3)
     p.add_argument("--max-repeats", type=int, default=10)
-    p.add_argument("--target-rsd", type=float, default=0.035,
-                   help="relative standard deviation that ends automatic repeats (default 0.035)")
-    p.add_argument("--find-max-batch", action="store_true",
-                   help="search the largest batch that trains (grow, then bisect)")
-    p.add_argument("--max-batch-limit", type=int, default=4096, help="largest batch the search probes")
-    p.add_argument("--memory-limit", type=_size,
-                   help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)")
+    p.add_argument(
+        "--target-rsd",
+        type=float,
+        default=0.035,
+        help="relative standard deviation that ends automatic repeats (default 0.035)",
+    )
+    p.add_argument(
+        "--find-max-batch",
+        action="store_true",
+        help="search the largest batch that trains (grow, then bisect)",
+    )
+    p.add_argument(
+        "--max-batch-limit", type=int, default=4096, help="largest batch the search probes"
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=_size,
+        help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
+    )
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per child process")
     p.add_argument("--seed", type=int, default=0)
     _add_output_options(p)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output-dir", type=Path, default=Path(os.environ.get("BENCH_OUTPUT_DIR", "results")),
-                   help="where the result JSON goes (default ./results)")
+    p.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path(os.environ.get("BENCH_OUTPUT_DIR", "results")),
+        help="where the result JSON goes (default ./results)",
+    )
     p.add_argument("--json", action="store_true", help="print the result JSON on stdout")
 
 
@@ -163,14 +222,30 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise UsageError("use either --channels-last or --memory-format, not both")
     registry.workload(args.workload)  # name an unknown workload before probing devices
     return RunConfig(
-        workload=args.workload, framework=args.framework, device=resolve_device(args.device),
-        batch_sizes=args.batch_size, precisions=args.precision, memory_formats=formats,
-        compilers=args.compile, threads=args.threads, data=args.data, num_workers=args.num_workers,
-        warmup_steps=args.warmup_steps, steps=args.steps, epochs=args.epochs,
-        epoch_samples=args.epoch_samples, seq_len=args.seq_len, repeats=args.repeats,
-        min_repeats=args.min_repeats, max_repeats=args.max_repeats, target_rsd=args.target_rsd,
-        find_max_batch=args.find_max_batch, max_batch_limit=args.max_batch_limit,
-        memory_limit_bytes=args.memory_limit, timeout_s=args.timeout_s, seed=args.seed,
+        workload=args.workload,
+        framework=args.framework,
+        device=resolve_device(args.device),
+        batch_sizes=args.batch_size,
+        precisions=args.precision,
+        memory_formats=formats,
+        compilers=args.compile,
+        threads=args.threads,
+        data=args.data,
+        num_workers=args.num_workers,
+        warmup_steps=args.warmup_steps,
+        steps=args.steps,
+        epochs=args.epochs,
+        epoch_samples=args.epoch_samples,
+        seq_len=args.seq_len,
+        repeats=args.repeats,
+        min_repeats=args.min_repeats,
+        max_repeats=args.max_repeats,
+        target_rsd=args.target_rsd,
+        find_max_batch=args.find_max_batch,
+        max_batch_limit=args.max_batch_limit,
+        memory_limit_bytes=args.memory_limit,
+        timeout_s=args.timeout_s,
+        seed=args.seed,
     )
 
 
@@ -185,7 +260,9 @@ def _console(args: argparse.Namespace | None = None) -> Console:
 def _execute(config: RunConfig, args: argparse.Namespace) -> int:
     console = _console(args)
     with LiveReporter(console) as reporter:
-        runner = Runner(config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]])
+        runner = Runner(
+            config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
+        )
         try:
             outcome = runner.run()
         except KeyboardInterrupt:
@@ -219,7 +296,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     console = _console()
     table = Table(title="workloads", title_justify="left")
-    for name in ("workload", "task", "input (per sample)", "classes", "parameters", "frameworks", "description"):
+    for name in (
+        "workload",
+        "task",
+        "input (per sample)",
+        "classes",
+        "parameters",
+        "frameworks",
+        "description",
+    ):
         table.add_column(name, justify="right" if name in ("classes", "parameters") else "left")
     for spec in registry.workloads().values():
         try:
@@ -229,8 +314,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         except ImportError:
             parameters = "n/a (no torch)"
         shape = "x".join(map(str, spec.input_shape())) + (" tokens" if spec.takes_seq_len else "")
-        table.add_row(spec.name, spec.task, shape, f"{spec.num_classes:,}", parameters,
-                      ", ".join(spec.frameworks()), spec.description)
+        table.add_row(
+            spec.name,
+            spec.task,
+            shape,
+            f"{spec.num_classes:,}",
+            parameters,
+            ", ".join(spec.frameworks()),
+            spec.description,
+        )
     console.print(table)
     devices = Table(title="devices", title_justify="left")
     devices.add_column("device")

@@ -163,7 +163,9 @@ class RunConfig:
         for name in ("batch_sizes", "precisions", "memory_formats", "compilers"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if not self.batch_sizes:
-            object.__setattr__(self, "batch_sizes", (registry.workload(self.workload).default_batch_size,))
+            object.__setattr__(
+                self, "batch_sizes", (registry.workload(self.workload).default_batch_size,)
+            )
         if self.warmup_steps is None:
             object.__setattr__(self, "warmup_steps", 0 if self.epochs is not None else 5)
         _check_common(self)
@@ -185,9 +187,13 @@ class RunConfig:
         _positive("min_repeats", self.min_repeats)
         _positive("max_repeats", self.max_repeats)
         if self.max_repeats < self.min_repeats:
-            raise UsageError(f"max_repeats: {self.max_repeats} is below min_repeats {self.min_repeats}")
+            raise UsageError(
+                f"max_repeats: {self.max_repeats} is below min_repeats {self.min_repeats}"
+            )
         if not 0 < self.target_rsd < 1:
-            raise UsageError(f"target_rsd: {self.target_rsd!r} must be between 0 and 1 (e.g. 0.035)")
+            raise UsageError(
+                f"target_rsd: {self.target_rsd!r} must be between 0 and 1 (e.g. 0.035)"
+            )
         _positive("max_batch_limit", self.max_batch_limit)
         _positive("probe_steps", self.probe_steps)
         if self.timeout_s is not None and not self.timeout_s > 0:
@@ -215,12 +221,19 @@ class RunConfig:
                 batch_size=batch, precision=precision, memory_format=fmt, compile=compiler
             )
 
-    def probe(self, batch_size: int, precision: str, memory_format: str, compile: str | None) -> PointConfig:
+    def probe(
+        self, batch_size: int, precision: str, memory_format: str, compile: str | None
+    ) -> PointConfig:
         """A short point for the max-batch search: enough steps to allocate everything."""
         return dataclasses.replace(
-            self._point(batch_size=batch_size, precision=precision,
-                        memory_format=memory_format, compile=compile),
-            warmup_steps=0, steps=self.probe_steps,
+            self._point(
+                batch_size=batch_size,
+                precision=precision,
+                memory_format=memory_format,
+                compile=compile,
+            ),
+            warmup_steps=0,
+            steps=self.probe_steps,
         )
 
     def to_dict(self) -> dict[str, Any]:

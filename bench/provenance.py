@@ -24,21 +24,60 @@ if TYPE_CHECKING:
 # Environment variables that change speed: threading, allocators, device visibility,
 # compilers. Recorded with their values; names that look like secrets are skipped.
 SPEED_ENV_PREFIXES = (
-    "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "DNNL_", "ONEDNN_", "CUDA_", "NCCL_",
-    "NVIDIA_", "CUBLAS_", "CUDNN_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "XLA_",
-    "TF_", "JAX_", "HIP_", "ROCR_", "HSA_", "MIOPEN_", "TPU_", "LIBTPU_", "BENCH_",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "DNNL_",
+    "ONEDNN_",
+    "CUDA_",
+    "NCCL_",
+    "NVIDIA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "TORCH_",
+    "PYTORCH_",
+    "TORCHINDUCTOR_",
+    "XLA_",
+    "TF_",
+    "JAX_",
+    "HIP_",
+    "ROCR_",
+    "HSA_",
+    "MIOPEN_",
+    "TPU_",
+    "LIBTPU_",
+    "BENCH_",
 )
 SPEED_ENV_NAMES = ("LD_PRELOAD", "MALLOC_CONF", "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD")
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
 # CPU features that decide which kernels run (x86 and Arm names from /proc/cpuinfo).
 CPU_FLAGS = (
-    "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16", "asimd", "sve", "sve2", "bf16", "i8mm",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
 )
 # Set in images (see images/) so a result names the exact image it ran in.
 IMAGE_ENV = {
-    "name": "BENCH_IMAGE", "variant": "BENCH_IMAGE_VARIANT", "digest": "BENCH_IMAGE_DIGEST",
-    "lock_sha256": "BENCH_LOCK_SHA256", "base": "BENCH_BASE_IMAGE",
+    "name": "BENCH_IMAGE",
+    "variant": "BENCH_IMAGE_VARIANT",
+    "digest": "BENCH_IMAGE_DIGEST",
+    "lock_sha256": "BENCH_LOCK_SHA256",
+    "base": "BENCH_BASE_IMAGE",
 }
 
 
@@ -84,7 +123,9 @@ def cpu_info() -> dict[str, Any]:
         "sockets": None,
         "numa_nodes": None,
         "flags": [],
-        "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "affinity_cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
     }
     try:
         text = Path("/proc/cpuinfo").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from bench.errors import UsageError
@@ -28,7 +29,9 @@ def _member_modules(package: str, *, packages: bool) -> list[str]:
     return sorted(
         info.name
         for info in pkgutil.iter_modules(pkg.__path__)
-        if info.ispkg == packages and not info.name.startswith("_") and info.name not in _NOT_MEMBERS
+        if info.ispkg == packages
+        and not info.name.startswith("_")
+        and info.name not in _NOT_MEMBERS
     )
 
 
@@ -48,11 +51,15 @@ def workloads() -> dict[str, WorkloadSpec]:
     return found
 
 
+def _require_known(kind: str, name: str, known: Iterable[str], also: str = "") -> None:
+    known = list(known)
+    if name not in known:
+        raise UsageError(f"unknown {kind} {name!r}; choose from: {also}{', '.join(known)}")
+
+
 def workload(name: str) -> WorkloadSpec:
-    specs = workloads()
-    if name not in specs:
-        raise UsageError(f"unknown workload {name!r}; choose from: {', '.join(specs)}")
-    return specs[name]
+    _require_known("workload", name, workloads())
+    return workloads()[name]
 
 
 def framework_names() -> list[str]:
@@ -60,10 +67,7 @@ def framework_names() -> list[str]:
 
 
 def framework(name: str) -> Framework:
-    if name not in framework_names():
-        raise UsageError(
-            f"unknown framework {name!r}; choose from: {', '.join(framework_names())}"
-        )
+    _require_known("framework", name, framework_names())
     return importlib.import_module(f"bench.frameworks.{name}").FRAMEWORK
 
 
@@ -78,7 +82,5 @@ def platforms() -> dict[str, Platform]:
 
 
 def platform(name: str) -> Platform:
-    known = platforms()
-    if name not in known:
-        raise UsageError(f"unknown device {name!r}; choose from: auto, {', '.join(known)}")
-    return known[name]
+    _require_known("device", name, platforms(), also="auto, ")
+    return platforms()[name]

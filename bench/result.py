@@ -78,7 +78,8 @@ class Point:
 
     @property
     def label(self) -> str:
-        return f"batch {self.batch_size} {variant_label(self.precision, self.memory_format, self.compile)}"
+        variant = variant_label(self.precision, self.memory_format, self.compile)
+        return f"batch {self.batch_size} {variant}"
 
     @property
     def measured(self) -> bool:
@@ -159,7 +160,9 @@ class Point:
         return cls(**kwargs)
 
     @classmethod
-    def from_responses(cls, axes: dict[str, Any], responses: list[dict[str, Any]]) -> Point:
+    def from_responses(
+        cls, axes: dict[str, Any], responses: list[dict[str, Any]], flops_per_sample: float | None
+    ) -> Point:
         """A point from the worker responses of its repeats (failures included)."""
         done = [r for r in responses if r.get("status") == "ok"]
         failed = next((r for r in responses if r.get("status") != "ok"), None)
@@ -179,7 +182,7 @@ class Point:
             loss_first=tuple(r.get("loss_first") for r in done),
             loss_last=tuple(r.get("loss_last") for r in done),
             parameters=first.get("parameters"),
-            flops_per_sample=next((r["flops_per_sample"] for r in responses if r.get("flops_per_sample")), None),
+            flops_per_sample=flops_per_sample,
             details=first.get("details") or {},
         )
 
@@ -330,12 +333,16 @@ def validate(data: Any) -> dict[str, Any]:
         _require(point, "batch_size", int, where)
         _require(point, "precision", str, where)
         if _require(point, "status", str, where) not in STATUSES:
-            raise ValueError(f"{where}.status: {point['status']!r} is not one of {', '.join(STATUSES)}")
+            raise ValueError(
+                f"{where}.status: {point['status']!r} is not one of {', '.join(STATUSES)}"
+            )
         for r, row in enumerate(_require(point, "step_times_s", list, where)):
             if not isinstance(row, list) or not all(
                 isinstance(t, int | float) and math.isfinite(t) and t >= 0 for t in row
             ):
-                raise ValueError(f"{where}.step_times_s[{r}]: expected a list of non-negative seconds")
+                raise ValueError(
+                    f"{where}.step_times_s[{r}]: expected a list of non-negative seconds"
+                )
     return data
 
 

@@ -24,7 +24,8 @@ from bench.config import PointConfig, RunConfig
 from bench.result import MaxBatch, Point, Probe, Result
 
 Response = dict[str, Any]
-Spawn = Callable[[PointConfig, bool, Callable[[str, int, int], None]], Response]
+# spawn(point, task, on_progress) -> response; task is "measure" or "count_flops".
+Spawn = Callable[[PointConfig, str, Callable[[str, int, int], None]], Response]
 
 
 class Reporter(Protocol):
@@ -58,20 +59,25 @@ def _read_progress(fd: int, on_progress: Callable[[str, int, int], None]) -> Non
 
 def spawn_worker(
     point: PointConfig,
-    count_flops: bool,
+    task: str,
     on_progress: Callable[[str, int, int], None],
     timeout_s: float | None = None,
 ) -> Response:
     """Run `python -m bench.worker` for one point and return its response."""
     with tempfile.TemporaryDirectory(prefix="bench-point-") as tmp:
-        request, response, log = (Path(tmp) / n for n in ("request.json", "response.json", "worker.log"))
-        request.write_text(json.dumps({"point": point.to_dict(), "count_flops": count_flops}))
+        request, response, log = (
+            Path(tmp) / n for n in ("request.json", "response.json", "worker.log")
+        )
+        request.write_text(json.dumps({"point": point.to_dict(), "task": task}))
         read_fd, write_fd = os.pipe()
         with open(log, "wb") as log_file:
             child = subprocess.Popen(
                 [sys.executable, "-m", "bench.worker", str(request), str(response)],
-                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                pass_fds=(write_fd,), env={**os.environ, "BENCH_PROGRESS_FD": str(write_fd)},
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                env={**os.environ, "BENCH_PROGRESS_FD": str(write_fd)},
             )
         os.close(write_fd)
         reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress), daemon=True)
@@ -93,13 +99,18 @@ def spawn_worker(
         if code == -signal.SIGKILL:
             return {
                 "status": "oom",
-                "error": "the child was killed by SIGKILL, most likely by the kernel's out-of-memory killer",
+                "error": "the child was killed by SIGKILL, "
+                "most likely by the kernel's out-of-memory killer",
             }
-        reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        reason = (
+            f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        )
         return {"status": "error", "error": f"the child {reason} without a result:\n{_tail(log)}"}
 
 
-def search_max_batch(fits: Callable[[int], str], limit: int, start: int = 1) -> tuple[int | None, int | None]:
+def search_max_batch(
+    fits: Callable[[int], str], limit: int, start: int = 1
+) -> tuple[int | None, int | None]:
     """Largest batch for which fits() says 'ok', and the first that does not.
 
     Doubles from `start` until a batch fails, then bisects between the last success
@@ -142,10 +153,10 @@ class Runner:
         self.config = config
         self.output_dir = Path(output_dir)
         self.reporter = reporter or SilentReporter()
-        self.spawn = spawn or (lambda p, f, cb: spawn_worker(p, f, cb, config.timeout_s))
+        self.spawn = spawn or (lambda p, t, cb: spawn_worker(p, t, cb, config.timeout_s))
         self.result = Result(config=config, command=list(sys.argv if command is None else command))
         self.path: Path | None = None
-        self._flops: dict[tuple[Any, ...], float] = {}
+        self._flops: dict[tuple[Any, ...], float | None] = {}
 
     def run(self) -> Result:
         """Measure everything; the file at self.path is complete after every point."""
@@ -173,33 +184,41 @@ class Runner:
         if self.path is not None:  # None only before run() created the file
             result.update(self.result, self.path)
 
-    def _spawn(self, point: PointConfig) -> Response:
-        """One child; FLOPs are counted once per workload and input shape."""
-        key = (point.workload, point.framework, point.seq_len)
-        response = self.spawn(point, key not in self._flops, self.reporter.progress)
-        if response.get("flops_per_sample"):
-            self._flops[key] = response["flops_per_sample"]
-        elif key in self._flops:
-            response["flops_per_sample"] = self._flops[key]
+    def _spawn(self, point: PointConfig, task: str = "measure") -> Response:
+        response = self.spawn(point, task, self.reporter.progress)
         if self.result.environment is None and response.get("environment"):
             self.result.environment = {**response["environment"], "command": self.result.command}
         return response
+
+    def _flops_per_sample(self, point: PointConfig) -> float | None:
+        """Counted once per workload and input shape, in a child of its own (None if
+        that child fails: the measurement itself does not depend on it)."""
+        key = (point.workload, point.framework, point.seq_len)
+        if key not in self._flops:
+            self.reporter.start(f"counting FLOPs of {point.workload}", 1)
+            self._flops[key] = self._spawn(point, "count_flops").get("flops_per_sample")
+        return self._flops[key]
 
     def _measure(self, point: PointConfig) -> Point:
         """All repeats of one point: a fixed count, or automatic until the spread is small."""
         config = self.config
         axes = {
-            "batch_size": point.batch_size, "precision": point.precision,
-            "memory_format": point.memory_format, "compile": point.compile,
+            "batch_size": point.batch_size,
+            "precision": point.precision,
+            "memory_format": point.memory_format,
+            "compile": point.compile,
         }
         label = Point(**axes).label  # type: ignore[arg-type]
+        flops = self._flops_per_sample(point)
         wanted = config.repeats or config.max_repeats
         responses: list[Response] = []
         measured = Point(**axes)  # type: ignore[arg-type]
         while len(responses) < wanted:
-            self.reporter.start(f"{label} (repeat {len(responses) + 1})", point.warmup_steps + point.measured_steps)
+            self.reporter.start(
+                f"{label} (repeat {len(responses) + 1})", point.warmup_steps + point.measured_steps
+            )
             responses.append(self._spawn(point))
-            measured = Point.from_responses(axes, responses)
+            measured = Point.from_responses(axes, responses, flops)
             if measured.status != "ok":
                 break
             if config.repeats is None and len(responses) >= config.min_repeats:
@@ -220,11 +239,15 @@ class Runner:
                     self.result.max_batch.append(search)
 
                     def fits(batch: int, search: MaxBatch = search) -> str:
-                        probe = config.probe(batch, search.precision, search.memory_format, search.compile)
+                        probe = config.probe(
+                            batch, search.precision, search.memory_format, search.compile
+                        )
                         self.reporter.start(f"max batch {search.label}: probe {batch}", probe.steps)
                         response = self._spawn(probe)
                         peak = response.get("peak_memory_bytes")
-                        search.probes.append(Probe(batch, response["status"], response.get("error"), peak))
+                        search.probes.append(
+                            Probe(batch, response["status"], response.get("error"), peak)
+                        )
                         self._save()
                         if response["status"] == "error":
                             raise _ProbeFailed(response.get("error") or "unknown error")
@@ -232,7 +255,9 @@ class Runner:
 
                     try:
                         search.largest_ok, search.first_failing = search_max_batch(
-                            fits, config.max_batch_limit, start=registry.workload(config.workload).min_batch_size
+                            fits,
+                            config.max_batch_limit,
+                            start=registry.workload(config.workload).min_batch_size,
                         )
                         search.status = "done"
                     except _ProbeFailed as error:

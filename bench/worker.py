@@ -2,6 +2,8 @@
 
     python -m bench.worker REQUEST.json RESPONSE.json
 
+REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}.
+
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state. Failures
 come back as a status and message (with the traceback), never as a lost result.
@@ -9,6 +11,7 @@ come back as a status and message (with the traceback), never as a lost result.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -39,10 +42,9 @@ def fd_progress(fd: int) -> Progress:
     stream = os.fdopen(fd, "w", buffering=1)
 
     def report(phase: str, done: int, total: int) -> None:
-        try:
+        # If the parent stopped listening, measuring goes on regardless.
+        with contextlib.suppress(OSError):
             stream.write(f"{phase} {done} {total}\n")
-        except OSError:  # the parent stopped listening; measuring goes on
-            pass
 
     return report
 
@@ -80,11 +82,11 @@ def measure(
             steps, losses = run_steps(session, timer, point.steps, "measure", progress)
         else:
             steps, losses, epochs = [], [], []
+            per_epoch = point.steps_per_epoch or 0  # set whenever epochs is
             for epoch in range(point.epochs):
                 start = timer.now()
-                times, epoch_losses = run_steps(
-                    session, timer, point.steps_per_epoch, f"epoch{epoch + 1}/{point.epochs}", progress  # type: ignore[arg-type]
-                )
+                phase = f"epoch{epoch + 1}/{point.epochs}"
+                times, epoch_losses = run_steps(session, timer, per_epoch, phase, progress)
                 epochs.append(timer.now() - start)
                 steps += times
                 losses += epoch_losses
@@ -120,8 +122,11 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         session = framework.prepare(point, platform)
         response["parameters"] = session.parameters
         response["details"] = session.details
-        response["flops_per_sample"] = session.count_flops() if request.get("count_flops") else None
-        response.update(measure(point, session, platform, progress=progress))
+        if request.get("task") == "count_flops":
+            # A child of its own: the measured process does only what training does.
+            response["flops_per_sample"] = session.count_flops()
+        else:
+            response.update(measure(point, session, platform, progress=progress))
         response["status"] = "ok"
     except BenchError as error:
         response["error"] = str(error)

@@ -8,11 +8,16 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 
-def run_bench(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_bench(
+    *args: str, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """bench as a user runs it: a separate process, its real exit status and output."""
     return subprocess.run(
         [sys.executable, "-m", "bench", *args],
-        capture_output=True, text=True, cwd=cwd, timeout=timeout,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 

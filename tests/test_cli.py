@@ -9,14 +9,35 @@ from .conftest import run_bench
     ("args", "message"),
     [
         (["resnet51"], "unknown workload 'resnet51'; choose from: bert-base, cnn-s"),
-        (["tiny", "--device", "cpu", "--batch-size", "-8"], "batch_size: -8 is not allowed; use a positive whole number"),
-        (["tiny", "--device", "cpu", "--batch-size", "8,x"], "batch-size: 'x' is not allowed; use whole numbers"),
-        (["tiny", "--device", "cpu", "--precision", "fp64"], "precision: 'fp64' is not allowed; use one or more of fp32, tf32, fp16, bf16"),
-        (["tiny", "--device", "cpu", "--precision", "tf32"], "precision 'tf32' is not available on cpu"),
+        (
+            ["tiny", "--device", "cpu", "--batch-size", "-8"],
+            "batch_size: -8 is not allowed; use a positive whole number",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--batch-size", "8,x"],
+            "batch-size: 'x' is not allowed; use whole numbers",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--precision", "fp64"],
+            "precision: 'fp64' is not allowed; use one or more of fp32, tf32, fp16, bf16",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--precision", "tf32"],
+            "precision 'tf32' is not available on cpu",
+        ),
         (["tiny", "--device", "tpu9"], "unknown device 'tpu9'; choose from: auto, cpu"),
-        (["tiny", "--device", "cpu", "--memory-limit", "lots"], "memory-limit: 'lots' is not a size"),
-        (["tiny", "--device", "cpu", "--repeats", "many"], "repeats: 'many' is not allowed; use a positive whole number or auto"),
-        (["tiny", "--device", "cpu", "--seq-len", "128"], "seq_len: workload 'tiny' takes no sequence length"),
+        (
+            ["tiny", "--device", "cpu", "--memory-limit", "lots"],
+            "memory-limit: 'lots' is not a size",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--repeats", "many"],
+            "repeats: 'many' is not allowed; use a positive whole number or auto",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--seq-len", "128"],
+            "seq_len: workload 'tiny' takes no sequence length",
+        ),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
         (["show", "does-not-exist.json"], "does-not-exist.json: no such result file"),
     ],

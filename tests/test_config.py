@@ -5,12 +5,19 @@ from bench.errors import UsageError
 
 
 def test_sweep_is_the_cross_product_with_batch_fastest():
-    config = RunConfig(workload="tiny", batch_sizes=(8, 16), precisions=("fp32", "bf16"),
-                       memory_formats=("contiguous", "channels_last"))
+    config = RunConfig(
+        workload="tiny",
+        batch_sizes=(8, 16),
+        precisions=("fp32", "bf16"),
+        memory_formats=("contiguous", "channels_last"),
+    )
     points = list(config.points())
     assert len(points) == 8
     assert [(p.precision, p.memory_format, p.batch_size) for p in points[:3]] == [
-        ("fp32", "contiguous", 8), ("fp32", "contiguous", 16), ("fp32", "channels_last", 8)]
+        ("fp32", "contiguous", 8),
+        ("fp32", "contiguous", 16),
+        ("fp32", "channels_last", 8),
+    ]
     assert all(p.warmup_steps == 5 and p.steps == 20 for p in points)
 
 
@@ -25,23 +32,44 @@ def test_defaults_come_from_the_workload():
     ("kwargs", "message"),
     [
         ({"workload": "nope"}, "unknown workload 'nope'; choose from: "),
-        ({"workload": "tiny", "batch_sizes": (0,)}, "batch_size: 0 is not allowed; use a positive whole number"),
+        (
+            {"workload": "tiny", "batch_sizes": (0,)},
+            "batch_size: 0 is not allowed; use a positive whole number",
+        ),
         ({"workload": "tiny", "batch_sizes": (-4,)}, "batch_size: -4"),
-        ({"workload": "tiny", "precisions": ("fp8",)}, "precision: 'fp8' is not allowed; choose from: fp32, tf32, fp16, bf16"),
-        ({"workload": "tiny", "precisions": ("tf32",)}, "precision 'tf32' is not available on cpu; cpu supports: bf16, fp16, fp32"),
-        ({"workload": "tiny", "device": "quantum"}, "unknown device 'quantum'; choose from: auto, "),
+        (
+            {"workload": "tiny", "precisions": ("fp8",)},
+            "precision: 'fp8' is not allowed; choose from: fp32, tf32, fp16, bf16",
+        ),
+        (
+            {"workload": "tiny", "precisions": ("tf32",)},
+            "precision 'tf32' is not available on cpu; cpu supports: bf16, fp16, fp32",
+        ),
+        (
+            {"workload": "tiny", "device": "quantum"},
+            "unknown device 'quantum'; choose from: auto, ",
+        ),
         ({"workload": "tiny", "framework": "caffe"}, "unknown framework 'caffe'"),
         ({"workload": "tiny", "seq_len": 64}, "seq_len: workload 'tiny' takes no sequence length"),
-        ({"workload": "bert-base", "seq_len": 1024}, "seq_len: 1024 is longer than bert-base's maximum 512"),
+        (
+            {"workload": "bert-base", "seq_len": 1024},
+            "seq_len: 1024 is longer than bert-base's maximum 512",
+        ),
         ({"workload": "tiny", "epoch_samples": 100}, "epoch_samples: only applies with epochs"),
-        ({"workload": "tiny", "epochs": 2, "epoch_samples": 4, "batch_sizes": (8,)}, "smaller than one batch"),
+        (
+            {"workload": "tiny", "epochs": 2, "epoch_samples": 4, "batch_sizes": (8,)},
+            "smaller than one batch",
+        ),
         ({"workload": "tiny", "num_workers": 2}, "num_workers: only applies with data 'loader'"),
         ({"workload": "tiny", "data": "disk"}, "data: 'disk' is not allowed"),
         ({"workload": "tiny", "batch_sizes": (8, 8)}, "without repeats"),
         ({"workload": "tiny", "repeats": 0}, "repeats: 0"),
         ({"workload": "tiny", "target_rsd": 2.0}, "target_rsd"),
         ({"workload": "resnet50-cifar", "batch_sizes": (1,)}, "below resnet50-cifar's minimum 2"),
-        ({"workload": "tiny", "find_max_batch": True, "epochs": 2}, "cannot be combined with epochs"),
+        (
+            {"workload": "tiny", "find_max_batch": True, "epochs": 2},
+            "cannot be combined with epochs",
+        ),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(kwargs, message):
@@ -62,10 +90,15 @@ def test_configs_are_frozen_and_round_trip():
 
 def test_unknown_config_fields_are_named():
     data = RunConfig(workload="tiny").to_dict() | {"warp_speed": 9}
-    with pytest.raises(UsageError, match="unknown field.*warp_speed"):
+    with pytest.raises(UsageError, match=r"unknown field.*warp_speed"):
         RunConfig.from_dict(data)
 
 
 def test_probe_points_are_short():
     probe = RunConfig(workload="tiny", probe_steps=2).probe(64, "bf16", "contiguous", None)
-    assert (probe.batch_size, probe.warmup_steps, probe.steps, probe.precision) == (64, 0, 2, "bf16")
+    assert (probe.batch_size, probe.warmup_steps, probe.steps, probe.precision) == (
+        64,
+        0,
+        2,
+        "bf16",
+    )

@@ -16,13 +16,29 @@ def sample_result() -> Result:
         config=config,
         environment={"host": {"hostname": "h"}},
         points=[
-            Point(batch_size=8, precision="fp32", step_times_s=((0.1, 0.2), (0.1, 0.1)),
-                  warmup_times_s=((1.0,), (1.0,)), peak_memory_bytes=(100, 120),
-                  memory_kind="host_peak_rss", flops_per_sample=1e6, parameters=5354),
-            Point(batch_size=16, precision="fp32", status="oom", error="RuntimeError: can't allocate"),
+            Point(
+                batch_size=8,
+                precision="fp32",
+                step_times_s=((0.1, 0.2), (0.1, 0.1)),
+                warmup_times_s=((1.0,), (1.0,)),
+                peak_memory_bytes=(100, 120),
+                memory_kind="host_peak_rss",
+                flops_per_sample=1e6,
+                parameters=5354,
+            ),
+            Point(
+                batch_size=16, precision="fp32", status="oom", error="RuntimeError: can't allocate"
+            ),
         ],
-        max_batch=[MaxBatch(precision="fp32", largest_ok=8, first_failing=9, status="done",
-                            probes=[Probe(8, "ok"), Probe(9, "oom", "no memory")])],
+        max_batch=[
+            MaxBatch(
+                precision="fp32",
+                largest_ok=8,
+                first_failing=9,
+                status="done",
+                probes=[Probe(8, "ok"), Probe(9, "oom", "no memory")],
+            )
+        ],
         command=["bench", "tiny"],
     )
 

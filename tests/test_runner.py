@@ -9,25 +9,36 @@ from bench.config import RunConfig
 from bench.runner import Runner, search_max_batch
 
 
-def ok_response(step_s: float = 0.1, flops: float | None = 2e6) -> dict:
+def ok_response(step_s: float = 0.1) -> dict:
     return {
-        "status": "ok", "warmup_times_s": [0.5], "step_times_s": [step_s] * 3,
-        "epoch_times_s": None, "peak_memory_bytes": 1000, "memory_kind": "host_peak_rss",
-        "loss_first": 2.0, "loss_last": 1.0, "parameters": 5354, "flops_per_sample": flops,
+        "status": "ok",
+        "warmup_times_s": [0.5],
+        "step_times_s": [step_s] * 3,
+        "epoch_times_s": None,
+        "peak_memory_bytes": 1000,
+        "memory_kind": "host_peak_rss",
+        "loss_first": 2.0,
+        "loss_last": 1.0,
+        "parameters": 5354,
         "environment": {"host": {"hostname": "fake"}},
     }
 
 
 class FakeChild:
-    """Stands in for spawn_worker: answers from a script, records what it was asked."""
+    """Stands in for spawn_worker: answers measurements from a script (n counts them),
+    FLOP counts with `flops`, and records every (point, task) it was asked."""
 
-    def __init__(self, answer):
-        self.answer = answer
+    def __init__(self, answer, flops=2e6):
+        self.answer, self.flops = answer, flops
         self.calls = []
+        self.measured = 0
 
-    def __call__(self, point, count_flops, on_progress):
-        self.calls.append((point, count_flops))
-        return self.answer(point, len(self.calls))
+    def __call__(self, point, task, on_progress):
+        self.calls.append((point, task))
+        if task == "count_flops":
+            return {"status": "ok", "flops_per_sample": self.flops, "environment": {"host": {}}}
+        self.measured += 1
+        return self.answer(point, self.measured)
 
 
 def test_a_failed_point_keeps_the_others(tmp_path):
@@ -36,7 +47,9 @@ def test_a_failed_point_keeps_the_others(tmp_path):
             return {"status": "error", "error": "RuntimeError: boom", "traceback": "..."}
         return ok_response()
 
-    runner = Runner(RunConfig(workload="tiny", batch_sizes=(8, 16, 32)), tmp_path, spawn=FakeChild(answer))
+    runner = Runner(
+        RunConfig(workload="tiny", batch_sizes=(8, 16, 32)), tmp_path, spawn=FakeChild(answer)
+    )
     outcome = runner.run()
     assert [p.status for p in outcome.points] == ["ok", "error", "ok"]
     assert outcome.failed and outcome.status == "complete"
@@ -51,7 +64,9 @@ def test_an_interrupted_sweep_keeps_its_finished_points(tmp_path):
             raise KeyboardInterrupt
         return ok_response()
 
-    runner = Runner(RunConfig(workload="tiny", batch_sizes=(4, 8, 16, 32)), tmp_path, spawn=FakeChild(answer))
+    runner = Runner(
+        RunConfig(workload="tiny", batch_sizes=(4, 8, 16, 32)), tmp_path, spawn=FakeChild(answer)
+    )
     with pytest.raises(KeyboardInterrupt):
         runner.run()
     saved = result.load(runner.path)
@@ -68,16 +83,28 @@ def test_the_file_is_written_after_every_point(tmp_path):
             seen.append(len(json.loads(next(tmp_path.glob("*.json")).read_text())["points"]))
         return ok_response()
 
-    Runner(RunConfig(workload="tiny", batch_sizes=(4, 8, 16)), tmp_path, spawn=FakeChild(answer)).run()
+    Runner(
+        RunConfig(workload="tiny", batch_sizes=(4, 8, 16)), tmp_path, spawn=FakeChild(answer)
+    ).run()
     assert seen == [1, 2]
 
 
-def test_flops_are_counted_once_per_shape(tmp_path):
-    child = FakeChild(lambda point, n: ok_response(flops=2e6 if n == 1 else None))
-    outcome = Runner(RunConfig(workload="tiny", batch_sizes=(4, 8), precisions=("fp32", "bf16")),
-                     tmp_path, spawn=child).run()
-    assert [count for _, count in child.calls] == [True, False, False, False]
+def test_flops_are_counted_once_per_shape_in_a_child_of_their_own(tmp_path):
+    child = FakeChild(lambda point, n: ok_response())
+    outcome = Runner(
+        RunConfig(workload="tiny", batch_sizes=(4, 8), precisions=("fp32", "bf16")),
+        tmp_path,
+        spawn=child,
+    ).run()
+    assert [task for _, task in child.calls] == ["count_flops"] + ["measure"] * 4
     assert all(p.flops_per_sample == 2e6 for p in outcome.points)
+    assert outcome.points[0].achieved_flops == pytest.approx(2e6 * 4 / 0.1)
+
+
+def test_a_failed_flop_count_leaves_flops_unknown_not_the_point_failed(tmp_path):
+    child = FakeChild(lambda point, n: ok_response(), flops=None)
+    outcome = Runner(RunConfig(workload="tiny"), tmp_path, spawn=child).run()
+    assert outcome.points[0].status == "ok" and outcome.points[0].achieved_flops is None
 
 
 def test_automatic_repeats_stop_once_the_spread_is_small(tmp_path):
@@ -98,13 +125,16 @@ def test_fixed_repeats_give_a_confidence_interval(tmp_path):
     assert tp.n == 3 and tp.ci95_low < tp.value < tp.ci95_high
 
 
-@pytest.mark.parametrize(("capacity", "limit", "expected"), [
-    (100, 4096, (100, 101)),
-    (1, 4096, (1, 2)),
-    (0, 4096, (None, 1)),       # '*': even batch 1 does not fit
-    (5000, 512, (512, None)),   # the limit was reached without failing
-    (384, 4096, (384, 385)),
-])
+@pytest.mark.parametrize(
+    ("capacity", "limit", "expected"),
+    [
+        (100, 4096, (100, 101)),
+        (1, 4096, (1, 2)),
+        (0, 4096, (None, 1)),  # '*': even batch 1 does not fit
+        (5000, 512, (512, None)),  # the limit was reached without failing
+        (384, 4096, (384, 385)),
+    ],
+)
 def test_search_finds_the_boundary_in_logarithmic_probes(capacity, limit, expected):
     probed = []
 
@@ -119,14 +149,18 @@ def test_search_finds_the_boundary_in_logarithmic_probes(capacity, limit, expect
 
 def test_max_batch_search_through_the_runner(tmp_path):
     def answer(point, n):
-        return ok_response() if point.batch_size <= 6 else {"status": "oom", "error": "out of memory"}
+        return (
+            ok_response() if point.batch_size <= 6 else {"status": "oom", "error": "out of memory"}
+        )
 
     child = FakeChild(answer)
     config = RunConfig(workload="tiny", find_max_batch=True, precisions=("fp32", "bf16"))
     runner = Runner(config, tmp_path, spawn=child)
     outcome = runner.run()
     assert [(m.precision, m.largest_ok, m.first_failing, m.display) for m in outcome.max_batch] == [
-        ("fp32", 6, 7, "6"), ("bf16", 6, 7, "6")]
+        ("fp32", 6, 7, "6"),
+        ("bf16", 6, 7, "6"),
+    ]
     assert all(p.steps == 2 and p.warmup_steps == 0 for p, _ in child.calls)
     assert not outcome.failed
     assert result.load(runner.path).max_batch == outcome.max_batch

@@ -80,8 +80,12 @@ def test_epoch_mode_times_each_epoch_and_summarises_epochs_two_to_n():
     record = measure(point, session, CpuPlatform(), clock=clock)
     assert record["epoch_times_s"] == [6.0, 2.0, 2.5]
     assert record["step_times_s"] == [3.0, 3.0, 1.0, 1.0, 1.0, 1.5]
-    p = Point(batch_size=8, precision="fp32", step_times_s=(tuple(record["step_times_s"]),),
-              epoch_times_s=(tuple(record["epoch_times_s"]),))
+    p = Point(
+        batch_size=8,
+        precision="fp32",
+        step_times_s=(tuple(record["step_times_s"]),),
+        epoch_times_s=(tuple(record["epoch_times_s"]),),
+    )
     # 16 samples per epoch over the mean of epochs 2..3 (2.25 s)
     assert p.throughput.value == pytest.approx(16 / 2.25)
     assert p.epoch_time.mean == pytest.approx(2.25)

@@ -18,8 +18,18 @@ pytestmark = pytest.mark.slow
 
 
 def test_tiny_training_run_loss_falls_and_result_is_complete(tmp_path):
-    done = run_bench("tiny", "--device", "cpu", "--batch-size", "16", "--steps", "30",
-                     "--output-dir", str(tmp_path), "--json")
+    done = run_bench(
+        "tiny",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "16",
+        "--steps",
+        "30",
+        "--output-dir",
+        str(tmp_path),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)  # --json: stdout carries only the result
     saved = only_result(tmp_path)
@@ -38,19 +48,48 @@ def test_tiny_training_run_loss_falls_and_result_is_complete(tmp_path):
 
 
 def test_precisions_memory_format_and_data_loader(tmp_path):
-    done = run_bench("tiny", "--device", "cpu", "--precision", "fp32,bf16,fp16", "--channels-last",
-                     "--data", "loader", "--num-workers", "1", "--steps", "3", "--warmup-steps", "1",
-                     "--output-dir", str(tmp_path))
+    done = run_bench(
+        "tiny",
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32,bf16,fp16",
+        "--channels-last",
+        "--data",
+        "loader",
+        "--num-workers",
+        "1",
+        "--steps",
+        "3",
+        "--warmup-steps",
+        "1",
+        "--output-dir",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     points = only_result(tmp_path)["points"]
     assert [(p["precision"], p["status"], p["memory_format"]) for p in points] == [
-        ("fp32", "ok", "channels_last"), ("bf16", "ok", "channels_last"), ("fp16", "ok", "channels_last")]
+        ("fp32", "ok", "channels_last"),
+        ("bf16", "ok", "channels_last"),
+        ("fp16", "ok", "channels_last"),
+    ]
     assert [p["details"]["grad_scaler"] for p in points] == [False, False, True]
 
 
 def test_epoch_mode_keeps_every_epoch(tmp_path):
-    done = run_bench("cnn-s", "--device", "cpu", "--epochs", "3", "--epoch-samples", "256",
-                     "--batch-size", "64", "--output-dir", str(tmp_path))
+    done = run_bench(
+        "cnn-s",
+        "--device",
+        "cpu",
+        "--epochs",
+        "3",
+        "--epoch-samples",
+        "256",
+        "--batch-size",
+        "64",
+        "--output-dir",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     point = only_result(tmp_path)["points"][0]
     assert len(point["epoch_times_s"][0]) == 3 and len(point["step_times_s"][0]) == 12
@@ -59,8 +98,16 @@ def test_epoch_mode_keeps_every_epoch(tmp_path):
 
 
 def test_max_batch_search_against_a_memory_cap(tmp_path):
-    done = run_bench("resnet50", "--device", "cpu", "--find-max-batch", "--memory-limit", "1500MiB",
-                     "--output-dir", str(tmp_path))
+    done = run_bench(
+        "resnet50",
+        "--device",
+        "cpu",
+        "--find-max-batch",
+        "--memory-limit",
+        "1500MiB",
+        "--output-dir",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     search = only_result(tmp_path)["max_batch"][0]
     assert search["status"] == "done"
@@ -71,8 +118,16 @@ def test_max_batch_search_against_a_memory_cap(tmp_path):
 
 
 def test_nothing_fits_is_a_star(tmp_path):
-    done = run_bench("resnet50", "--device", "cpu", "--find-max-batch", "--memory-limit", "600MiB",
-                     "--output-dir", str(tmp_path))
+    done = run_bench(
+        "resnet50",
+        "--device",
+        "cpu",
+        "--find-max-batch",
+        "--memory-limit",
+        "600MiB",
+        "--output-dir",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     loaded = result.load(next(tmp_path.glob("*.json")))
     assert loaded.max_batch[0].display == "*" and loaded.max_batch[0].first_failing == 1
@@ -81,9 +136,23 @@ def test_nothing_fits_is_a_star(tmp_path):
 
 def test_ctrl_c_keeps_finished_points(tmp_path):
     bench = subprocess.Popen(
-        [sys.executable, "-m", "bench", "tiny", "--device", "cpu", "--batch-size", "8,16,32,64",
-         "--steps", "1500", "--output-dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "tiny",
+            "--device",
+            "cpu",
+            "--batch-size",
+            "8,16,32,64",
+            "--steps",
+            "1500",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -104,8 +173,17 @@ def test_ctrl_c_keeps_finished_points(tmp_path):
 
 
 def test_rerun_repeats_the_saved_config(tmp_path):
-    first = run_bench("tiny", "--device", "cpu", "--batch-size", "4", "--steps", "3",
-                      "--output-dir", str(tmp_path / "a"))
+    first = run_bench(
+        "tiny",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "4",
+        "--steps",
+        "3",
+        "--output-dir",
+        str(tmp_path / "a"),
+    )
     assert first.returncode == 0, first.stderr
     original = next((tmp_path / "a").glob("*.json"))
     again = run_bench("rerun", str(original), "--output-dir", str(tmp_path / "b"))
@@ -116,3 +194,24 @@ def test_rerun_repeats_the_saved_config(tmp_path):
 def test_show_prints_the_table_again(fixture_v1):
     done = run_bench("show", str(fixture_v1))
     assert done.returncode == 0 and "samples/s" in done.stdout and "bf16" in done.stdout
+
+
+def test_torch_compile_keeps_compilation_in_warmup(tmp_path):
+    done = run_bench(
+        "tiny",
+        "--device",
+        "cpu",
+        "--compile",
+        "inductor",
+        "--steps",
+        "5",
+        "--warmup-steps",
+        "2",
+        "--output-dir",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    point = only_result(tmp_path)["points"][0]
+    assert point["compile"] == "inductor" and point["status"] == "ok"
+    # The first warm-up step compiles: far slower than any measured step.
+    assert point["warmup_times_s"][0][0] > 10 * max(point["step_times_s"][0])

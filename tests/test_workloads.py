@@ -31,7 +31,9 @@ def test_every_workload_is_discovered():
 @pytest.mark.parametrize(("name", "expected"), PARAMETERS.items())
 def test_parameter_counts(name, expected):
     spec = registry.workload(name)
-    assert registry.framework("torch").count_parameters(spec, PointConfig(workload=name)) == expected
+    assert (
+        registry.framework("torch").count_parameters(spec, PointConfig(workload=name)) == expected
+    )
 
 
 def test_cnn_family_spans_seed_one_range():
@@ -54,15 +56,19 @@ def test_bert_batch_masks_fifteen_percent_and_scores_only_masked_tokens():
 def test_a_new_workload_folder_is_found_without_editing_anything(tmp_path, monkeypatch):
     package = tmp_path / "bench_extra" / "mlp_demo"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(textwrap.dedent("""
+    (package / "__init__.py").write_text(
+        textwrap.dedent("""
         from bench.workloads.base import WorkloadSpec
         WORKLOADS = (WorkloadSpec(name="mlp-demo", description="demo", task="image-classification",
                                   sample_shape=(4,), num_classes=2),)
-    """))
+    """)
+    )
     (package / "torch.py").write_text("")
     import bench.workloads
 
-    monkeypatch.setattr(bench.workloads, "__path__", [*bench.workloads.__path__, str(tmp_path / "bench_extra")])
+    monkeypatch.setattr(
+        bench.workloads, "__path__", [*bench.workloads.__path__, str(tmp_path / "bench_extra")]
+    )
     monkeypatch.delitem(sys.modules, "bench.workloads.mlp_demo", raising=False)
     registry.workloads.cache_clear()
     try:

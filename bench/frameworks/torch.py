@@ -27,7 +27,7 @@ def _set_tf32(enabled: bool) -> None:
     import torch
 
     mode = "tf32" if enabled else "ieee"
-    backends = torch.backends
+    backends: Any = torch.backends  # the fp32_precision attributes are not in torch's stubs
     if hasattr(backends.cuda.matmul, "fp32_precision"):  # PyTorch >= 2.9
         backends.cuda.matmul.fp32_precision = mode
         backends.cudnn.conv.fp32_precision = mode
@@ -103,22 +103,28 @@ class TorchSession(Session):
             inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, generator)
             return itertools.repeat((self._to_device(inputs), self._to_device(targets)))
         steps = point.warmup_steps + point.measured_steps
-        loader = torch.utils.data.DataLoader(
-            _SyntheticSamples(self.impl, point, steps * point.batch_size),
+        loader: Any = torch.utils.data.DataLoader(
+            # A map-style dataset by protocol (__len__, __getitem__); torch stays a lazy import.
+            _SyntheticSamples(self.impl, point, steps * point.batch_size),  # type: ignore[arg-type]
             batch_size=point.batch_size,
             num_workers=point.num_workers,
             pin_memory=self.device.type == "cuda",
             drop_last=True,
             persistent_workers=point.num_workers > 0,
         )
-        return ((self._to_device(x), self._to_device(y)) for x, y in itertools.chain.from_iterable(itertools.repeat(loader)))
+        return (
+            (self._to_device(x), self._to_device(y))
+            for x, y in itertools.chain.from_iterable(itertools.repeat(loader))
+        )
 
     def step(self) -> Any:
         import torch
 
         inputs, targets = next(self.batches)
         self.optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
+        with torch.autocast(
+            self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None
+        ):
             loss = self.impl.loss(self.model(inputs), targets)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
@@ -150,7 +156,9 @@ class TorchSession(Session):
         inputs, targets = self.impl.make_batch(self.point.spec, self.point, batch, generator)
         counter = FlopCounterMode(display=False)
         with counter:
-            self.impl.loss(self.eager_model(self._to_device(inputs)), self._to_device(targets)).backward()
+            self.impl.loss(
+                self.eager_model(self._to_device(inputs)), self._to_device(targets)
+            ).backward()
         self.optimizer.zero_grad(set_to_none=True)
         return counter.get_total_flops() / batch
 

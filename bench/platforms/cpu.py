@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import resource
 from pathlib import Path
 
@@ -38,10 +39,8 @@ class CpuPlatform(Platform):
     def reset_peak_memory(self) -> None:
         # Writing 5 to clear_refs resets VmHWM (peak RSS) to the current RSS, so the
         # peak covers training, not the framework's import. Not on every kernel.
-        try:
+        with contextlib.suppress(OSError):
             Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            pass
 
     def peak_memory(self) -> MemoryReading:
         kib = _status_kib("VmHWM")

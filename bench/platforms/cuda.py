@@ -29,7 +29,10 @@ def _driver_version() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         )
         return out.stdout.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
@@ -69,7 +72,9 @@ class CudaPlatform(Platform):
         if precision == "tf32" and major < 8:
             return f"tf32 needs compute capability 8.0 or newer; this GPU is {major}.{minor}"
         if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-            return f"bf16 is not supported natively by this GPU (compute capability {major}.{minor})"
+            return (
+                f"bf16 is not supported natively by this GPU (compute capability {major}.{minor})"
+            )
         return None
 
     def synchronize(self) -> None:

@@ -40,7 +40,8 @@ class MpsPlatform(Platform):
 
     def peak_memory(self) -> MemoryReading:
         return MemoryReading(
-            peak_bytes=None, kind="device_peak_allocated",
+            peak_bytes=None,
+            kind="device_peak_allocated",
             unavailable_reason="PyTorch's MPS backend has no peak-memory counter",
         )
 

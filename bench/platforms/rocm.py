@@ -33,10 +33,14 @@ class RocmPlatform(CudaPlatform):
 
         info = super().describe()
         info.update(
-            driver_version=None, cuda_runtime=None, cudnn=None,
+            driver_version=None,
+            cuda_runtime=None,
+            cudnn=None,
             hip_runtime=torch.version.hip,
-            gcn_arch=[torch.cuda.get_device_properties(i).gcnArchName
-                      for i in range(info["accelerator_count"])],
+            gcn_arch=[
+                torch.cuda.get_device_properties(i).gcnArchName
+                for i in range(info["accelerator_count"])
+            ],
         )
         return info
 

@@ -4,20 +4,36 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-_MARK = {"ok": "[green]✓[/]", "done": "[green]✓[/]", "oom": "[yellow]✗ oom[/]", "error": "[red]✗ error[/]"}
+_MARK = {
+    "ok": "[green]✓[/]",
+    "done": "[green]✓[/]",
+    "oom": "[yellow]✗ oom[/]",
+    "error": "[red]✗ error[/]",
+}
 
 
 class LiveReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[phase]}"), TimeElapsedColumn(),
-            console=console, transient=True,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[phase]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
         )
-        self.task = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> LiveReporter:
         if self.console.is_terminal:

@@ -19,7 +19,11 @@ def title(result: Result) -> str:
     accelerator = (env.get("accelerator") or {}).get("accelerator")
     where = accelerator or (env.get("cpu") or {}).get("model") or config.device
     framework = (env.get("framework") or {}).get(config.framework)
-    parts = [config.workload, f"{config.framework} {framework or ''}".strip(), f"{config.device} ({where})"]
+    parts = [
+        config.workload,
+        f"{config.framework} {framework or ''}".strip(),
+        f"{config.device} ({where})",
+    ]
     if result.status != "complete":
         parts.append(result.status.upper())
     return " · ".join(parts)
@@ -51,9 +55,13 @@ def points_table(result: Result) -> Table:
         ci = (
             f"{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}"
             if tp and tp.ci95_low is not None and tp.ci95_high is not None
-            else "– (1 run)" if tp else ""
+            else "– (1 run)"
+            if tp
+            else ""
         )
-        status = p.status if p.status == "ok" else f"{p.status}: {(p.error or '').splitlines()[0][:60]}"
+        status = (
+            p.status if p.status == "ok" else f"{p.status}: {(p.error or '').splitlines()[0][:60]}"
+        )
         row = [str(p.batch_size), p.precision]
         if show_format:
             row.append(p.memory_format)
@@ -95,9 +103,14 @@ def max_batch_table(result: Result) -> Table:
         elif search.status == "done" and search.first_failing is None:
             note = f"reached the search limit ({result.config.max_batch_limit})"
         table.add_row(
-            search.precision, search.memory_format, search.compile or "eager",
-            search.display, str(search.first_failing or ""),
-            format_bytes(at_largest) if at_largest else "", str(len(search.probes)), note,
+            search.precision,
+            search.memory_format,
+            search.compile or "eager",
+            search.display,
+            str(search.first_failing or ""),
+            format_bytes(at_largest) if at_largest else "",
+            str(len(search.probes)),
+            note,
         )
     return table
 

@@ -10,7 +10,9 @@ from typing import Any
 class StepTimer:
     """Times calls on the device. The clock is injectable so tests can use a fake one."""
 
-    def __init__(self, synchronize: Callable[[], None], clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self, synchronize: Callable[[], None], clock: Callable[[], float] = time.perf_counter
+    ):
         self.synchronize = synchronize
         self.clock = clock
 

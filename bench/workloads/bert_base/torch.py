@@ -4,7 +4,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.workloads.bert_base import FFN, HEADS, HIDDEN, LAYERS, MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS
+from bench.workloads.bert_base import (
+    FFN,
+    HEADS,
+    HIDDEN,
+    LAYERS,
+    MASK_FRACTION,
+    MASK_TOKEN,
+    MAX_POSITIONS,
+)
 
 
 class BertForMaskedLM(nn.Module):
@@ -16,11 +24,18 @@ class BertForMaskedLM(nn.Module):
         self.embed_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
         self.dropout = nn.Dropout(0.1)
         layer = nn.TransformerEncoderLayer(
-            HIDDEN, HEADS, FFN, dropout=0.1, activation="gelu",
-            batch_first=True, layer_norm_eps=1e-12,  # post-LN, as BERT
+            HIDDEN,
+            HEADS,
+            FFN,
+            dropout=0.1,
+            activation="gelu",
+            batch_first=True,
+            layer_norm_eps=1e-12,  # post-LN, as BERT
         )
         self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
-        self.head = nn.Sequential(nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.LayerNorm(HIDDEN, eps=1e-12))
+        self.head = nn.Sequential(
+            nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.LayerNorm(HIDDEN, eps=1e-12)
+        )
         self.decoder = nn.Linear(HIDDEN, vocab)
         self.decoder.weight = self.words.weight  # tied input and output embeddings, as BERT
 

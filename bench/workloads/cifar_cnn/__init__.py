@@ -8,10 +8,10 @@ from bench.workloads.base import WorkloadSpec
 
 # name -> (conv channels, dense units); read by torch.py (and later other frameworks).
 ARCHITECTURES = {
-    "cnn-s": ((32, 64, 64), 64),       # 122,570 parameters
-    "cnn-m": ((32, 64, 128), 128),     # 356,810
-    "cnn-l": ((64, 128, 128), 256),    # 750,346
-    "cnn-xl": ((96, 192, 256), 256),   # 1,662,794
+    "cnn-s": ((32, 64, 64), 64),  # 122,570 parameters
+    "cnn-m": ((32, 64, 128), 128),  # 356,810
+    "cnn-l": ((64, 128, 128), 256),  # 750,346
+    "cnn-xl": ((96, 192, 256), 256),  # 1,662,794
 }
 
 WORKLOADS = tuple(
