@@ -8,16 +8,17 @@ later point fails or the run is interrupted.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from bench import provenance, registry, result
 from bench.config import PointConfig, RunConfig
@@ -42,19 +43,39 @@ class SilentReporter:
     def finish(self, label: str, status: str, summary: str) -> None: ...
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
+class _ChildPipe(threading.Thread):
+    """Reads the child's protocol pipe: progress lines, then one response line."""
+
+    def __init__(self, fd: int, on_progress: Callable[[str, int, int], None]) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.on_progress = fd, on_progress
+        self.response: Response | None = None
+
+    def run(self) -> None:
+        with os.fdopen(self.fd) as stream:
+            for line in stream:
+                kind, _, rest = line.partition(" ")
+                if kind == "response":
+                    self.response = json.loads(rest)
+                elif kind == "progress":
+                    phase, done, total = rest.split()
+                    self.on_progress(phase, int(done), int(total))
 
 
-def _read_progress(fd: int, on_progress: Callable[[str, int, int], None]) -> None:
-    with os.fdopen(fd) as stream:
-        for line in stream:
-            parts = line.split()
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                on_progress(parts[0], int(parts[1]), int(parts[2]))
+class _OutputTail(threading.Thread):
+    """Drains the child's stdout and stderr (so it never blocks) and keeps the end."""
+
+    def __init__(self, stream: IO[str], lines: int = 15) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.lines: collections.deque[str] = collections.deque(maxlen=lines)
+
+    def run(self) -> None:
+        for line in self.stream:
+            self.lines.append(line.rstrip())
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
 
 
 def spawn_worker(
@@ -64,48 +85,47 @@ def spawn_worker(
     timeout_s: float | None = None,
 ) -> Response:
     """Run `python -m bench.worker` for one point and return its response."""
-    with tempfile.TemporaryDirectory(prefix="bench-point-") as tmp:
-        request, response, log = (
-            Path(tmp) / n for n in ("request.json", "response.json", "worker.log")
-        )
-        request.write_text(json.dumps({"point": point.to_dict(), "task": task}))
-        read_fd, write_fd = os.pipe()
-        with open(log, "wb") as log_file:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "bench.worker", str(request), str(response)],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                pass_fds=(write_fd,),
-                env={**os.environ, "BENCH_PROGRESS_FD": str(write_fd)},
-            )
-        os.close(write_fd)
-        reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress), daemon=True)
-        reader.start()
-        try:
-            code = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
-        except BaseException:  # Ctrl-C: stop the child before giving up the point
-            child.kill()
-            child.wait()
-            raise
-        finally:
-            reader.join(timeout=5)
-        if response.exists():
-            return json.loads(response.read_text())
-        if code == -signal.SIGKILL:
-            return {
-                "status": "oom",
-                "error": "the child was killed by SIGKILL, "
-                "most likely by the kernel's out-of-memory killer",
-            }
-        reason = (
-            f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-        )
-        return {"status": "error", "error": f"the child {reason} without a result:\n{_tail(log)}"}
+    read_fd, write_fd = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        pass_fds=(write_fd,),
+        env={**os.environ, "BENCH_REPORT_FD": str(write_fd)},
+    )
+    os.close(write_fd)
+    pipe, output = _ChildPipe(read_fd, on_progress), _OutputTail(child.stdout)  # type: ignore[arg-type]
+    pipe.start()
+    output.start()
+    try:
+        # A child that died at start-up closes its stdin; its exit status says why.
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}))  # type: ignore[union-attr]
+            child.stdin.close()  # type: ignore[union-attr]
+        code = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
+    except BaseException:  # Ctrl-C: stop the child before giving up the point
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        pipe.join(timeout=5)
+        output.join(timeout=5)
+    if pipe.response is not None:
+        return pipe.response
+    if code == -signal.SIGKILL:
+        return {
+            "status": "oom",
+            "error": "the child was killed by SIGKILL, "
+            "most likely by the kernel's out-of-memory killer",
+        }
+    reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+    return {"status": "error", "error": f"the child {reason} without a result:\n{output.text()}"}
 
 
 def search_max_batch(

@@ -1,8 +1,10 @@
-"""The child process: measures one point and writes one JSON response.
+"""The child process: measures one point and reports one JSON response.
 
-    python -m bench.worker REQUEST.json RESPONSE.json
+    python -m bench.worker   < REQUEST    (BENCH_REPORT_FD=N: a pipe to the parent)
 
-REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}.
+REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}. On
+the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one 'response JSON'
+line. Pipes, not files: bench needs no writable /tmp (read-only containers).
 
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state. Failures
@@ -19,7 +21,6 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 from bench import provenance, registry
@@ -37,16 +38,20 @@ def _no_progress(phase: str, done: int, total: int) -> None:
     pass
 
 
-def fd_progress(fd: int) -> Progress:
-    """Progress lines for the parent on an inherited pipe: 'phase done total'."""
-    stream = os.fdopen(fd, "w", buffering=1)
+class ParentPipe:
+    """The line protocol to the parent on an inherited pipe."""
 
-    def report(phase: str, done: int, total: int) -> None:
+    def __init__(self, fd: int) -> None:
+        self.stream = os.fdopen(fd, "w", buffering=1)
+
+    def progress(self, phase: str, done: int, total: int) -> None:
         # If the parent stopped listening, measuring goes on regardless.
         with contextlib.suppress(OSError):
-            stream.write(f"{phase} {done} {total}\n")
+            self.stream.write(f"progress {phase} {done} {total}\n")
 
-    return report
+    def respond(self, response: dict[str, Any]) -> None:
+        self.stream.write("response " + json.dumps(response) + "\n")
+        self.stream.flush()
 
 
 def run_steps(
@@ -139,20 +144,16 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
     return response
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def main(argv: list[str]) -> int:
-    request_path, response_path = (Path(arg) for arg in argv)
-    request = json.loads(request_path.read_text())
-    fd = os.environ.get("BENCH_PROGRESS_FD")
-    progress = fd_progress(int(fd)) if fd else _no_progress
-    write_json_atomic(response_path, run_point(request, progress))
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    fd = os.environ.get("BENCH_REPORT_FD")
+    if fd is None:  # run by hand: the response goes to stdout
+        print(json.dumps(run_point(request)))
+        return 0
+    parent = ParentPipe(int(fd))
+    parent.respond(run_point(request, parent.progress))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -215,3 +215,12 @@ def test_torch_compile_keeps_compilation_in_warmup(tmp_path):
     assert point["compile"] == "inductor" and point["status"] == "ok"
     # The first warm-up step compiles: far slower than any measured step.
     assert point["warmup_times_s"][0][0] > 10 * max(point["step_times_s"][0])
+
+
+def test_a_child_past_its_timeout_is_stopped_and_reported():
+    from bench.config import PointConfig
+    from bench.runner import spawn_worker
+
+    point = PointConfig(workload="tiny", steps=100_000)
+    response = spawn_worker(point, "measure", lambda *a: None, timeout_s=0.5)
+    assert response == {"status": "error", "error": "timed out after 0.5 s"}
