@@ -1,9 +1,23 @@
-"""Sessions for developing bench: `nox -l` lists them, `nox -s NAME` runs one.
+"""Sessions for developing and packaging bench: `nox -l` lists them, `nox -s NAME` runs one.
 
-No work happens at import time, so `nox -l` works on any machine.
+Images are the folders under images/ with a Dockerfile, each described by its
+image.toml; adding a folder adds its sessions. Nothing here runs Docker at import
+time, so `nox -l` works on any machine. Options for the image sessions come from
+environment variables (named in each docstring) so that make and CI can pass them.
 """
 
 from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -11,23 +25,52 @@ nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
+ROOT = Path(__file__).parent
+IMAGES_DIR = ROOT / "images"
+IMAGES = sorted(p.parent.name for p in IMAGES_DIR.glob("*/Dockerfile"))
 CONSTRAINTS = ("-c", "constraints.txt")
+PYTHON_SOURCES = ("bench", "tests", "benchmarks", "noxfile.py")
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _image(name: str) -> dict[str, Any]:
+    return tomllib.loads((IMAGES_DIR / name / "image.toml").read_text())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _require_docker(session: nox.Session) -> None:
+    if shutil.which("docker") is None:
+        session.error("docker is not installed")
+    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        session.error("no Docker engine answers (start dockerd, or check permissions)")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite on the CPU (real training in child processes included)."""
-    session.install("-e", ".[torch,dev]", *CONSTRAINTS)
+    session.install("-e", ".[torch,report,dev]", *CONSTRAINTS)
     session.run("pytest", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check formatting and lint with ruff, and types with mypy."""
-    session.install("-e", ".[torch,dev]", *CONSTRAINTS)  # mypy checks against torch's types
-    session.run("ruff", "format", "--check", "bench", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "check", "bench", "tests", "benchmarks", "noxfile.py")
+    """ruff (format and lint), mypy on the package, hadolint on every Dockerfile."""
+    session.install("-e", ".[torch,report,dev]", *CONSTRAINTS)  # mypy checks against torch
+    session.run("ruff", "format", "--check", *PYTHON_SOURCES)
+    session.run("ruff", "check", *PYTHON_SOURCES)
     session.run("mypy")
+    session.run("hadolint", *(str(IMAGES_DIR / i / "Dockerfile") for i in IMAGES))
 
 
 @nox.session(default=False)
@@ -35,3 +78,203 @@ def overhead(session: nox.Session) -> None:
     """Print bench's resnet50 throughput next to a bare PyTorch loop (not a test)."""
     session.install("-e", ".[torch]", *CONSTRAINTS)
     session.run("python", "benchmarks/overhead.py", *session.posargs)
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def lock(session: nox.Session, image: str) -> None:
+    """Re-lock images/IMAGE/requirements.in with hashes (uv; reproducible by date)."""
+    settings, meta = _pyproject()["tool"]["bench"]["images"], _image(image)
+    folder = IMAGES_DIR / image
+    session.run(
+        "uv", "pip", "compile", str(folder / "requirements.in"),
+        "--generate-hashes", "--no-header", "--native-tls",
+        "--python-version", meta["python"], "--python-platform", meta["platform"],
+        # Only what was published before this date: the same lock next year.
+        "--exclude-newer", settings["exclude-newer"],
+        "-o", str(folder / "requirements.lock"),
+        external=True,
+    )  # fmt: skip
+
+
+@nox.session(python=False, default=False)
+def base(session: nox.Session) -> None:
+    """Build the Debian base locally with debootstrap (air-gapped sites, CI).
+
+    Env: BENCH_DEBIAN_MIRROR (default http://deb.debian.org/debian). Then build images
+    on it with BENCH_BASE_IMAGE=bench-base:bookworm.
+    """
+    _require_docker(session)
+    mirror = os.environ.get("BENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    tag = _pyproject()["tool"]["bench"]["images"]["local-base"]
+    session.run(str(IMAGES_DIR / "common" / "make-base.sh"), tag, "bookworm", mirror, external=True)
+
+
+def _build_args(image: str) -> dict[str, str]:
+    """Everything an image records about how it was built."""
+    lock_file = IMAGES_DIR / image / "requirements.lock"
+    epoch = os.environ.get("SOURCE_DATE_EPOCH") or _git("log", "-1", "--format=%ct") or "0"
+    dirty = "-dirty" if _git("status", "--porcelain", "--untracked-files=no") else ""
+    args = {
+        "BENCH_VERSION": _pyproject()["project"]["version"],
+        "BENCH_GIT_COMMIT": (_git("rev-parse", "HEAD") or "unknown") + dirty,
+        "BENCH_LOCK_SHA256": _sha256(lock_file),
+        "BENCH_SOURCE": _git("remote", "get-url", "origin"),
+        "SOURCE_DATE_EPOCH": epoch,
+        "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).isoformat().replace("+00:00", "Z"),
+    }
+    base_image = os.environ.get("BENCH_BASE_IMAGE")
+    if base_image:
+        args["BASE_IMAGE"] = base_image
+        inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", base_image]
+        args["BASE_DIGEST"] = subprocess.run(inspect, capture_output=True, text=True).stdout.strip()
+    else:  # the Dockerfile's pinned default: name@sha256:...
+        for line in (IMAGES_DIR / image / "Dockerfile").read_text().splitlines():
+            if line.startswith("ARG BASE_IMAGE=") and "@" in line:
+                args["BASE_DIGEST"] = line.split("@", 1)[1]
+    if os.environ.get("BENCH_DEBIAN_MIRROR"):
+        args["DEBIAN_MIRROR"] = os.environ["BENCH_DEBIAN_MIRROR"]
+    return args
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def build(session: nox.Session, image: str) -> None:
+    """Build bench:IMAGE from its lock (classic builder or BuildKit; never pulls).
+
+    Env: BENCH_BASE_IMAGE (default: the pinned digest), BENCH_DEBIAN_MIRROR (default: the
+    dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy).
+    """
+    _require_docker(session)
+    ca_dir = IMAGES_DIR / "common" / "ca"
+    staged = ca_dir / "extra-ca.crt"
+    if os.environ.get("BENCH_CA_BUNDLE"):
+        shutil.copyfile(os.environ["BENCH_CA_BUNDLE"], staged)
+    try:
+        build_args = [f"--build-arg={k}={v}" for k, v in _build_args(image).items()]
+        session.run(
+            "docker", "build", "-f", str(IMAGES_DIR / image / "Dockerfile"),
+            "-t", f"bench:{image}", *build_args, str(ROOT),
+            external=True,
+        )  # fmt: skip
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def _run_args(image: str, results: Path) -> list[str]:
+    """docker run flags: results volume, the image's devices, no network, read-only root."""
+    results.mkdir(parents=True, exist_ok=True)
+    image_id = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", f"bench:{image}"],
+        capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    user = []
+    if os.getuid() != 0:  # files in ./results belong to whoever ran nox
+        user = ["--user", f"{os.getuid()}:{os.getgid()}"]
+    else:  # root on the host: the image's own unprivileged user writes the results
+        results.chmod(0o777)
+    return [
+        "--rm", "--pull", "never", "--network", "none", "--read-only",
+        "--tmpfs", "/tmp:exec",  # torch.compile writes its kernels there
+        "--shm-size", "2g",  # DataLoader workers pass batches through /dev/shm
+        "-v", f"{results.resolve()}:/results", "-e", f"BENCH_IMAGE_DIGEST={image_id}",
+        *user, *_image(image)["run_args"],
+    ]  # fmt: skip
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def run(session: nox.Session, image: str) -> None:
+    """Run bench in bench:IMAGE: nox -s "run(image='cuda')" -- resnet50 --batch-size 64."""
+    _require_docker(session)
+    results = Path(os.environ.get("BENCH_RESULTS", ROOT / "results"))
+    args = session.posargs or ["list"]
+    session.run("docker", "run", *_run_args(image, results), f"bench:{image}", *args, external=True)
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def smoke(session: nox.Session, image: str) -> None:
+    """Smoke-test bench:IMAGE on the CPU: two resnet50 steps, then check the result file."""
+    _require_docker(session)
+    results = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-"))
+    run = ["docker", "run", *_run_args(image, results), f"bench:{image}"]
+    steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
+    gpu_image = _image(image)["device"] != "cpu"
+    session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)
+    (result_file,) = results.glob("*.json")
+    data = json.loads(result_file.read_text())
+    labels = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", f"bench:{image}"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    )
+    lock_sha = _sha256(IMAGES_DIR / image / "requirements.lock")
+    recorded = data["environment"]["image"]
+    checks = {
+        "every point measured": all(p["status"] == "ok" for p in data["points"]),
+        "image name": recorded["name"] == f"bench:{image}",
+        "image variant": recorded["variant"] == image,
+        "lock hash": recorded["lock_sha256"] == lock_sha,
+        "image digest": (recorded["digest"] or "").startswith("sha256:"),
+        "git commit": bool(data["environment"]["bench"]["git_commit"]),
+        "label lock hash": labels.get("dev.bench.lock.sha256") == lock_sha,
+        "label created": labels.get("org.opencontainers.image.created", "").endswith("Z"),
+    }
+    session.log(json.dumps(checks))
+    if not all(checks.values()):
+        session.error(f"bench:{image}: failed checks: {[k for k, ok in checks.items() if not ok]}")
+    if gpu_image:  # without --device: refuse clearly, and say how to fix it
+        done = subprocess.run([*run, *steps], capture_output=True, text=True)
+        session.log(done.stderr.strip())
+        if done.returncode == 0 or "--gpus all" not in done.stderr + done.stdout:
+            session.error(f"bench:{image} without a GPU did not refuse clearly")
+    shutil.rmtree(results, ignore_errors=True)
+
+
+@nox.session(default=False)
+def collect(session: nox.Session) -> None:
+    """Merge result JSON files under a folder into one CSV and a Markdown summary.
+
+    nox -s collect -- [FOLDER (default results)] [OUTPUT PREFIX (default results/summary)]
+    """
+    session.install("-e", ".[report]", *CONSTRAINTS)
+    folder = session.posargs[0] if session.posargs else "results"
+    prefix = session.posargs[1] if len(session.posargs) > 1 else f"{folder}/summary"
+    session.run("bench", "collect", folder, "-o", prefix)
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def save(session: nox.Session, image: str) -> None:
+    """docker save bench:IMAGE to dist/ with its sha256 and a manifest (digest, lock hash).
+
+    The archive loads years later (docker load) after a registry has dropped the tags.
+    """
+    _require_docker(session)
+    inspect = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", f"bench:{image}"], capture_output=True, text=True, check=True
+        ).stdout
+    )[0]
+    labels = inspect["Config"]["Labels"] or {}
+    dist = ROOT / "dist"
+    dist.mkdir(exist_ok=True)
+    stem = f"bench-{image}-{labels.get('org.opencontainers.image.version', 'unknown')}-{inspect['Id'][7:19]}"
+    archive = dist / f"{stem}.tar.gz"
+    session.run("sh", "-c", f"docker save bench:{image} | gzip -1 > {archive}", external=True)
+    digest = _sha256(archive)
+    (dist / f"{archive.name}.sha256").write_text(f"{digest}  {archive.name}\n")
+    manifest = {
+        "archive": archive.name,
+        "archive_sha256": digest,
+        "image": f"bench:{image}",
+        "image_id": inspect["Id"],
+        "repo_digests": inspect.get("RepoDigests", []),
+        "lock_sha256": labels.get("dev.bench.lock.sha256"),
+        "labels": labels,
+        "load_with": f"docker load -i {archive.name}",
+    }
+    (dist / f"{stem}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    session.log(f"{archive} ({archive.stat().st_size / 2**30:.2f} GiB), sha256 {digest}")

@@ -1,0 +1,57 @@
+#!/bin/sh
+# The install step every image shares, run once inside `docker build`:
+#   install.sh VENV [DEBIAN PACKAGES...]
+# 1. Debian packages from a dated snapshot of the archive (DEBIAN_SNAPSHOT), or from
+#    DEBIAN_MIRROR when set (for builders that cannot reach the snapshot service).
+# 2. A virtual environment at VENV (kept if the base image already has one).
+# 3. The image's hash-locked requirements, then bench itself, without network
+#    resolution: pip --require-hashes, --no-deps.
+# 4. An unprivileged user `bench` that owns /results.
+set -eu
+venv=$1
+shift
+lock=/opt/bench/requirements.lock
+ca_dir=/opt/bench/common/ca
+
+if [ -n "${BENCH_LOCK_SHA256:-}" ]; then
+    echo "$BENCH_LOCK_SHA256  $lock" | sha256sum -c -
+fi
+
+if [ "$#" -gt 0 ]; then
+    . /etc/os-release
+    rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*
+    if [ -n "${DEBIAN_MIRROR:-}" ]; then
+        printf 'deb %s %s main\ndeb %s %s-updates main\n' \
+            "$DEBIAN_MIRROR" "$VERSION_CODENAME" "$DEBIAN_MIRROR" "$VERSION_CODENAME" \
+            > /etc/apt/sources.list
+    else
+        snapshot=http://snapshot.debian.org/archive
+        printf 'deb [check-valid-until=no] %s/debian/%s %s main\ndeb [check-valid-until=no] %s/debian-security/%s %s-security main\n' \
+            "$snapshot" "$DEBIAN_SNAPSHOT" "$VERSION_CODENAME" \
+            "$snapshot" "$DEBIAN_SNAPSHOT" "$VERSION_CODENAME" > /etc/apt/sources.list
+    fi
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates "$@"
+    rm -rf /var/lib/apt/lists/*
+fi
+
+# Trust an extra CA (a TLS-intercepting proxy) for this build's downloads only.
+if ls "$ca_dir"/*.crt > /dev/null 2>&1; then
+    cat /etc/ssl/certs/ca-certificates.crt "$ca_dir"/*.crt > /tmp/build-ca.pem
+    export PIP_CERT=/tmp/build-ca.pem
+fi
+
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_INDEX_URL=https://pypi.org/simple
+"$venv/bin/pip" install --require-hashes --no-deps -r "$lock"
+"$venv/bin/pip" install --no-deps --no-build-isolation /opt/bench/src
+"$venv/bin/pip" check || true  # report only: the rocm base's own packages are not ours
+
+# A fixed numeric id (USER 10001:10001 in the Dockerfiles) that no base image uses.
+if ! id bench > /dev/null 2>&1; then
+    groupadd --gid 10001 bench
+    useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin bench
+fi
+mkdir -p /results
+chown bench:bench /results
+rm -rf /tmp/build-ca.pem "$ca_dir" /opt/bench/src
