@@ -161,8 +161,9 @@ def build(session: nox.Session, image: str) -> None:
         staged.unlink(missing_ok=True)
 
 
-def _run_args(image: str, results: Path) -> list[str]:
-    """docker run flags: results volume, the image's devices, no network, read-only root."""
+def _run_args(image: str, results: Path, *, devices: bool = True) -> list[str]:
+    """docker run flags: results volume, no network, read-only root, and (with
+    `devices`) the image's device flags, e.g. --gpus all."""
     results.mkdir(parents=True, exist_ok=True)
     image_id = subprocess.run(
         ["docker", "image", "inspect", "--format", "{{.Id}}", f"bench:{image}"],
@@ -178,7 +179,7 @@ def _run_args(image: str, results: Path) -> list[str]:
         "--tmpfs", "/tmp:exec",  # torch.compile writes its kernels there
         "--shm-size", "2g",  # DataLoader workers pass batches through /dev/shm
         "-v", f"{results.resolve()}:/results", "-e", f"BENCH_IMAGE_DIGEST={image_id}",
-        *user, *_image(image)["run_args"],
+        *user, *(_image(image)["run_args"] if devices else []),
     ]  # fmt: skip
 
 
@@ -198,7 +199,8 @@ def smoke(session: nox.Session, image: str) -> None:
     """Smoke-test bench:IMAGE on the CPU: two resnet50 steps, then check the result file."""
     _require_docker(session)
     results = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-"))
-    run = ["docker", "run", *_run_args(image, results), f"bench:{image}"]
+    # No device flags: this host may have no GPU runtime (and that is the case to test).
+    run = ["docker", "run", *_run_args(image, results, devices=False), f"bench:{image}"]
     steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
     gpu_image = _image(image)["device"] != "cpu"
     session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)

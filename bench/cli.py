@@ -29,7 +29,7 @@ from bench.report.table import tables
 from bench.runner import Runner
 from bench.units import parse_size
 
-COMMANDS = ("run", "list", "show", "rerun")
+COMMANDS = ("run", "list", "show", "rerun", "collect")
 EXIT_INTERRUPTED = 130
 
 
@@ -202,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     rerun.add_argument("file", type=Path)
     _add_output_options(rerun)
     rerun.set_defaults(func=cmd_rerun)
+    collect = sub.add_parser("collect", help="merge result files into one CSV and Markdown table")
+    collect.add_argument("paths", nargs="+", help="result files or folders (searched recursively)")
+    collect.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("results/summary"),
+        help="output prefix: PREFIX.csv and PREFIX.md (default results/summary)",
+    )
+    collect.set_defaults(func=cmd_collect)
     return parser
 
 
@@ -290,6 +300,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         loaded = result.load(path)
         for table in tables(loaded):
             console.print(table)
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    try:
+        from bench.report import collect
+    except ImportError as error:
+        raise UsageError(
+            f"bench collect needs pandas: pip install 'bench[report]' ({error})"
+        ) from None
+    for path in collect.write(collect.load_all(args.paths), args.output):
+        print(path)
     return 0
 
 

@@ -1,0 +1,142 @@
+"""Many result files -> one table: one row per measured point, provenance alongside.
+
+Used by `bench collect` and `nox -s collect`. pandas is imported here only, so the
+core package does not need it (pip install 'bench[report]').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench import result
+from bench.errors import UsageError
+from bench.result import Result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def result_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The result files named, and every *.json below the folders named."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found += sorted(path.rglob("*.json"))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder")
+    if not found:
+        raise UsageError(f"no result files in {', '.join(map(str, paths))}")
+    return found
+
+
+def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
+    return [(path, result.load(path)) for path in result_files(paths)]
+
+
+def _provenance(res: Result) -> dict[str, Any]:
+    env = res.environment or {}
+    accelerator = env.get("accelerator") or {}
+    image = env.get("image") or {}
+    framework = env.get("framework") or {}
+    return {
+        "workload": res.config.workload,
+        "framework": res.config.framework,
+        "framework_version": framework.get(res.config.framework),
+        "device": res.config.device,
+        "accelerator": accelerator.get("accelerator"),
+        "accelerator_count": accelerator.get("accelerator_count"),
+        "driver": accelerator.get("driver_version"),
+        "cpu": (env.get("cpu") or {}).get("model"),
+        "host": (env.get("host") or {}).get("hostname"),
+        "image": image.get("name"),
+        "image_digest": image.get("digest"),
+        "lock_sha256": image.get("lock_sha256"),
+        "bench_version": (env.get("bench") or {}).get("version"),
+        "bench_commit": (env.get("bench") or {}).get("git_commit"),
+        "started": res.started,
+    }
+
+
+def points_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    for path, res in loaded:
+        common = {"file": str(path), **_provenance(res)}
+        for p in res.points:
+            tp, step = p.throughput, p.step_time
+            rows.append(
+                {
+                    **common,
+                    "batch_size": p.batch_size,
+                    "precision": p.precision,
+                    "memory_format": p.memory_format,
+                    "compile": p.compile or "eager",
+                    "status": p.status,
+                    "error": p.error,
+                    "throughput": tp.value if tp else None,
+                    "throughput_unit": tp.unit if tp else None,
+                    "ci95_low": tp.ci95_low if tp else None,
+                    "ci95_high": tp.ci95_high if tp else None,
+                    "repeats": len(p.step_times_s),
+                    "step_median_s": step.median if step else None,
+                    "step_p95_s": step.p95 if step else None,
+                    "peak_memory_bytes": p.peak_memory,
+                    "flops_per_sample": p.flops_per_sample,
+                    "achieved_flops": p.achieved_flops,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def max_batch_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = [
+        {
+            "file": str(path),
+            **_provenance(res),
+            "precision": m.precision,
+            "memory_format": m.memory_format,
+            "compile": m.compile or "eager",
+            "largest_batch": m.display,
+            "first_failing": m.first_failing,
+            "probes": len(m.probes),
+        }
+        for path, res in loaded
+        for m in res.max_batch
+    ]
+    return pd.DataFrame(rows)
+
+
+_SUMMARY_COLUMNS = [
+    "workload", "accelerator", "cpu", "image", "batch_size", "precision", "memory_format",
+    "compile", "status", "throughput", "ci95_low", "ci95_high", "step_median_s",
+]  # fmt: skip
+
+
+def write(loaded: list[tuple[Path, Result]], prefix: Path) -> list[Path]:
+    """PREFIX.csv (every column) and PREFIX.md (a readable summary); max-batch searches
+    go to PREFIX-max-batch.csv and a second table in the Markdown."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    points, searches = points_frame(loaded), max_batch_frame(loaded)
+    written = [prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")]
+    points.to_csv(written[0], index=False)
+    parts = [f"# bench results\n\n{len(loaded)} result files, {len(points)} points.\n"]
+    if not points.empty:
+        parts.append(
+            "## Throughput (samples/s)\n\n" + points[_SUMMARY_COLUMNS].to_markdown(index=False)
+        )
+    if not searches.empty:
+        written.append(prefix.with_name(prefix.name + "-max-batch.csv"))
+        searches.to_csv(written[-1], index=False)
+        columns = ["workload", "accelerator", "cpu", "precision", "largest_batch", "first_failing"]
+        parts.append(
+            "## Largest batch that trains\n\n" + searches[columns].to_markdown(index=False)
+        )
+    written[1].write_text("\n\n".join(parts) + "\n")
+    return written
