@@ -1,0 +1,116 @@
+"""Image definitions, checked without a Docker engine: lint, locks, completeness, compose."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+IMAGES = sorted(p.parent.name for p in (ROOT / "images").glob("*/Dockerfile"))
+REQUIREMENT = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s\\;]+)")
+
+
+def lock_entries(lock: Path) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, hashes) from a pip-compile style lock file."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for line in lock.read_text().splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if match := REQUIREMENT.match(stripped):
+            current = match.group(1).lower().replace("_", "-")
+            entries[current] = (match.group(2), [])
+        elif stripped.startswith("--hash=sha256:"):
+            assert current, f"{lock}: a hash before any requirement"
+            entries[current][1].append(stripped.removeprefix("--hash=sha256:").rstrip(" \\"))
+        else:
+            pytest.fail(f"{lock}: unpinned or unexpected line {stripped!r}")
+    return entries
+
+
+def test_the_expected_images_exist():
+    assert {"cuda", "cuda12", "rocm", "xeon"} <= set(IMAGES)
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_image_folder_is_complete(image):
+    folder = ROOT / "images" / image
+    for name in ("Dockerfile", "requirements.in", "requirements.lock", "image.toml"):
+        assert (folder / name).is_file(), f"images/{image}/{name} is missing"
+    meta = tomllib.loads((folder / "image.toml").read_text())
+    assert {"description", "device", "python", "platform", "run_args", "ci_build"} <= set(meta)
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_every_locked_package_is_pinned_and_hashed(image):
+    folder = ROOT / "images" / image
+    entries = lock_entries(folder / "requirements.lock")
+    assert entries
+    for name, (_version, hashes) in entries.items():
+        assert hashes and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), name
+    for line in (folder / "requirements.in").read_text().splitlines():
+        if match := REQUIREMENT.match(line.strip()):
+            name = match.group(1).lower().replace("_", "-")
+            assert entries[name][0] == match.group(2), (
+                f"{name} in the lock differs from requirements.in"
+            )
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_dockerfile_contract(image):
+    text = (ROOT / "images" / image / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE_IMAGE=(\S+)$", text, re.M)
+    assert base and re.search(r"@sha256:[0-9a-f]{64}$", base.group(1)), "base not pinned by digest"
+    assert 'ENTRYPOINT ["bench"]' in text
+    assert re.search(r"^USER 10001:10001$", text, re.M), "must run as the unprivileged user"
+    assert 'VOLUME ["/results"]' in text and "BENCH_OUTPUT_DIR=/results" in text
+    assert f"BENCH_IMAGE=bench:{image} " in text and f"BENCH_IMAGE_VARIANT={image} " in text
+    assert f"COPY images/{image}/requirements.lock " in text
+    for label in ("version", "revision", "created", "source", "base.name", "base.digest"):
+        assert f"org.opencontainers.image.{label}=" in text
+    # The classic builder must build it: no BuildKit-only syntax.
+    assert "--mount" not in text and "<<" not in text and not text.startswith("# syntax=")
+
+
+@pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint is not installed")
+def test_hadolint_passes_on_every_dockerfile():
+    files = [str(ROOT / "images" / i / "Dockerfile") for i in IMAGES]
+    done = subprocess.run(["hadolint", *files], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_has_a_service_per_image():
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    services = compose["services"]
+    assert set(services) == set(IMAGES)
+    for image, service in services.items():
+        meta = tomllib.loads((ROOT / "images" / image / "image.toml").read_text())
+        assert service["image"] == f"bench:{image}"
+        assert service["build"]["dockerfile"] == f"images/{image}/Dockerfile"
+        assert "./results:/results" in service["volumes"]
+        assert service["pull_policy"] == "never" and service["read_only"] is True
+        if "--gpus" in meta["run_args"]:
+            devices = service["deploy"]["resources"]["reservations"]["devices"]
+            assert devices[0]["capabilities"] == ["gpu"]
+        if "/dev/kfd" in meta["run_args"]:
+            assert "/dev/kfd" in service["devices"]
+
+
+def test_nox_lists_sessions_without_docker(tmp_path):
+    # A PATH with python but no docker: listing must not touch the engine.
+    (tmp_path / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "nox", "-l"], cwd=ROOT, capture_output=True,
+                          text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for image in IMAGES:
+        assert f"build(image='{image}')" in done.stdout
+    for session in ("tests", "lint", "collect", "base"):
+        assert f"{session} ->" in done.stdout
