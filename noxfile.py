@@ -49,6 +49,12 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+def _inspect(ref: str) -> dict[str, Any]:
+    """`docker image inspect REF`, parsed; {} when there is no such image."""
+    done = subprocess.run(["docker", "image", "inspect", ref], capture_output=True, text=True)
+    return json.loads(done.stdout)[0] if done.returncode == 0 else {}
+
+
 def _require_docker(session: nox.Session) -> None:
     if shutil.which("docker") is None:
         session.error("docker is not installed")
@@ -121,13 +127,12 @@ def _build_args(image: str) -> dict[str, str]:
         "BENCH_LOCK_SHA256": _sha256(lock_file),
         "BENCH_SOURCE": _git("remote", "get-url", "origin"),
         "SOURCE_DATE_EPOCH": epoch,
-        "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).isoformat().replace("+00:00", "Z"),
+        "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     base_image = os.environ.get("BENCH_BASE_IMAGE")
     if base_image:
         args["BASE_IMAGE"] = base_image
-        inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", base_image]
-        args["BASE_DIGEST"] = subprocess.run(inspect, capture_output=True, text=True).stdout.strip()
+        args["BASE_DIGEST"] = _inspect(base_image).get("Id", "")
     else:  # the Dockerfile's pinned default: name@sha256:...
         for line in (IMAGES_DIR / image / "Dockerfile").read_text().splitlines():
             if line.startswith("ARG BASE_IMAGE=") and "@" in line:
@@ -165,10 +170,7 @@ def _run_args(image: str, results: Path, *, devices: bool = True) -> list[str]:
     """docker run flags: results volume, no network, read-only root, and (with
     `devices`) the image's device flags, e.g. --gpus all."""
     results.mkdir(parents=True, exist_ok=True)
-    image_id = subprocess.run(
-        ["docker", "image", "inspect", "--format", "{{.Id}}", f"bench:{image}"],
-        capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+    image_id = _inspect(f"bench:{image}").get("Id", "")
     user = []
     if os.getuid() != 0:  # files in ./results belong to whoever ran nox
         user = ["--user", f"{os.getuid()}:{os.getgid()}"]
@@ -206,12 +208,7 @@ def smoke(session: nox.Session, image: str) -> None:
     session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)
     (result_file,) = results.glob("*.json")
     data = json.loads(result_file.read_text())
-    labels = json.loads(
-        subprocess.run(
-            ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", f"bench:{image}"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-    )
+    labels = _inspect(f"bench:{image}")["Config"]["Labels"] or {}
     lock_sha = _sha256(IMAGES_DIR / image / "requirements.lock")
     recorded = data["environment"]["image"]
     checks = {
@@ -255,15 +252,14 @@ def save(session: nox.Session, image: str) -> None:
     The archive loads years later (docker load) after a registry has dropped the tags.
     """
     _require_docker(session)
-    inspect = json.loads(
-        subprocess.run(
-            ["docker", "image", "inspect", f"bench:{image}"], capture_output=True, text=True, check=True
-        ).stdout
-    )[0]
+    inspect = _inspect(f"bench:{image}")
+    if not inspect:
+        session.error(f"no image bench:{image}; build it first")
     labels = inspect["Config"]["Labels"] or {}
     dist = ROOT / "dist"
     dist.mkdir(exist_ok=True)
-    stem = f"bench-{image}-{labels.get('org.opencontainers.image.version', 'unknown')}-{inspect['Id'][7:19]}"
+    version = labels.get("org.opencontainers.image.version", "unknown")
+    stem = f"bench-{image}-{version}-{inspect['Id'][7:19]}"
     archive = dist / f"{stem}.tar.gz"
     session.run("sh", "-c", f"docker save bench:{image} | gzip -1 > {archive}", external=True)
     digest = _sha256(archive)
