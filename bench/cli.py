@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 import bench
-from bench import registry, result
+from bench import catalog, registry, result
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
@@ -29,7 +29,7 @@ from bench.report.table import tables
 from bench.runner import Runner
 from bench.units import parse_size
 
-COMMANDS = ("run", "list", "show", "rerun", "collect")
+COMMANDS = ("run", "list", "show", "rerun", "collect", "compare", "report")
 EXIT_INTERRUPTED = 130
 
 
@@ -174,7 +174,18 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per child process")
     p.add_argument("--seed", type=int, default=0)
+    _add_machine_options(p)
     _add_output_options(p)
+
+
+def _add_machine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--instance", help="cloud instance type, priced from the catalogue (bench list)")
+    p.add_argument("--price-per-hour", type=float, help="the machine's price in USD per hour")
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        help="peak TFLOP/s of all devices, for MFU where the catalogue has none",
+    )
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -200,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_show)
     rerun = sub.add_parser("rerun", help="run the config of a saved result again, into a new file")
     rerun.add_argument("file", type=Path)
+    _add_machine_options(rerun)
     _add_output_options(rerun)
     rerun.set_defaults(func=cmd_rerun)
     collect = sub.add_parser("collect", help="merge result files into one CSV and Markdown table")
@@ -212,7 +224,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="output prefix: PREFIX.csv and PREFIX.md (default results/summary)",
     )
     collect.set_defaults(func=cmd_collect)
+    compare = sub.add_parser("compare", help="compare machines, normalised to a baseline")
+    _add_comparison_options(compare)
+    compare.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    compare.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    compare.set_defaults(func=cmd_compare)
+    report = sub.add_parser("report", help="an HTML and Markdown report with charts")
+    _add_comparison_options(report)
+    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    report.add_argument(
+        "--train-epochs",
+        type=float,
+        default=90,
+        help="epochs for the time-and-cost-to-train figures (default 90)",
+    )
+    report.set_defaults(func=cmd_report)
     return parser
+
+
+def _price(text: str) -> tuple[str, float]:
+    selector, _, usd = text.rpartition("=")
+    try:
+        return selector, float(usd)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR") from None
+
+
+def _add_comparison_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", help="result files or folders (searched recursively)")
+    p.add_argument(
+        "--baseline",
+        required=True,
+        help="the machine everything is relative to: part of its label or a file",
+    )
+    p.add_argument(
+        "--price",
+        type=_price,
+        action="append",
+        default=[],
+        metavar="MACHINE=USD",
+        help="hourly price of a machine whose results carry none (repeatable)",
+    )
 
 
 def resolve_device(name: str) -> str:
@@ -269,10 +321,12 @@ def _console(args: argparse.Namespace | None = None) -> Console:
 
 def _execute(config: RunConfig, args: argparse.Namespace) -> int:
     console = _console(args)
+    pricing = catalog.pricing(args.instance, args.price_per_hour)
     with LiveReporter(console) as reporter:
         runner = Runner(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
         )
+        runner.result.pricing, runner.result.peak_tflops = pricing, args.peak_tflops
         try:
             outcome = runner.run()
         except KeyboardInterrupt:
@@ -292,6 +346,56 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     return _execute(result.load(args.file).config, args)
+
+
+def _comparison(args: argparse.Namespace):
+    from bench.report import compare
+    from bench.report.collect import load_all
+
+    return compare.compare(load_all(args.paths), args.baseline, dict(args.price))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.report import compare
+
+    comparison = _comparison(args)
+    if args.format == "csv":
+        out = args.output or Path("/dev/stdout")
+        compare.write_csv(comparison, out)
+        return 0
+    text = {
+        "markdown": lambda: compare.to_markdown(comparison),
+        "json": lambda: json.dumps(compare.as_dict(comparison), indent=1) + "\n",
+    }.get(args.format)
+    if text is not None:
+        if args.output:
+            args.output.write_text(text())
+        else:
+            print(text(), end="")
+        return 0
+    console = _console()
+    for headers, body in (compare.grid(comparison), compare.max_batch_grid(comparison)):
+        if body:
+            table = Table(
+                *headers, title=f"baseline: {comparison.baseline.label}", title_justify="left"
+            )
+            for row in body:
+                table.add_row(*row)
+            console.print(table)
+    console.print(compare.legend(), highlight=False)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        from bench.report import page
+    except ImportError as error:
+        raise UsageError(
+            f"bench report needs matplotlib: pip install 'bench[report]' ({error})"
+        ) from None
+    for path in page.write_report(_comparison(args), args.output, args.train_epochs):
+        print(path)
+    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -147,6 +147,11 @@ def cpu_info() -> dict[str, Any]:
     info["physical_cores"] = len(cores) or None
     info["sockets"] = len(sockets) or None
     info["flags"] = [flag for flag in CPU_FLAGS if flag in flags]
+    try:  # kHz; absent in many VMs
+        khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()
+        info["max_mhz"] = int(khz) / 1000
+    except (OSError, ValueError):
+        info["max_mhz"] = None
     nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
     info["numa_nodes"] = len(nodes) or None
     return info

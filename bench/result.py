@@ -27,9 +27,21 @@ from bench.stats import throughput as samples_per_s
 # below and a fixture file tests/data/result-v<N>.json that must keep loading.
 # History:
 #   1 (bench 0.1.0): first version.
-SCHEMA_VERSION = 1
+#   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
+#     results gain `pricing` and `peak_tflops`.
+SCHEMA_VERSION = 2
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("energy", [])
+        point.setdefault("energy_unavailable", "not measured (result schema 1 had no energy)")
+    data.setdefault("pricing", None)
+    return {**data, "schema_version": 2}
+
+
 # version -> function upgrading a document of that version to the next one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 STATUSES = ("ok", "oom", "error")
 THROUGHPUT_UNIT = "samples/s"
@@ -54,6 +66,21 @@ def _tuples(rows: Any) -> tuple[tuple[float, ...], ...]:
 
 
 @dataclass(frozen=True)
+class EnergySummary:
+    """Energy of a point, derived from the per-repeat windows. Units: J, W."""
+
+    total_j: float  # mean over repeats of the measured window's energy, all devices
+    per_sample_j: float
+    mean_power_w: float
+    per_epoch_j: float | None  # epoch mode: mean of epochs 2..N
+    sources: list[str]
+
+    @property
+    def samples_per_joule(self) -> float:
+        return 1.0 / self.per_sample_j if self.per_sample_j else float("inf")
+
+
+@dataclass(frozen=True)
 class Point:
     """One measured point of a sweep: its axes, raw measurements per repeat, and status."""
 
@@ -74,6 +101,9 @@ class Point:
     loss_last: tuple[float | None, ...] = ()
     parameters: int | None = None
     flops_per_sample: float | None = None
+    # Per repeat: {"window_s", "per_device_j", "sources", "epoch_j"}, or None.
+    energy: tuple[dict[str, Any] | None, ...] = ()
+    energy_unavailable: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -129,6 +159,31 @@ class Point:
         return max(peaks) if peaks else None
 
     @property
+    def energy_summary(self) -> EnergySummary | None:
+        # (window, samples measured in it) for each repeat that could read energy
+        windows = [
+            (e, self.batch_size * len(steps))
+            for e, steps in zip(self.energy, self.step_times_s, strict=False)
+            if e
+        ]
+        if not windows:
+            return None
+        joules = [sum(e["per_device_j"].values()) for e, _ in windows]
+        samples = [n for _, n in windows]
+        epochs = [
+            j
+            for e, _ in windows
+            for j in ((e.get("epoch_j") or [])[1:] or (e.get("epoch_j") or []))
+        ]
+        return EnergySummary(
+            total_j=statistics.fmean(joules),
+            per_sample_j=sum(joules) / sum(samples),
+            mean_power_w=sum(joules) / sum(e["window_s"] for e, _ in windows),
+            per_epoch_j=statistics.fmean(epochs) if epochs else None,
+            sources=sorted({kind for e, _ in windows for kind in e["sources"].values()}),
+        )
+
+    @property
     def achieved_flops(self) -> float | None:
         """Model FLOP/s: FLOPs per sample times samples per second."""
         if self.flops_per_sample is None or self.throughput is None:
@@ -145,6 +200,13 @@ class Point:
         data["epoch_time"] = dataclasses.asdict(epoch) if epoch else None
         data["peak_memory"] = {"value": self.peak_memory, "unit": "B", "kind": self.memory_kind}
         data["achieved_flops"] = {"value": self.achieved_flops, "unit": "FLOP/s"}
+        energy = self.energy_summary
+        data["energy_summary"] = (
+            {**dataclasses.asdict(energy), "samples_per_joule": energy.samples_per_joule,
+             "units": {"total_j": "J", "per_sample_j": "J", "mean_power_w": "W",
+                       "per_epoch_j": "J", "samples_per_joule": "samples/J"}}
+            if energy else None
+        )  # fmt: skip
         return data
 
     @classmethod
@@ -155,7 +217,7 @@ class Point:
             kwargs[key] = _tuples(kwargs.get(key, ()))
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
-        for key in ("peak_memory_bytes", "loss_first", "loss_last"):
+        for key in ("peak_memory_bytes", "loss_first", "loss_last", "energy"):
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
 
@@ -183,6 +245,8 @@ class Point:
             loss_last=tuple(r.get("loss_last") for r in done),
             parameters=first.get("parameters"),
             flops_per_sample=flops_per_sample,
+            energy=tuple(r.get("energy") for r in done),
+            energy_unavailable=first.get("energy_unavailable"),
             details=first.get("details") or {},
         )
 
@@ -238,6 +302,10 @@ class Result:
     points: list[Point] = field(default_factory=list)
     max_batch: list[MaxBatch] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    # The hourly price of the machine, when given (--instance, --price-per-hour).
+    pricing: dict[str, Any] | None = None
+    # Peak TFLOP/s given with --peak-tflops, for MFU where the catalogue has no figure.
+    peak_tflops: float | None = None
     started: str = field(default_factory=now_iso)
     finished: str | None = None
     status: str = "running"  # running, complete, interrupted
@@ -256,6 +324,8 @@ class Result:
             "started": self.started,
             "finished": self.finished,
             "command": self.command,
+            "pricing": self.pricing,
+            "peak_tflops": self.peak_tflops,
             "config": self.config.to_dict(),
             "environment": self.environment,
             "points": [p.to_json() for p in self.points],
@@ -270,6 +340,8 @@ class Result:
             points=[Point.from_json(p) for p in data.get("points", [])],
             max_batch=[MaxBatch.from_json(m) for m in data.get("max_batch", [])],
             command=data.get("command", []),
+            pricing=data.get("pricing"),
+            peak_tflops=data.get("peak_tflops"),
             started=data.get("started", ""),
             finished=data.get("finished"),
             status=data.get("status", "complete"),

@@ -28,6 +28,7 @@ from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
+from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker
 from bench.trackers.timing import StepTimer
 
@@ -75,14 +76,19 @@ def measure(
     *,
     clock: Callable[[], float] = time.perf_counter,
     progress: Progress = _no_progress,
+    energy_sources: tuple[list[EnergySource], str | None] = ([], "not measured"),
 ) -> dict[str, Any]:
-    """Warm-up steps, then measured steps (or epochs), with trackers around them."""
+    """Warm-up steps, then measured steps (or epochs), with trackers around them:
+    memory over everything, energy over the measured window only."""
     timer = StepTimer(session.synchronize, clock)
     record: dict[str, Any] = {"epoch_times_s": None}
+    sources, unavailable = energy_sources
+    energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
     with ExitStack() as trackers:
         memory = trackers.enter_context(MemoryTracker(platform))
         warmup, losses = run_steps(session, timer, point.warmup_steps, "warmup", progress)
         first_loss = losses[0] if losses else None
+        trackers.enter_context(energy)
         if point.epochs is None:
             steps, losses = run_steps(session, timer, point.steps, "measure", progress)
         else:
@@ -93,10 +99,12 @@ def measure(
                 phase = f"epoch{epoch + 1}/{point.epochs}"
                 times, epoch_losses = run_steps(session, timer, per_epoch, phase, progress)
                 epochs.append(timer.now() - start)
+                energy.lap()
                 steps += times
                 losses += epoch_losses
             record["epoch_times_s"] = epochs
     record.update(memory.fields())
+    record.update(energy.fields())
     if first_loss is None and losses:
         first_loss = losses[0]
     record.update(
@@ -131,7 +139,20 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
             # A child of its own: the measured process does only what training does.
             response["flops_per_sample"] = session.count_flops()
         else:
-            response.update(measure(point, session, platform, progress=progress))
+            sources, reason = open_sources(platform.name)
+            try:
+                response.update(
+                    measure(
+                        point,
+                        session,
+                        platform,
+                        progress=progress,
+                        energy_sources=(sources, reason),
+                    )
+                )
+            finally:
+                for source in sources:
+                    source.close()
         response["status"] = "ok"
     except BenchError as error:
         response["error"] = str(error)

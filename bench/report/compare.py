@@ -1,0 +1,352 @@
+"""Compare machines: throughput normalised to a baseline (seed 3), '*' where a point ran
+out of memory, energy efficiency (seed 1) and cost (seeds 2 and 4) as ratios too.
+
+A machine is what ran: its accelerator (or CPU), image and framework, read from each
+result's provenance. Results are merged only when their configs agree on everything
+that changes what is measured; otherwise the comparison is refused, naming the field.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import catalog, registry
+from bench.errors import UsageError
+from bench.result import MaxBatch, Point, Result
+
+# Config fields that must agree between results compared in one row: they change
+# what a number means. Sweep axes are row keys; the device is the machine itself.
+MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
+              "seq_len", "memory_limit_bytes")  # fmt: skip
+ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile")
+
+
+def machine_label(res: Result, with_framework: bool = False) -> str:
+    env = res.environment or {}
+    accelerator = env.get("accelerator") or {}
+    if accelerator.get("accelerator"):
+        count = accelerator.get("accelerator_count") or 1
+        label = (
+            f"{count}x {accelerator['accelerator']}" if count > 1 else accelerator["accelerator"]
+        )
+    else:
+        label = (env.get("cpu") or {}).get("model") or res.config.device
+    image = (env.get("image") or {}).get("name")
+    if image:
+        label += f" [{image}]"
+    if with_framework:
+        label += f" ({res.config.framework})"
+    return label
+
+
+@dataclass
+class Machine:
+    label: str
+    results: list[tuple[Path, Result]] = field(default_factory=list)
+    price_per_hour: float | None = None
+    price_source: str | None = None
+    peak_tflops: float | None = None
+
+    @property
+    def environment(self) -> dict[str, Any] | None:
+        return self.results[0][1].environment if self.results else None
+
+
+@dataclass
+class Cell:
+    """One machine's figures for one row."""
+
+    point: Point | None
+    relative: float | None = None  # throughput / the baseline's
+    mark: str = ""  # "~": 95% CIs overlap (not significant); "?": a single run, untestable
+    energy_ratio: float | None = None  # samples per joule / the baseline's
+    cost_ratio: float | None = None  # samples per dollar / the baseline's
+    samples_per_dollar: float | None = None
+    mfu: float | None = None
+
+    @property
+    def text(self) -> str:
+        """What a table shows: the normalised value, '*' for out of memory."""
+        if self.point is None:
+            return ""
+        if self.point.status == "oom":
+            return "*"
+        if self.point.status != "ok":
+            return "error"
+        return "n/a" if self.relative is None else f"{self.relative:.2f}{self.mark}"
+
+
+@dataclass
+class Comparison:
+    machines: list[Machine]
+    baseline: Machine
+    rows: list[tuple[tuple[Any, ...], list[Cell]]]
+    max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Long format: one record per row and machine (for CSV and JSON)."""
+        records = []
+        for key, cells in self.rows:
+            for machine, cell in zip(self.machines, cells, strict=True):
+                p = cell.point
+                tp = p.throughput if p else None
+                energy = p.energy_summary if p else None
+                records.append(
+                    {
+                        **dict(zip(ROW_KEYS, key, strict=True)),
+                        "machine": machine.label,
+                        "baseline": machine is self.baseline,
+                        "status": p.status if p else None,
+                        "throughput": tp.value if tp else None,
+                        "throughput_unit": tp.unit if tp else None,
+                        "ci95_low": tp.ci95_low if tp else None,
+                        "ci95_high": tp.ci95_high if tp else None,
+                        "relative_throughput": cell.relative,
+                        "significance": cell.mark or None,
+                        "samples_per_joule": energy.samples_per_joule if energy else None,
+                        "energy_per_epoch_j": energy.per_epoch_j if energy else None,
+                        "energy_ratio": cell.energy_ratio,
+                        "samples_per_dollar": cell.samples_per_dollar,
+                        "cost_ratio": cell.cost_ratio,
+                        "usd_per_hour": machine.price_per_hour,
+                        "mfu": cell.mfu,
+                    }
+                )
+        return records
+
+
+def _select(machines: list[Machine], selector: str) -> Machine:
+    wanted = selector.lower()
+    found = [
+        m
+        for m in machines
+        if wanted in m.label.lower() or any(wanted == str(p).lower() for p, _ in m.results)
+    ]
+    if len(found) != 1:
+        how = "matches no machine" if not found else f"matches {len(found)} machines"
+        raise UsageError(
+            f"baseline {selector!r} {how}; machines: {'; '.join(m.label for m in machines)}"
+        )
+    return found[0]
+
+
+def _check_comparable(loaded: list[tuple[Path, Result]]) -> None:
+    by_workload: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
+    for path, res in loaded:
+        by_workload[res.config.workload].append((path, res))
+    for workload, group in by_workload.items():
+        first_path, first = group[0]
+        for path, res in group[1:]:
+            for name in MUST_MATCH:
+                a, b = getattr(first.config, name), getattr(res.config, name)
+                if a != b:
+                    raise UsageError(
+                        f"cannot compare {workload}: the results differ in {name} "
+                        f"({first_path}: {a}; {path}: {b}); compare like with like"
+                    )
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def compare(
+    loaded: list[tuple[Path, Result]],
+    baseline: str,
+    prices: dict[str, float] | None = None,
+) -> Comparison:
+    """Group results by machine and line their points up by row key."""
+    if not loaded:
+        raise UsageError("nothing to compare")
+    _check_comparable(loaded)
+    many_frameworks = len({res.config.framework for _, res in loaded}) > 1
+    machines: dict[str, Machine] = {}
+    for path, res in loaded:
+        label = machine_label(res, many_frameworks)
+        machine = machines.setdefault(label, Machine(label))
+        machine.results.append((path, res))
+        if res.pricing and machine.price_per_hour is None:
+            machine.price_per_hour = res.pricing["usd_per_hour"]
+            machine.price_source = res.pricing.get("source")
+        machine.peak_tflops = machine.peak_tflops or res.peak_tflops
+    ordered = list(machines.values())
+    for selector, usd in (prices or {}).items():
+        target = _select(ordered, selector)
+        target.price_per_hour, target.price_source = usd, "given with --price"
+    base = _select(ordered, baseline)
+
+    points: dict[tuple[Any, ...], dict[str, Point]] = defaultdict(dict)
+    searches: dict[tuple[Any, ...], dict[str, MaxBatch]] = defaultdict(dict)
+    for machine in ordered:
+        for _, res in sorted(machine.results, key=lambda pr: pr[1].started):
+            for p in res.points:  # a later result's point replaces an earlier one
+                points[
+                    (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile)
+                ][machine.label] = p
+            for m in res.max_batch:
+                searches[(res.config.workload, m.precision, m.memory_format, m.compile)][
+                    machine.label
+                ] = m
+
+    rows = []
+    # Workload, then precision, format and compiler, then batch size numerically.
+    for key in sorted(points, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[1])):
+        base_point = points[key].get(base.label)
+        cells = [_cell(points[key].get(m.label), base_point, m, base) for m in ordered]
+        rows.append((key, cells))
+    max_batch = [
+        (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
+    ]
+    return Comparison(ordered, base, rows, max_batch)
+
+
+def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
+    tp = point.throughput if point and point.status == "ok" else None
+    if tp is None or not machine.price_per_hour:
+        return None
+    return tp.value * 3600 / machine.price_per_hour
+
+
+def _cell(point: Point | None, base_point: Point | None, machine: Machine, base: Machine) -> Cell:
+    cell = Cell(point)
+    if point is None or point.status != "ok":
+        return cell
+    tp, base_tp = (
+        point.throughput,
+        base_point.throughput if base_point and base_point.status == "ok" else None,
+    )
+    if tp and base_tp:
+        cell.relative = tp.value / base_tp.value
+        if machine is not base:
+            testable = tp.ci95_low is not None and base_tp.ci95_low is not None
+            cell.mark = ("~" if tp.overlaps(base_tp) else "") if testable else "?"
+    energy, base_energy = point.energy_summary, base_point.energy_summary if base_point else None
+    if energy and base_energy:
+        cell.energy_ratio = energy.samples_per_joule / base_energy.samples_per_joule
+    cell.samples_per_dollar = _samples_per_dollar(point, machine)
+    cell.cost_ratio = _ratio(cell.samples_per_dollar, _samples_per_dollar(base_point, base))
+    achieved = point.achieved_flops
+    peak, _ = catalog.peak_flops(machine.environment, point.precision, machine.peak_tflops)
+    cell.mfu = achieved / peak if achieved is not None and peak else None
+    return cell
+
+
+def training_cost(
+    point: Point, workload: str, epochs: float, usd_per_hour: float | None
+) -> dict[str, Any]:
+    """Time and cost of `epochs` passes over the workload's dataset at this throughput."""
+    tp = point.throughput
+    samples = registry.workload(workload).epoch_samples * epochs
+    hours = samples / tp.value / 3600 if tp else None
+    return {
+        "epochs": epochs, "samples": samples, "hours": hours,
+        "usd": hours * usd_per_hour if hours is not None and usd_per_hour else None,
+    }  # fmt: skip
+
+
+def legend() -> str:
+    return (
+        "Throughput relative to the baseline (= 1.00). '*': out of memory (or nothing fits); "
+        "'~': the 95% confidence intervals overlap, the difference may not be real; "
+        "'?': a single run, no interval to test (use --repeats)."
+    )
+
+
+def as_dict(comparison: Comparison) -> dict[str, Any]:
+    labels = [m.label for m in comparison.machines]
+    return {
+        "baseline": comparison.baseline.label,
+        "machines": [
+            {
+                "label": m.label,
+                "usd_per_hour": m.price_per_hour,
+                "price_source": m.price_source,
+                "files": [str(p) for p, _ in m.results],
+            }
+            for m in comparison.machines
+        ],
+        "legend": legend(),
+        "points": comparison.to_records(),
+        "max_batch": [
+            {
+                **dict(
+                    zip(("workload", "precision", "memory_format", "compile"), key, strict=True)
+                ),
+                **{label: s.display if s else None for label, s in zip(labels, found, strict=True)},
+            }
+            for key, found in comparison.max_batch
+        ],
+    }
+
+
+def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the wide table: rows x machines, then ratio columns."""
+    others = [m for m in comparison.machines if m is not comparison.baseline]
+    headers = ["workload", "batch", "precision", "format", "compile"]
+    headers += [
+        f"{m.label}{' (baseline)' if m is comparison.baseline else ''}" for m in comparison.machines
+    ]
+    headers += [f"samples/J vs baseline: {m.label}" for m in others]
+    headers += [f"samples/$ vs baseline: {m.label}" for m in others]
+    body = []
+    for key, cells in comparison.rows:
+        workload, batch, precision, fmt, compiler = key
+        row = [workload, str(batch), precision, fmt, compiler or "eager"]
+        row += [cell.text for cell in cells]
+        by_machine = dict(zip((m.label for m in comparison.machines), cells, strict=True))
+        row += [_fmt(by_machine[m.label].energy_ratio) for m in others]
+        row += [_fmt(by_machine[m.label].cost_ratio) for m in others]
+        body.append(row)
+    return headers, body
+
+
+def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    headers = [
+        "workload",
+        "precision",
+        "format",
+        "compile",
+        *(m.label for m in comparison.machines),
+    ]
+    body = [
+        [key[0], key[1], key[2], key[3] or "eager", *(s.display if s else "" for s in searches)]
+        for key, searches in comparison.max_batch
+    ]
+    return headers, body
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def markdown_table(headers: list[str], body: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)])
+
+
+def to_markdown(comparison: Comparison) -> str:
+    parts = [
+        f"Baseline: **{comparison.baseline.label}**. {legend()}",
+        markdown_table(*grid(comparison)),
+    ]
+    if comparison.max_batch:
+        parts += [
+            "Largest batch that trains ('*': not even the smallest):",
+            markdown_table(*max_batch_grid(comparison)),
+        ]
+    return "\n\n".join(parts) + "\n"
+
+
+def write_csv(comparison: Comparison, path: Path) -> None:
+    import csv
+
+    records = comparison.to_records()
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(records[0]) if records else list(ROW_KEYS))
+        writer.writeheader()
+        writer.writerows(records)

@@ -1,0 +1,224 @@
+"""compare / report / energy / cost, on result sets with known numbers."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from bench import catalog
+from bench.config import RunConfig
+from bench.errors import UsageError
+from bench.report import compare as cmp
+from bench.result import MaxBatch, Point, Result
+
+STEPS = 10
+V100, A100 = "Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-40GB"
+
+
+def point(batch, throughputs, *, status="ok", joules=None, precision="fp32", flops=None):
+    """A point whose repeats ran at exactly these throughputs (samples/s)."""
+    if status != "ok":
+        return Point(batch_size=batch, precision=precision, status=status, error="out of memory")
+    steps = tuple((batch / tp,) * STEPS for tp in throughputs)
+    energy = (
+        tuple(
+            {
+                "window_s": sum(s),
+                "per_device_j": {"gpu0": joules},
+                "sources": {"gpu0": "nvml_counter"},
+                "epoch_j": None,
+            }
+            for s in steps
+        )
+        if joules is not None
+        else ()
+    )
+    return Point(
+        batch_size=batch,
+        precision=precision,
+        step_times_s=steps,
+        energy=energy,
+        flops_per_sample=flops,
+    )
+
+
+def machine(accelerator, points, *, price=None, steps=20, max_batch=()):
+    env = {"accelerator": {"accelerator": accelerator, "accelerator_count": 1}, "cpu": {}}
+    pricing = {"usd_per_hour": price, "source": "test"} if price else None
+    config = RunConfig(workload="resnet50", steps=steps)
+    return Result(
+        config=config, environment=env, points=points, pricing=pricing, max_batch=list(max_batch)
+    )
+
+
+@pytest.fixture
+def two_machines():
+    fits = MaxBatch("fp32", largest_ok=200, first_failing=201, status="done")
+    nothing_fits = MaxBatch("fp32", largest_ok=None, first_failing=1, status="done")
+    a_points = [
+        point(64, [99, 100, 101], joules=1280, flops=24.5e9),  # 640 samples per repeat
+        point(128, [110]),
+        point(256, [], status="oom"),
+    ]
+    b_points = [
+        point(64, [299, 300, 301], joules=320, flops=24.5e9),
+        point(128, [112]),
+        point(256, [400, 401, 402]),
+    ]
+    a = machine(V100, a_points, price=3.06, max_batch=[fits])
+    b = machine(A100, b_points, price=4.10, max_batch=[nothing_fits])
+    return [(Path("a.json"), a), (Path("b.json"), b)]
+
+
+def cells_by_batch(comparison):
+    return {key[1]: cells for key, cells in comparison.rows}
+
+
+def test_throughput_is_normalised_to_the_baseline(two_machines):
+    comparison = cmp.compare(two_machines, baseline="v100")
+    assert comparison.baseline.label == V100
+    rows = cells_by_batch(comparison)
+    assert rows[64][0].relative == pytest.approx(1.0)
+    assert rows[64][1].relative == pytest.approx(3.0)
+    assert rows[64][1].text == "3.00"  # CIs far apart: significant, no mark
+    assert rows[128][1].text == "1.02?"  # single runs: untestable
+    assert rows[256][0].text == "*" and rows[256][1].relative is None  # baseline ran out of memory
+
+
+def test_overlapping_intervals_are_marked_not_significant():
+    a = machine(V100, [point(64, [95, 100, 105])])
+    b = machine(A100, [point(64, [97, 101, 104])])
+    rows = cells_by_batch(cmp.compare([(Path("a"), a), (Path("b"), b)], "v100"))
+    assert rows[64][1].mark == "~" and rows[64][1].text.endswith("~")
+
+
+def test_energy_and_cost_ratios(two_machines):
+    rows = cells_by_batch(cmp.compare(two_machines, baseline="v100"))
+    a, b = rows[64]
+    # samples per joule: 640/1280 = 0.5 vs 640/320 = 2.0
+    assert a.point.energy_summary.samples_per_joule == pytest.approx(0.5)
+    assert b.energy_ratio == pytest.approx(4.0)
+    assert a.point.energy_summary.mean_power_w == pytest.approx(1280 / (640 / 100), rel=1e-3)
+    # samples per dollar: throughput x 3600 / price
+    assert a.samples_per_dollar == pytest.approx(100 * 3600 / 3.06, rel=1e-3)
+    assert b.cost_ratio == pytest.approx((300 / 4.10) / (100 / 3.06), rel=1e-3)
+
+
+def test_mfu_against_the_catalogue_peak(two_machines):
+    a, b = cells_by_batch(cmp.compare(two_machines, baseline="v100"))[64]
+    assert a.mfu == pytest.approx(100 * 24.5e9 / 15.7e12, rel=1e-3)  # V100 SXM2 fp32: 15.7 TFLOP/s
+    assert b.mfu == pytest.approx(300 * 24.5e9 / 19.5e12, rel=1e-3)  # A100 fp32: 19.5 TFLOP/s
+
+
+def test_max_batch_stars(two_machines):
+    comparison = cmp.compare(two_machines, baseline="v100")
+    _, body = cmp.max_batch_grid(comparison)
+    assert body == [["resnet50", "fp32", "contiguous", "eager", "200", "*"]]
+
+
+def test_results_that_measured_differently_are_not_merged(two_machines):
+    other = machine(A100, [point(64, [300])], steps=50)
+    with pytest.raises(UsageError, match=r"differ in steps .*20.*50"):
+        cmp.compare([two_machines[0], (Path("c.json"), other)], baseline="v100")
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"), [("h100", "matches no machine"), ("a", "matches 2 machines")]
+)
+def test_the_baseline_must_name_one_machine(two_machines, selector, message):
+    with pytest.raises(UsageError, match=message):
+        cmp.compare(two_machines, baseline=selector)
+
+
+def test_outputs_carry_the_same_numbers(two_machines, tmp_path):
+    comparison = cmp.compare(two_machines, baseline="v100")
+    data = cmp.as_dict(comparison)
+    record = next(r for r in data["points"] if r["machine"] == A100 and r["batch_size"] == 64)
+    assert (
+        record["relative_throughput"] == pytest.approx(3.0)
+        and record["throughput_unit"] == "samples/s"
+    )
+    markdown = cmp.to_markdown(comparison)
+    assert "| resnet50 | 64 | fp32 | contiguous | eager | 1.00 | 3.00 |" in markdown
+    cmp.write_csv(comparison, tmp_path / "c.csv")
+    assert (tmp_path / "c.csv").read_text().count("\n") == 1 + 2 * 3
+
+
+def test_time_and_cost_to_train(two_machines):
+    baseline_point = two_machines[0][1].points[0]
+    cost = cmp.training_cost(baseline_point, "resnet50", 90, 3.06)
+    hours = 1_281_167 * 90 / 100 / 3600  # ImageNet-1k epochs at 100 samples/s
+    assert cost["hours"] == pytest.approx(hours, rel=1e-3)
+    assert cost["usd"] == pytest.approx(hours * 3.06, rel=1e-3)
+
+
+def test_report_files_are_real_images_and_html(two_machines, tmp_path):
+    pytest.importorskip("matplotlib")
+    from bench.report import page
+
+    written = page.write_report(cmp.compare(two_machines, baseline="v100"), tmp_path / "r")
+    names = {p.name for p in written}
+    for chart in (
+        "relative_throughput",
+        "samples_per_joule",
+        "samples_per_dollar",
+        "max_batch",
+        "energy",
+    ):
+        assert {f"{chart}.png", f"{chart}.svg"} <= names
+        assert (tmp_path / "r" / f"{chart}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        ET.parse(tmp_path / "r" / f"{chart}.svg")  # well-formed XML
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert (
+        html.startswith("<!DOCTYPE html>")
+        and "data:image/png;base64," in html
+        and "<table>" in html
+    )
+    assert (
+        "![relative_throughput](relative_throughput.png)"
+        in (tmp_path / "r" / "report.md").read_text()
+    )
+
+
+def test_price_catalogue():
+    assert catalog.pricing("c7i.2xlarge", None)["usd_per_hour"] == 0.357
+    assert catalog.pricing("g5.2xlarge", None)["usd_per_hour"] == 1.212
+    assert catalog.pricing(None, 2.5)["source"] == "given on the command line"
+    assert catalog.pricing(None, None) is None
+    with pytest.raises(UsageError, match="not in the price catalogue"):
+        catalog.pricing("x9.huge", None)
+    for name, entry in catalog.instances().items():
+        assert entry["source"] and entry["date"] and entry["on_demand"] > 0, name
+
+
+def test_peak_flops_lookup():
+    env = {"accelerator": {"accelerator": "NVIDIA H100 80GB HBM3", "accelerator_count": 8}}
+    value, source = catalog.peak_flops(env, "bf16")
+    assert value == pytest.approx(8 * 989.4e12) and "datasheet" in source
+
+    def gpu(name):
+        return {"accelerator": {"accelerator": name, "accelerator_count": 1}}
+
+    assert catalog.peak_flops(gpu("Tesla V100-SXM2-16GB"), "bf16")[0] is None  # no bf16 on Volta
+    unknown = (None, "no peak FLOP/s known for 'NVIDIA A10G'; pass --peak-tflops")
+    assert catalog.peak_flops(gpu("NVIDIA A10G"), "fp32") == unknown
+    cpu = {"cpu": {"flags": ["avx512f", "amx_bf16"], "physical_cores": 4, "max_mhz": 3000}}
+    assert catalog.peak_flops(cpu, "fp32")[0] == pytest.approx(4 * 3e9 * 64)
+    assert catalog.peak_flops(cpu, "bf16")[0] == pytest.approx(4 * 3e9 * 1024)
+    assert catalog.peak_flops({"cpu": {"flags": ["avx512f"]}}, "fp32")[0] is None  # no clock known
+    assert catalog.peak_flops({}, "fp32", override_tflops=2.0)[0] == 2e12
+
+
+def test_cli_compare_json(two_machines, tmp_path):
+    from bench import result
+    from bench.cli import main
+
+    for path, res in two_machines:
+        result.create(res, tmp_path / path.stem)
+    out = tmp_path / "c.json"
+    assert (
+        main(["compare", str(tmp_path), "--baseline", "v100", "--format", "json", "-o", str(out)])
+        == 0
+    )
+    assert json.loads(out.read_text())["baseline"] == V100
