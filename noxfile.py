@@ -176,11 +176,15 @@ def _run_args(image: str, results: Path, *, devices: bool = True) -> list[str]:
         user = ["--user", f"{os.getuid()}:{os.getgid()}"]
     else:  # root on the host: the image's own unprivileged user writes the results
         results.chmod(0o777)
+    # RAPL counters for CPU and DRAM energy, read-only, where the host has them.
+    powercap = Path("/sys/class/powercap")
+    rapl = ["-v", f"{powercap}:{powercap}:ro"] if powercap.is_dir() else []
     return [
         "--rm", "--pull", "never", "--network", "none", "--read-only",
         "--tmpfs", "/tmp:exec",  # torch.compile writes its kernels there
         "--shm-size", "2g",  # DataLoader workers pass batches through /dev/shm
         "-v", f"{results.resolve()}:/results", "-e", f"BENCH_IMAGE_DIGEST={image_id}",
+        *rapl,
         *user, *(_image(image)["run_args"] if devices else []),
     ]  # fmt: skip
 

@@ -25,7 +25,7 @@ from bench import catalog, registry, result
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
-from bench.report.table import tables
+from bench.report.table import energy_note, tables
 from bench.runner import Runner
 from bench.units import parse_size
 
@@ -334,6 +334,9 @@ def _execute(config: RunConfig, args: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
     for table in tables(outcome):
         console.print(table)
+    note = energy_note(outcome)
+    if note:
+        console.print(note, highlight=False)
     console.print(f"result: {runner.path}", highlight=False)
     if args.json:
         print(json.dumps(outcome.to_json(), indent=1))

@@ -50,6 +50,13 @@ def points_table(result: Result) -> Table:
         table.add_column("epoch 2..N\nmean (s)", justify="right")
     table.add_column("peak\nmemory", justify="right")
     table.add_column("model\nTFLOP/s", justify="right")
+    with_energy = any(p.energy_summary for p in points)
+    if with_energy:
+        table.add_column("mean\npower (W)", justify="right")
+        table.add_column("energy\n(J/sample)", justify="right")
+    price = (result.pricing or {}).get("usd_per_hour")
+    if price:
+        table.add_column(f"samples/USD\n(at ${price:g}/h)", justify="right")
     for p in points:
         tp, step, epoch, flops = p.throughput, p.step_time, p.epoch_time, p.achieved_flops
         ci = (
@@ -80,8 +87,26 @@ def points_table(result: Result) -> Table:
             format_bytes(p.peak_memory) if p.measured else "",
             f"{flops / 1e12:,.3f}" if flops is not None else ("n/a" if p.measured else ""),
         ]
+        if with_energy:
+            energy = p.energy_summary
+            row += (
+                [f"{energy.mean_power_w:,.1f}", f"{energy.per_sample_j:,.3g}"]
+                if energy
+                else ["", ""]
+            )
+        if price:
+            row.append(f"{tp.value * 3600 / price:,.0f}" if tp else "")
         table.add_row(*row)
     return table
+
+
+def energy_note(result: Result) -> str | None:
+    """Why energy is missing, once per result rather than in every row."""
+    reasons = {p.energy_unavailable for p in result.points if p.measured and not p.energy_summary}
+    reasons.discard(None)
+    return (
+        f"energy: not measured ({'; '.join(sorted(r for r in reasons if r))})" if reasons else None
+    )
 
 
 def max_batch_table(result: Result) -> Table:
