@@ -437,6 +437,9 @@ def load(path: str | Path) -> Result:
             f"{path}: schema version {version} is newer than this bench reads "
             f"(up to {SCHEMA_VERSION}); upgrade bench"
         )
+    points = data.get("points", [])
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        raise ResultError(f"{path}: invalid result (points: expected a list of objects)")
     try:
         while version < SCHEMA_VERSION:
             data = MIGRATIONS[version](data)
@@ -444,5 +447,6 @@ def load(path: str | Path) -> Result:
         return Result.from_json(validate(data))
     except UsageError as error:
         raise ResultError(f"{path}: {error}") from None
-    except (ValueError, KeyError, TypeError) as error:
-        raise ResultError(f"{path}: invalid result ({error})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        # Migrations run before validation, so they may meet any malformed shape.
+        raise ResultError(f"{path}: invalid result ({type(error).__name__}: {error})") from None

@@ -76,3 +76,10 @@ def test_list_shows_workloads_with_parameter_counts():
 def test_version():
     done = run_bench("--version")
     assert done.returncode == 0 and done.stdout.startswith("bench ")
+
+
+def test_an_unknown_instance_is_refused_before_measuring(tmp_path):
+    done = run_bench("tiny", "--device", "cpu", "--instance", "x9.huge", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "instance: 'x9.huge' is not in the price catalogue" in done.stderr
+    assert not list(tmp_path.glob("results/*.json"))

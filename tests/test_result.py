@@ -130,3 +130,15 @@ def test_bad_point_fields_are_named(tmp_path, fixture_v1):
 def test_missing_file_is_a_usage_error(tmp_path):
     with pytest.raises(ResultError, match="no such result file"):
         result.load(tmp_path / "missing.json")
+
+
+def test_a_version_1_file_migrates_with_energy_marked_unmeasured():
+    loaded = result.load(DATA / "result-v1.json")
+    assert loaded.schema_version == SCHEMA_VERSION and loaded.pricing is None
+    for point in loaded.points:
+        assert point.energy == () and "schema 1" in point.energy_unavailable
+
+
+def test_fixture_v2_keeps_its_pricing():
+    loaded = result.load(DATA / "result-v2.json")
+    assert loaded.pricing["instance"] == "c7i.2xlarge" and loaded.pricing["usd_per_hour"] == 0.357
