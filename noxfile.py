@@ -1,7 +1,7 @@
 """Sessions for developing and packaging bench: `nox -l` lists them, `nox -s NAME` runs one.
 
-Images are the folders under images/ with a Dockerfile, each described by its
-image.toml; adding a folder adds its sessions. Nothing here runs Docker at import
+Images are the folders under images/ with an image.toml, all built from
+images/common/Dockerfile; adding a folder adds its sessions. Nothing here runs Docker at import
 time, so `nox -l` works on any machine. Options for the image sessions come from
 environment variables (named in each docstring) so that make and CI can pass them.
 """
@@ -27,7 +27,8 @@ nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
 IMAGES_DIR = ROOT / "images"
-IMAGES = sorted(p.parent.name for p in IMAGES_DIR.glob("*/Dockerfile"))
+IMAGES = sorted(p.parent.name for p in IMAGES_DIR.glob("*/image.toml"))
+DOCKERFILE = IMAGES_DIR / "common" / "Dockerfile"
 CONSTRAINTS = ("-c", "constraints.txt")
 PYTHON_SOURCES = ("bench", "tests", "benchmarks", "noxfile.py")
 
@@ -76,7 +77,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", *PYTHON_SOURCES)
     session.run("ruff", "check", *PYTHON_SOURCES)
     session.run("mypy")
-    session.run("hadolint", *(str(IMAGES_DIR / i / "Dockerfile") for i in IMAGES))
+    session.run("hadolint", str(DOCKERFILE))
 
 
 @nox.session(default=False)
@@ -117,11 +118,17 @@ def base(session: nox.Session) -> None:
 
 
 def _build_args(image: str) -> dict[str, str]:
-    """Everything an image records about how it was built."""
+    """The Dockerfile's arguments: the image's own (image.toml) and its provenance."""
+    meta = _image(image)
     lock_file = IMAGES_DIR / image / "requirements.lock"
     epoch = os.environ.get("SOURCE_DATE_EPOCH") or _git("log", "-1", "--format=%ct") or "0"
     dirty = "-dirty" if _git("status", "--porcelain", "--untracked-files=no") else ""
     args = {
+        "VARIANT": image,
+        "BENCH_DEVICE": meta["device"],
+        "DESCRIPTION": f"Deep-learning training benchmarks. {meta['description']}",
+        "BASE_IMAGE": meta["base"],
+        "BASE_DIGEST": meta["base"].partition("@")[2],
         "BENCH_VERSION": _pyproject()["project"]["version"],
         "BENCH_GIT_COMMIT": (_git("rev-parse", "HEAD") or "unknown") + dirty,
         "BENCH_LOCK_SHA256": _sha256(lock_file),
@@ -129,14 +136,9 @@ def _build_args(image: str) -> dict[str, str]:
         "SOURCE_DATE_EPOCH": epoch,
         "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    base_image = os.environ.get("BENCH_BASE_IMAGE")
-    if base_image:
-        args["BASE_IMAGE"] = base_image
-        args["BASE_DIGEST"] = _inspect(base_image).get("Id", "")
-    else:  # the Dockerfile's pinned default: name@sha256:...
-        for line in (IMAGES_DIR / image / "Dockerfile").read_text().splitlines():
-            if line.startswith("ARG BASE_IMAGE=") and "@" in line:
-                args["BASE_DIGEST"] = line.split("@", 1)[1]
+    local_base = os.environ.get("BENCH_BASE_IMAGE")
+    if local_base and meta["base"].startswith("debian:"):  # a local stand-in for Debian's
+        args["BASE_IMAGE"], args["BASE_DIGEST"] = local_base, _inspect(local_base).get("Id", "")
     if os.environ.get("BENCH_DEBIAN_MIRROR"):
         args["DEBIAN_MIRROR"] = os.environ["BENCH_DEBIAN_MIRROR"]
     return args
@@ -147,7 +149,8 @@ def _build_args(image: str) -> dict[str, str]:
 def build(session: nox.Session, image: str) -> None:
     """Build bench:IMAGE from its lock (classic builder or BuildKit; never pulls).
 
-    Env: BENCH_BASE_IMAGE (default: the pinned digest), BENCH_DEBIAN_MIRROR (default: the
+    Env: BENCH_BASE_IMAGE (a local Debian base instead of the pinned digest, for the
+    Debian-based images), BENCH_DEBIAN_MIRROR (default: the
     dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy).
     """
     _require_docker(session)
@@ -158,7 +161,7 @@ def build(session: nox.Session, image: str) -> None:
     try:
         build_args = [f"--build-arg={k}={v}" for k, v in _build_args(image).items()]
         session.run(
-            "docker", "build", "-f", str(IMAGES_DIR / image / "Dockerfile"),
+            "docker", "build", "-f", str(DOCKERFILE),
             "-t", f"bench:{image}", *build_args, str(ROOT),
             external=True,
         )  # fmt: skip

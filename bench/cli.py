@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import bench
@@ -379,11 +380,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console = _console()
     for headers, body in (compare.grid(comparison), compare.max_batch_grid(comparison)):
         if body:
-            table = Table(
-                *headers, title=f"baseline: {comparison.baseline.label}", title_justify="left"
-            )
+            # Labels hold brackets ("[bench:xeon]") that rich would read as markup.
+            title = escape(f"baseline: {comparison.baseline.label}")
+            table = Table(*map(escape, headers), title=title, title_justify="left")
             for row in body:
-                table.add_row(*row)
+                table.add_row(*map(escape, row))
             console.print(table)
     console.print(compare.legend(), highlight=False)
     return 0

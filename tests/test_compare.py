@@ -222,3 +222,16 @@ def test_cli_compare_json(two_machines, tmp_path):
         == 0
     )
     assert json.loads(out.read_text())["baseline"] == V100
+
+
+def test_terminal_table_keeps_bracketed_labels(tmp_path, capsys):
+    from bench import result
+    from bench.cli import main
+
+    native = machine(V100, [point(64, [100])])
+    image = machine(V100, [point(64, [150])])
+    image.environment["image"] = {"name": "bench:cuda"}
+    result.create(native, tmp_path / "native")
+    result.create(image, tmp_path / "image")
+    assert main(["compare", str(tmp_path), "--baseline", V100]) == 0
+    assert "[bench:cuda]" in capsys.readouterr().out  # not swallowed as rich markup

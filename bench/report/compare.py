@@ -120,7 +120,8 @@ class Comparison:
 
 def _select(machines: list[Machine], selector: str) -> Machine:
     wanted = selector.lower()
-    found = [
+    # A whole label wins over a part of one ("AMD EPYC" vs "AMD EPYC [bench:xeon]").
+    found = [m for m in machines if m.label.lower() == wanted] or [
         m
         for m in machines
         if wanted in m.label.lower() or any(wanted == str(p).lower() for p, _ in m.results)

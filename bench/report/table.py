@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from bench.result import Result
@@ -34,7 +35,7 @@ def points_table(result: Result) -> Table:
     show_format = any(p.memory_format != "contiguous" for p in points)
     show_compile = any(p.compile for p in points)
     epoch_mode = any(p.epoch_times_s for p in points)
-    table = Table(title=title(result), title_justify="left")
+    table = Table(title=escape(title(result)), title_justify="left")
     table.add_column("batch", justify="right")
     table.add_column("precision")
     if show_format:
@@ -110,7 +111,9 @@ def energy_note(result: Result) -> str | None:
 
 
 def max_batch_table(result: Result) -> Table:
-    table = Table(title=f"{title(result)} · largest batch that trains", title_justify="left")
+    table = Table(
+        title=escape(f"{title(result)} · largest batch that trains"), title_justify="left"
+    )
     for name in ("precision", "memory format", "compile"):
         table.add_column(name)
     table.add_column("largest batch", justify="right")

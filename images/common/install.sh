@@ -1,23 +1,26 @@
 #!/bin/sh
 # The install step every image shares, run once inside `docker build`:
-#   install.sh VENV [DEBIAN PACKAGES...]
-# 1. Debian packages from a dated snapshot of the archive (DEBIAN_SNAPSHOT), or from
-#    DEBIAN_MIRROR when set (for builders that cannot reach the snapshot service).
+#   install.sh VENV
+# with the image's folder (images/<VARIANT>/) copied to /opt/bench/image.
+# 1. The Debian packages in its packages.txt, from a dated snapshot of the archive
+#    (DEBIAN_SNAPSHOT), or from DEBIAN_MIRROR when set (builders that cannot reach
+#    the snapshot service). No packages.txt: no apt at all (e.g. the Ubuntu ROCm base).
 # 2. A virtual environment at VENV (kept if the base image already has one).
 # 3. The image's hash-locked requirements, then bench itself, without network
 #    resolution: pip --require-hashes, --no-deps.
 # 4. An unprivileged user `bench` that owns /results.
 set -eu
 venv=$1
-shift
-lock=/opt/bench/requirements.lock
+image=/opt/bench/image
+lock=$image/requirements.lock
 ca_dir=/opt/bench/common/ca
+packages=$( [ -f "$image/packages.txt" ] && grep -v '^#' "$image/packages.txt" | tr '\n' ' ' || true)
 
 if [ -n "${BENCH_LOCK_SHA256:-}" ]; then
     echo "$BENCH_LOCK_SHA256  $lock" | sha256sum -c -
 fi
 
-if [ "$#" -gt 0 ]; then
+if [ -n "$packages" ]; then
     . /etc/os-release
     rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*
     if [ -n "${DEBIAN_MIRROR:-}" ]; then
@@ -31,7 +34,8 @@ if [ "$#" -gt 0 ]; then
             "$snapshot" "$DEBIAN_SNAPSHOT" "$VERSION_CODENAME" > /etc/apt/sources.list
     fi
     apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates "$@"
+    # shellcheck disable=SC2086 # one word per package
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates $packages
     rm -rf /var/lib/apt/lists/*
 fi
 
