@@ -235,3 +235,20 @@ def test_terminal_table_keeps_bracketed_labels(tmp_path, capsys):
     result.create(image, tmp_path / "image")
     assert main(["compare", str(tmp_path), "--baseline", V100]) == 0
     assert "[bench:cuda]" in capsys.readouterr().out  # not swallowed as rich markup
+
+
+def test_collect_writes_one_row_per_point_with_provenance(two_machines, tmp_path):
+    pytest.importorskip("pandas")
+    import csv
+
+    from bench import result
+    from bench.cli import main
+
+    for path, res in two_machines:
+        result.create(res, tmp_path / "in" / path.stem)
+    assert main(["collect", str(tmp_path / "in"), "-o", str(tmp_path / "out" / "all")]) == 0
+    rows = list(csv.DictReader((tmp_path / "out" / "all.csv").read_text().splitlines()))
+    assert len(rows) == 6 and {r["accelerator"] for r in rows} == {V100, A100}
+    assert {r["status"] for r in rows} == {"ok", "oom"}
+    assert "## Throughput (samples/s)" in (tmp_path / "out" / "all.md").read_text()
+    assert (tmp_path / "out" / "all-max-batch.csv").exists()
