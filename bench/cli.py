@@ -10,6 +10,7 @@ Exit status: 0 every point measured; 1 a point failed (the others are saved);
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -390,13 +391,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_report_extra(command: str, *modules: str) -> None:
+    """One line, not a traceback, when an optional library of [report] is missing."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"bench {command} needs {', '.join(missing)}: pip install 'bench[report]'")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    try:
-        from bench.report import page
-    except ImportError as error:
-        raise UsageError(
-            f"bench report needs matplotlib: pip install 'bench[report]' ({error})"
-        ) from None
+    _require_report_extra("report", "matplotlib")
+    from bench.report import page
+
     for path in page.write_report(_comparison(args), args.output, args.train_epochs):
         print(path)
     return 0
@@ -412,12 +417,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    try:
-        from bench.report import collect
-    except ImportError as error:
-        raise UsageError(
-            f"bench collect needs pandas: pip install 'bench[report]' ({error})"
-        ) from None
+    _require_report_extra("collect", "pandas", "tabulate")
+    from bench.report import collect
+
     for path in collect.write(collect.load_all(args.paths), args.output):
         print(path)
     return 0
