@@ -112,6 +112,12 @@ class Point:
         return f"batch {self.batch_size} {variant}"
 
     @property
+    def error_line(self) -> str:
+        """The first line of the error, or the status when there is no message."""
+        lines = (self.error or "").strip().splitlines()
+        return lines[0] if lines else self.status
+
+    @property
     def measured(self) -> bool:
         return any(self.step_times_s)
 

@@ -246,7 +246,7 @@ class Runner:
                 if rsd is not None and rsd <= config.target_rsd:
                     break
         tp = measured.throughput
-        summary = f"{tp.value:,.1f} {tp.unit}" if tp else (measured.error or "").splitlines()[0]
+        summary = f"{tp.value:,.1f} {tp.unit}" if tp else measured.error_line
         self.reporter.finish(label, measured.status, summary)
         return measured
 

@@ -171,3 +171,9 @@ def test_a_probe_error_stops_that_search_and_fails_the_run(tmp_path):
     outcome = Runner(RunConfig(workload="tiny", find_max_batch=True), tmp_path, spawn=child).run()
     assert outcome.max_batch[0].status == "error" and outcome.failed
     assert len(child.calls) == 1
+
+
+def test_a_failure_without_a_message_is_still_reported(tmp_path):
+    child = FakeChild(lambda point, n: {"status": "error", "error": ""})
+    outcome = Runner(RunConfig(workload="tiny"), tmp_path, spawn=child).run()
+    assert outcome.points[0].error_line == "error" and outcome.failed

@@ -67,9 +67,7 @@ def points_table(result: Result) -> Table:
             if tp
             else ""
         )
-        status = (
-            p.status if p.status == "ok" else f"{p.status}: {(p.error or '').splitlines()[0][:60]}"
-        )
+        status = p.status if p.status == "ok" else f"{p.status}: {p.error_line[:60]}"
         row = [str(p.batch_size), p.precision]
         if show_format:
             row.append(p.memory_format)
