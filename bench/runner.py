@@ -118,14 +118,27 @@ def spawn_worker(
         output.join(timeout=5)
     if pipe.response is not None:
         return pipe.response
+    return classify_crash(code, output.text(), point.memory_limit_bytes)
+
+
+# Signals of a native allocation failing where nothing checks it (seen here: SIGSEGV
+# in a probe just over an RLIMIT_DATA cap) or of std::bad_alloc escaping (SIGABRT).
+_CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT)
+
+
+def classify_crash(code: int, output: str, memory_limit: int | None) -> Response:
+    """The response for a child that died without reporting. Out of memory only when
+    the evidence says so: the kernel's OOM killer, or a crash under --memory-limit."""
+    name = signal.Signals(-code).name if code < 0 else None
     if code == -signal.SIGKILL:
-        return {
-            "status": "oom",
-            "error": "the child was killed by SIGKILL, "
-            "most likely by the kernel's out-of-memory killer",
-        }
-    reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-    return {"status": "error", "error": f"the child {reason} without a result:\n{output.text()}"}
+        return {"status": "oom", "error": "the child was killed by SIGKILL, "
+                "most likely by the kernel's out-of-memory killer"}  # fmt: skip
+    if memory_limit and ((code < 0 and -code in _CRASH_SIGNALS) or "bad_alloc" in output):
+        return {"status": "oom", "error": f"the child died ({name or f'status {code}'}) under "
+                f"--memory-limit {memory_limit} B: an allocation failed outside PyTorch's "
+                "allocator"}  # fmt: skip
+    reason = f"killed by {name}" if name else f"exited with status {code}"
+    return {"status": "error", "error": f"the child {reason} without a result:\n{output}"}
 
 
 def search_max_batch(

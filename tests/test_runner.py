@@ -177,3 +177,20 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
     child = FakeChild(lambda point, n: {"status": "error", "error": ""})
     outcome = Runner(RunConfig(workload="tiny"), tmp_path, spawn=child).run()
     assert outcome.points[0].error_line == "error" and outcome.failed
+
+
+@pytest.mark.parametrize(
+    ("code", "output", "limit", "status"),
+    [
+        (-9, "", None, "oom"),  # the kernel's OOM killer
+        (-11, "", 1 << 30, "oom"),  # SIGSEGV under a memory cap: a failed native allocation
+        (-6, "terminate called after throwing an instance of 'std::bad_alloc'", 1 << 30, "oom"),
+        (-11, "", None, "error"),  # a segfault without a cap is a real error
+        (1, "Traceback ...", None, "error"),
+    ],
+)
+def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, status):
+    from bench.runner import classify_crash
+
+    response = classify_crash(code, output, limit)
+    assert response["status"] == status and response["error"]

@@ -108,8 +108,8 @@ def test_max_batch_search_against_a_memory_cap(tmp_path):
         "--output-dir",
         str(tmp_path),
     )
-    assert done.returncode == 0, done.stderr
     search = only_result(tmp_path)["max_batch"][0]
+    assert done.returncode == 0, search  # the probes say what went wrong
     assert search["status"] == "done"
     largest, failing = search["largest_ok"], search["first_failing"]
     assert largest is not None and failing == largest + 1
