@@ -91,3 +91,12 @@ def peak_flops(
         value, source = _accelerator_peak(name, precision)
         return (value * count if value is not None else None), source
     return _cpu_peak(env.get("cpu") or {}, precision)
+
+
+def reference_flops(workload: str, input_shape: tuple[int, ...]) -> float | None:
+    """PyTorch's FLOP count per sample for `workload` at this input shape, from the table
+    in bench/data/reference_flops.json (for frameworks run where PyTorch is not)."""
+    for entry in _load("reference_flops.json")["workloads"]:
+        if entry["workload"] == workload and tuple(entry["input_shape"]) == input_shape:
+            return float(entry["flops_per_sample"])
+    return None

@@ -65,6 +65,10 @@ def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
     return _list_of(convert, what, "one or more of " + ", ".join(choices) + " (comma-separated)")
 
 
+# `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
+DEFAULT_COMPILER = "default"
+
+
 def _compilers(text: str) -> tuple[str | None, ...]:
     return tuple(
         None if item.strip() in ("none", "eager") else item.strip() for item in text.split(",")
@@ -91,11 +95,15 @@ def _size(text: str) -> int:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="what to train (see: bench list)")
-    p.add_argument("--framework", default="torch", help="torch (default)")
+    p.add_argument(
+        "--framework",
+        default=os.environ.get("BENCH_FRAMEWORK", "torch"),
+        help="torch (default), tensorflow, jax; an image sets its own default",
+    )
     p.add_argument(
         "--device",
         default=os.environ.get("BENCH_DEVICE", "auto"),
-        help="auto (default: the best available), cpu, cuda, rocm, mps",
+        help="auto (default: the best available), cpu, cuda, rocm, mps, tpu",
     )
     p.add_argument(
         "--batch-size",
@@ -122,10 +130,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--compile",
         type=_compilers,
         nargs="?",
-        const=("inductor",),
+        const=(DEFAULT_COMPILER,),
         default=(None,),
         metavar="BACKEND",
-        help="torch.compile with BACKEND (default inductor); a list like none,inductor sweeps",
+        help="torch: torch.compile with BACKEND (default inductor); tensorflow: xla "
+        "(jit_compile); jax always compiles; a list like none,inductor sweeps",
     )
     p.add_argument("--threads", type=int, help="intra-op CPU threads (default: the framework's)")
     p.add_argument(
@@ -269,30 +278,38 @@ def _add_comparison_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_device(name: str) -> str:
-    """'auto' -> the available platform with the highest priority; else check it is usable."""
+def resolve_device(name: str, framework_name: str = "torch") -> str:
+    """'auto' -> the available platform with the highest priority; else check it is usable.
+
+    The framework answers (TensorFlow and JAX with light checks that do not open the
+    device: a TPU admits one process, and the child needs it)."""
+    framework = registry.framework(framework_name)
     if name != "auto":
-        reason = registry.platform(name).unavailable_reason()
+        reason = framework.unavailable_reason(registry.platform(name))
         if reason:
             raise UsageError(f"device {name!r} is not available: {reason}")
         return name
     ranked = sorted(registry.platforms().values(), key=lambda p: -p.auto_priority)
-    return next(p.name for p in ranked if p.unavailable_reason() is None)
+    return next(p.name for p in ranked if framework.unavailable_reason(p) is None)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    formats = args.memory_format or (("channels_last",) if args.channels_last else ("contiguous",))
+    formats = args.memory_format or (("channels_last",) if args.channels_last else ())
     if args.memory_format and args.channels_last:
         raise UsageError("use either --channels-last or --memory-format, not both")
     registry.workload(args.workload)  # name an unknown workload before probing devices
+    framework = registry.framework(args.framework)
+    compilers = tuple(
+        framework.default_compiler if c == DEFAULT_COMPILER else c for c in args.compile
+    )
     return RunConfig(
         workload=args.workload,
         framework=args.framework,
-        device=resolve_device(args.device),
+        device=resolve_device(args.device, args.framework),
         batch_sizes=args.batch_size,
         precisions=args.precision,
         memory_formats=formats,
-        compilers=args.compile,
+        compilers=compilers,
         threads=args.threads,
         data=args.data,
         num_workers=args.num_workers,

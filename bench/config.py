@@ -35,17 +35,39 @@ def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
         raise UsageError(f"{name}: {value!r} is not allowed; choose from: {', '.join(allowed)}")
 
 
+def _check_variant(framework_name: str, memory_format: str, compile: str | None) -> None:
+    """The memory format and compiler of one point, against what the framework offers."""
+    framework = registry.framework(framework_name)
+    _choice("memory_format", memory_format, MEMORY_FORMATS)
+    if memory_format not in framework.memory_formats:
+        raise UsageError(
+            f"memory_format: {memory_format!r} is not available with {framework.name}; "
+            f"choose from: {', '.join(framework.memory_formats)}"
+        )
+    framework.check_compile(compile)
+
+
 def _check_common(cfg: RunConfig | PointConfig) -> None:
     """Checks shared by a run and its points (the same fields, single-valued here)."""
     spec = registry.workload(cfg.workload)
-    registry.framework(cfg.framework)
     if cfg.framework not in spec.frameworks():
         raise UsageError(
             f"framework {cfg.framework!r} does not implement workload {cfg.workload!r}; "
             f"it has: {', '.join(spec.frameworks())}"
         )
+    framework = registry.framework(cfg.framework)
     registry.platform(cfg.device)
     _choice("data", cfg.data, DATA_SOURCES)
+    if cfg.data not in framework.data_sources:
+        raise UsageError(
+            f"data: {cfg.data!r} is not available with {framework.name}; "
+            f"choose from: {', '.join(framework.data_sources)}"
+        )
+    if cfg.threads is not None and not framework.sets_threads:
+        raise UsageError(
+            f"threads: {framework.name} has no setting for its CPU thread pool; "
+            "limit the CPUs instead (taskset, or docker run --cpuset-cpus)"
+        )
     for name in ("threads", "steps", "epochs", "epoch_samples", "seq_len", "memory_limit_bytes"):
         _positive(name, getattr(cfg, name))
     for name in ("warmup_steps", "num_workers", "seed"):
@@ -72,8 +94,8 @@ class PointConfig:
     device: str = "cpu"
     batch_size: int = 32
     precision: str = "fp32"
-    memory_format: str = "contiguous"
-    compile: str | None = None  # a torch.compile backend, or None for eager
+    memory_format: str = ""  # empty: the framework's default (contiguous for torch)
+    compile: str | None = None  # a compiler (torch.compile backend, tensorflow 'xla'), or None
     threads: int | None = None
     data: str = "synthetic"
     num_workers: int = 0
@@ -94,7 +116,10 @@ class PointConfig:
                 f"{self.spec.min_batch_size}"
             )
         _choice("precision", self.precision, PRECISIONS)
-        _choice("memory_format", self.memory_format, MEMORY_FORMATS)
+        if not self.memory_format:
+            default = registry.framework(self.framework).memory_formats[0]
+            object.__setattr__(self, "memory_format", default)
+        _check_variant(self.framework, self.memory_format, self.compile)
         if self.epochs is not None and self.epoch_samples is None:
             object.__setattr__(self, "epoch_samples", self.spec.epoch_samples)
         if self.epochs is not None and self.epoch_samples < self.batch_size:  # type: ignore[operator]
@@ -136,7 +161,7 @@ class RunConfig:
     device: str = "cpu"
     batch_sizes: tuple[int, ...] = ()  # empty: the workload's default batch size
     precisions: tuple[str, ...] = ("fp32",)
-    memory_formats: tuple[str, ...] = ("contiguous",)
+    memory_formats: tuple[str, ...] = ()  # empty: the framework's default format
     compilers: tuple[str | None, ...] = (None,)
     threads: int | None = None
     data: str = "synthetic"
@@ -166,6 +191,9 @@ class RunConfig:
             object.__setattr__(
                 self, "batch_sizes", (registry.workload(self.workload).default_batch_size,)
             )
+        if not self.memory_formats:
+            default = registry.framework(self.framework).memory_formats[:1]
+            object.__setattr__(self, "memory_formats", default)
         if self.warmup_steps is None:
             object.__setattr__(self, "warmup_steps", 0 if self.epochs is not None else 5)
         _check_common(self)
@@ -176,8 +204,8 @@ class RunConfig:
             _choice("precision", precision, PRECISIONS)
             if precision not in platform.precisions:
                 raise UsageError(platform.precision_unsupported(precision) or precision)
-        for fmt in self.memory_formats:
-            _choice("memory_format", fmt, MEMORY_FORMATS)
+        for fmt, compiler in itertools.product(self.memory_formats, self.compilers):
+            _check_variant(self.framework, fmt, compiler)
         for axis in ("batch_sizes", "precisions", "memory_formats", "compilers"):
             values = getattr(self, axis)
             if not values or len(set(values)) != len(values):

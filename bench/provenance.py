@@ -174,6 +174,12 @@ def _memory_bytes() -> int | None:
         return None
 
 
+def _describe(framework: Framework | None, platform: Platform | None) -> dict[str, Any] | None:
+    if platform is None:
+        return None
+    return framework.describe_devices(platform) if framework else platform.describe()
+
+
 def collect(framework: Framework | None = None, platform: Platform | None = None) -> dict[str, Any]:
     """Everything that identifies the software and hardware of a measurement."""
     image = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
@@ -190,7 +196,7 @@ def collect(framework: Framework | None = None, platform: Platform | None = None
             "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
         },
         "cpu": cpu_info(),
-        "accelerator": platform.describe() if platform else None,
+        "accelerator": _describe(framework, platform),
         "framework": {"name": framework.name, **framework.versions()} if framework else None,
         "image": image if any(image.values()) else None,
         "env": speed_env(),

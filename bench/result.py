@@ -250,6 +250,7 @@ class Point:
             loss_first=tuple(r.get("loss_first") for r in done),
             loss_last=tuple(r.get("loss_last") for r in done),
             parameters=first.get("parameters"),
+            devices=first.get("devices", 1),
             flops_per_sample=flops_per_sample,
             energy=tuple(r.get("energy") for r in done),
             energy_unavailable=first.get("energy_unavailable"),

@@ -229,7 +229,11 @@ class Runner:
         key = (point.workload, point.framework, point.seq_len)
         if key not in self._flops:
             self.reporter.start(f"counting FLOPs of {point.workload}", 1)
-            self._flops[key] = self._spawn(point, "count_flops").get("flops_per_sample")
+            # Maybe another framework's child (the reference count): its environment
+            # is not this run's, so it does not go through _spawn.
+            counted = registry.framework(point.framework).flops_point(point)
+            response = self.spawn(counted, "count_flops", self.reporter.progress)
+            self._flops[key] = response.get("flops_per_sample")
         return self._flops[key]
 
     def _measure(self, point: PointConfig) -> Point:

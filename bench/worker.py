@@ -85,7 +85,7 @@ def measure(
     sources, unavailable = energy_sources
     energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
     with ExitStack() as trackers:
-        memory = trackers.enter_context(MemoryTracker(platform))
+        memory = trackers.enter_context(MemoryTracker(session))
         warmup, losses = run_steps(session, timer, point.warmup_steps, "warmup", progress)
         first_loss = losses[0] if losses else None
         trackers.enter_context(energy)
@@ -124,16 +124,20 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
     try:
         point = PointConfig.from_dict(request["point"])
         platform = registry.platform(point.device)
-        reason = platform.unavailable_reason() or platform.precision_unsupported(point.precision)
+        framework = registry.framework(point.framework)
+        reason = framework.unavailable_reason(platform) or framework.precision_unsupported(
+            platform, point.precision
+        )
         if reason:
             raise BenchError(reason)
-        framework = registry.framework(point.framework)
         progress("setup", 0, 1)
-        response["environment"] = provenance.collect(framework, platform)
+        # Before anything initialises the device: some caps must be set before that.
         if point.memory_limit_bytes:
-            platform.limit_memory(point.memory_limit_bytes)
+            framework.limit_memory(platform, point.memory_limit_bytes)
+        response["environment"] = provenance.collect(framework, platform)
         session = framework.prepare(point, platform)
         response["parameters"] = session.parameters
+        response["devices"] = session.devices
         response["details"] = session.details
         if request.get("task") == "count_flops":
             # A child of its own: the measured process does only what training does.

@@ -28,6 +28,7 @@ class FakeSession(Session):
         self.syncs_before_read: list[bool] = []
         self.pending = False  # device work queued and not yet synchronised
         self.parameters, self.details = 1, {}
+        self.platform = CpuPlatform()
 
     def step(self):
         self.clock.now += self.durations.pop(0)

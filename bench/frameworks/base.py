@@ -9,6 +9,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from bench.platforms.base import MemoryReading
+
 if TYPE_CHECKING:
     from bench.config import PointConfig
     from bench.platforms.base import Platform
@@ -16,10 +18,12 @@ if TYPE_CHECKING:
 
 
 class Session(ABC):
-    """A model, optimizer and data, ready to train on one device."""
+    """A model, optimizer and data, ready to train on one device or data-parallel on many."""
 
+    platform: Platform
     parameters: int  # trainable parameters, each shared tensor counted once
     details: dict[str, Any]  # facts about this setup that belong in the result
+    devices: int = 1  # devices the GLOBAL batch is split over
 
     @abstractmethod
     def step(self) -> Any:
@@ -37,9 +41,44 @@ class Session(ABC):
     def count_flops(self) -> float | None:
         """Model FLOPs per sample for one forward and backward pass, or None."""
 
+    # Peak memory comes from the platform unless the framework keeps its own books
+    # (TensorFlow's and XLA's allocators on accelerators).
+    def reset_peak_memory(self) -> None:
+        self.platform.reset_peak_memory()
+
+    def peak_memory(self) -> MemoryReading:
+        return self.platform.peak_memory()
+
 
 class Framework(ABC):
     name: ClassVar[str]
+    # What this framework can run; the first memory format is its default.
+    memory_formats: ClassVar[tuple[str, ...]] = ("contiguous", "channels_last")
+    data_sources: ClassVar[tuple[str, ...]] = ("synthetic", "loader")
+    sets_threads: ClassVar[bool] = True  # whether --threads can be honoured
+    default_compiler: ClassVar[str | None] = None  # what a bare --compile means
+
+    def flops_point(self, point: PointConfig) -> PointConfig:
+        """The point whose count_flops child gives this point's model FLOPs."""
+        return point
+
+    def check_compile(self, compile: str | None) -> None:  # noqa: B027 - any backend name may be valid
+        """Raise UsageError unless `compile` (None: the default) means something here."""
+
+    # Whether the device works, and at which precisions, is the framework's question:
+    # TensorFlow may see no GPU where PyTorch sees one. The defaults ask the platform,
+    # whose checks are written against PyTorch.
+    def unavailable_reason(self, platform: Platform) -> str | None:
+        return platform.unavailable_reason()
+
+    def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
+        return platform.precision_unsupported(precision)
+
+    def limit_memory(self, platform: Platform, nbytes: int) -> None:
+        platform.limit_memory(nbytes)
+
+    def describe_devices(self, platform: Platform) -> dict[str, Any]:
+        return platform.describe()
 
     @abstractmethod
     def versions(self) -> dict[str, Any]:

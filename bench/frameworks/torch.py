@@ -165,6 +165,7 @@ class TorchSession(Session):
 
 class TorchFramework(Framework):
     name = "torch"
+    default_compiler = "inductor"
 
     def versions(self) -> dict[str, Any]:
         import numpy

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from bench.platforms.base import MemoryReading, Platform
+from bench.platforms.base import MemoryReading
+
+
+class PeakMemory(Protocol):
+    """A platform, or a session whose framework keeps its own allocator statistics."""
+
+    def reset_peak_memory(self) -> None: ...
+
+    def peak_memory(self) -> MemoryReading: ...
 
 
 class MemoryTracker:
-    """Context manager: resets the platform's peak counter on entry, reads it on exit."""
+    """Context manager: resets the peak counter on entry, reads it on exit."""
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: PeakMemory) -> None:
         self.platform = platform
         self.reading: MemoryReading | None = None
 

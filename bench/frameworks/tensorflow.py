@@ -1,0 +1,245 @@
+"""TensorFlow through Keras 3: a custom training step under a tf.distribute strategy.
+
+One replica per device (MirroredStrategy over several GPUs, TPUStrategy on a TPU,
+one device otherwise) with a GLOBAL batch split evenly between them, as seed 2 ran
+its TPUs. Keras mixed-precision policies give bf16 and fp16 (fp16 with a loss-scale
+optimizer); `--compile xla` compiles the replica step with XLA (jit_compile), as
+Keras' own fit() does. The step is the same work as PyTorch's: forward, loss,
+backward, SGD with momentum.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from bench.errors import BenchError
+from bench.frameworks import _xla
+from bench.frameworks.base import Framework, Session
+from bench.platforms.base import MemoryReading
+
+if TYPE_CHECKING:
+    from bench.config import PointConfig
+    from bench.platforms.base import Platform
+    from bench.workloads.base import WorkloadSpec
+
+_POLICIES = {
+    "fp32": "float32",
+    "tf32": "float32",
+    "bf16": "mixed_bfloat16",
+    "fp16": "mixed_float16",
+}
+
+
+def _import_tensorflow():
+    # TensorFlow's C++ start-up lines would bury bench's own output; errors still show.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    return tf
+
+
+def _strategy(tf, platform: Platform):
+    """The distribution strategy over every local device of the platform."""
+    if platform.name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    if platform.name == "cuda":
+        gpus = tf.config.list_logical_devices("GPU")
+        if not gpus:
+            raise BenchError(f"TensorFlow sees no GPU: {_xla.NO_GPU_HINT}")
+        if len(gpus) > 1:
+            return tf.distribute.MirroredStrategy([g.name for g in gpus])
+        return tf.distribute.OneDeviceStrategy(gpus[0].name)
+    # --device cpu on a GPU machine: keep TensorFlow off the GPUs altogether.
+    tf.config.set_visible_devices([], "GPU")
+    return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+class TensorFlowSession(Session):
+    def __init__(self, point: PointConfig, platform: Platform) -> None:
+        tf = _import_tensorflow()  # before keras, which imports TensorFlow
+        import keras
+
+        self.tf, self.point, self.platform = tf, point, platform
+        self.impl = point.spec.implementation("tensorflow")
+        if point.threads:
+            tf.config.threading.set_intra_op_parallelism_threads(point.threads)
+        # TensorFlow uses TF32 on Ampere+ by default; 'fp32' means IEEE float32.
+        tf.config.experimental.enable_tensor_float_32_execution(point.precision == "tf32")
+        keras.utils.set_random_seed(point.seed)
+        keras.mixed_precision.set_global_policy(_POLICIES[point.precision])
+        self.strategy = _strategy(tf, platform)
+        self.devices = self.strategy.num_replicas_in_sync
+        per_device = _xla.split_batch(point.batch_size, self.devices)
+
+        with self.strategy.scope():
+            self.model = self.impl.build_model(point.spec, point)
+            optimizer = keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+            if point.precision == "fp16":  # fp16 gradients underflow without loss scaling
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
+            self.optimizer.build(self.model.trainable_variables)
+        self.parameters = sum(int(v.shape.num_elements()) for v in self.model.trainable_variables)
+
+        # Synthetic data, made once and placed on each replica's device: its own slice.
+        inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
+
+        def replica_slice(context):
+            i = context.replica_id_in_sync_group
+            part = slice(i * per_device, (i + 1) * per_device)
+            return tf.constant(inputs[part]), tf.constant(targets[part])
+
+        self.batch = self.strategy.experimental_distribute_values_from_function(replica_slice)
+        replica_step = tf.function(self._replica_step, jit_compile=point.compile == "xla")
+
+        @tf.function
+        def train_step(batch):
+            return self.strategy.run(replica_step, args=batch)
+
+        self._train_step = train_step
+        self.details = {
+            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "strategy": type(self.strategy).__name__,
+            "per_device_batch": per_device,
+            "dtype_policy": keras.mixed_precision.global_policy().name,
+            "loss_scaling": point.precision == "fp16",
+            "jit_compile": point.compile == "xla",
+            "layout": "NHWC",
+            "keras_backend": keras.config.backend(),
+        }
+
+    def _replica_step(self, inputs, targets):
+        tf = self.tf
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            outputs = self.model(inputs, training=True)
+            loss = self.impl.loss(tf.cast(outputs, tf.float32), targets)
+            # The optimizer sums gradients over replicas: scale to the global mean.
+            scaled = loss / self.devices
+            if self.point.precision == "fp16":
+                scaled = self.optimizer.scale_loss(scaled)
+        grads = tape.gradient(scaled, variables)
+        self.optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    def step(self) -> Any:
+        return self._train_step(self.batch)
+
+    def loss_value(self, handle: Any) -> float:
+        mean = self.strategy.reduce("MEAN", handle, axis=None)
+        return float(mean.numpy())
+
+    def synchronize(self) -> None:
+        # Waits for every op queued on every device (made for benchmarks, TF >= 2.13):
+        # the whole step, the optimizer's updates included, not just the loss.
+        self.tf.test.experimental.sync_devices()
+
+    def _device_names(self) -> list[str]:
+        kind = {"cuda": "GPU", "tpu": "TPU"}[self.platform.name]
+        return [d.name for d in self.tf.config.list_logical_devices(kind)]
+
+    def reset_peak_memory(self) -> None:
+        if self.platform.name == "cpu":
+            return self.platform.reset_peak_memory()
+        for name in self._device_names():
+            self.tf.config.experimental.reset_memory_stats(name)
+
+    def peak_memory(self) -> MemoryReading:
+        if self.platform.name == "cpu":
+            return self.platform.peak_memory()
+        peaks = [
+            self.tf.config.experimental.get_memory_info(name).get("peak")
+            for name in self._device_names()
+        ]
+        return _xla.max_peak(peaks, "device_peak_allocated")
+
+    def count_flops(self) -> float | None:
+        return _xla.table_flops(self.point)  # see _xla.reference_point
+
+
+class TensorFlowFramework(Framework):
+    name = "tensorflow"
+    # Keras' layout; TensorFlow's CPU convolutions support no other.
+    memory_formats = ("channels_last",)
+    data_sources = ("synthetic",)
+    default_compiler = "xla"
+
+    def check_compile(self, compile: str | None) -> None:
+        _xla.reject_compile(self.name, compile, ("xla",), "XLA via jit_compile")
+
+    def flops_point(self, point: PointConfig) -> PointConfig:
+        return _xla.reference_point(point)
+
+    def unavailable_reason(self, platform: Platform) -> str | None:
+        return _xla.missing(
+            "TensorFlow", "tensorflow", "pip install 'bench[tensorflow]'"
+        ) or _xla.device_missing(
+            "TensorFlow", platform, ("nvidia.cudnn", "tensorflow.python.platform.build_info")
+        )
+
+    def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
+        return _xla.precision_unsupported(platform, precision)
+
+    def limit_memory(self, platform: Platform, nbytes: int) -> None:
+        if platform.name != "cuda":
+            return platform.limit_memory(nbytes)
+        tf = _import_tensorflow()
+        # A logical device of this size on each GPU: TensorFlow's allocator fails past it.
+        config = [tf.config.LogicalDeviceConfiguration(memory_limit=nbytes // 2**20)]
+        for gpu in tf.config.list_physical_devices("GPU"):
+            tf.config.set_logical_device_configuration(gpu, config)
+
+    def describe_devices(self, platform: Platform) -> dict[str, Any]:
+        if platform.name != "cuda":
+            return platform.describe()
+        tf = _import_tensorflow()
+        gpus = tf.config.list_physical_devices("GPU")
+        details = [tf.config.experimental.get_device_details(g) for g in gpus]
+        build = tf.sysconfig.get_build_info()
+        return {
+            **_xla.device_summary("GPU", [d.get("device_name", "?") for d in details], []),
+            "platform": platform.name,
+            "compute_capability": [
+                ".".join(map(str, d["compute_capability"]))
+                for d in details
+                if "compute_capability" in d
+            ],
+            "driver_version": _xla.nvidia_driver(),
+            "cuda_runtime": build.get("cuda_version"),
+            "cudnn": build.get("cudnn_version"),
+        }
+
+    def versions(self) -> dict[str, Any]:
+        tf = _import_tensorflow()
+        import keras
+        import numpy
+
+        return {
+            "tensorflow": tf.__version__,
+            "keras": keras.__version__,
+            "numpy": numpy.__version__,
+            "tensorflow_git": tf.version.GIT_VERSION,
+            "built_with_cuda": tf.test.is_built_with_cuda(),
+            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on for x86)"),
+        }
+
+    def prepare(self, point: PointConfig, platform: Platform) -> Session:
+        return TensorFlowSession(point, platform)
+
+    def count_parameters(self, spec: WorkloadSpec, point: PointConfig) -> int:
+        _import_tensorflow()
+        import keras
+
+        keras.mixed_precision.set_global_policy("float32")
+        model = spec.implementation("tensorflow").build_model(spec, point)
+        return sum(int(v.shape.num_elements()) for v in model.trainable_variables)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        tf = _import_tensorflow()
+        return isinstance(error, tf.errors.ResourceExhaustedError | MemoryError)
+
+
+FRAMEWORK = TensorFlowFramework()
