@@ -126,6 +126,7 @@ def _build_args(image: str) -> dict[str, str]:
     args = {
         "VARIANT": image,
         "BENCH_DEVICE": meta["device"],
+        "BENCH_FRAMEWORK": meta.get("framework", "torch"),
         "DESCRIPTION": f"Deep-learning training benchmarks. {meta['description']}",
         "BASE_IMAGE": meta["base"],
         "BASE_DIGEST": meta["base"].partition("@")[2],
@@ -182,13 +183,17 @@ def _run_args(image: str, results: Path, *, devices: bool = True) -> list[str]:
     # RAPL counters for CPU and DRAM energy, read-only, where the host has them.
     powercap = Path("/sys/class/powercap")
     rapl = ["-v", f"{powercap}:{powercap}:ro"] if powercap.is_dir() else []
+    meta = _image(image)
+    # No network, unless the device needs the host's (TPU VMs: Google's flags for
+    # containers, given with the device flags in image.toml).
+    network = meta.get("network", "none") if devices else "none"
     return [
-        "--rm", "--pull", "never", "--network", "none", "--read-only",
+        "--rm", "--pull", "never", "--network", network, "--read-only",
         "--tmpfs", "/tmp:exec",  # torch.compile writes its kernels there
-        "--shm-size", "2g",  # DataLoader workers pass batches through /dev/shm
+        "--shm-size", meta.get("shm_size", "2g"),  # DataLoader workers use /dev/shm
         "-v", f"{results.resolve()}:/results", "-e", f"BENCH_IMAGE_DIGEST={image_id}",
         *rapl,
-        *user, *(_image(image)["run_args"] if devices else []),
+        *user, *(meta["run_args"] if devices else []),
     ]  # fmt: skip
 
 
@@ -205,13 +210,15 @@ def run(session: nox.Session, image: str) -> None:
 @nox.session(python=False, default=False)
 @nox.parametrize("image", IMAGES)
 def smoke(session: nox.Session, image: str) -> None:
-    """Smoke-test bench:IMAGE on the CPU: two resnet50 steps, then check the result file."""
+    """Smoke-test bench:IMAGE on the CPU: two resnet50 steps in the image's framework, then
+    check the result file; without --device cpu, a GPU or TPU image must refuse clearly."""
     _require_docker(session)
     results = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-"))
     # No device flags: this host may have no GPU runtime (and that is the case to test).
     run = ["docker", "run", *_run_args(image, results, devices=False), f"bench:{image}"]
     steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
-    gpu_image = _image(image)["device"] != "cpu"
+    meta = _image(image)
+    gpu_image = meta["device"] != "cpu"  # a GPU or TPU image
     session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)
     (result_file,) = results.glob("*.json")
     data = json.loads(result_file.read_text())
@@ -225,17 +232,18 @@ def smoke(session: nox.Session, image: str) -> None:
         "lock hash": recorded["lock_sha256"] == lock_sha,
         "image digest": (recorded["digest"] or "").startswith("sha256:"),
         "git commit": bool(data["environment"]["bench"]["git_commit"]),
+        "framework": data["environment"]["framework"]["name"] == meta.get("framework", "torch"),
         "label lock hash": labels.get("dev.bench.lock.sha256") == lock_sha,
         "label created": labels.get("org.opencontainers.image.created", "").endswith("Z"),
     }
     session.log(json.dumps(checks))
     if not all(checks.values()):
         session.error(f"bench:{image}: failed checks: {[k for k, ok in checks.items() if not ok]}")
-    if gpu_image:  # without --device: refuse clearly, and say how to fix it
+    if gpu_image:  # without --device: refuse clearly, and name the device flag to add
         done = subprocess.run([*run, *steps], capture_output=True, text=True)
         session.log(done.stderr.strip())
-        if done.returncode == 0 or "--gpus all" not in done.stderr + done.stdout:
-            session.error(f"bench:{image} without a GPU did not refuse clearly")
+        if done.returncode == 0 or meta["run_args"][0] not in done.stderr + done.stdout:
+            session.error(f"bench:{image} without its device did not refuse clearly")
     shutil.rmtree(results, ignore_errors=True)
 
 

@@ -131,10 +131,11 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         if reason:
             raise BenchError(reason)
         progress("setup", 0, 1)
-        # Before anything initialises the device: some caps must be set before that.
+        # Imports the framework, without opening the device (the cap below must come
+        # after the imports, which need memory of their own, and before the device opens).
+        response["environment"] = provenance.collect(framework, platform)
         if point.memory_limit_bytes:
             framework.limit_memory(platform, point.memory_limit_bytes)
-        response["environment"] = provenance.collect(framework, platform)
         session = framework.prepare(point, platform)
         response["parameters"] = session.parameters
         response["devices"] = session.devices

@@ -135,3 +135,46 @@ def table_flops(point: PointConfig) -> float | None:
     from bench import catalog
 
     return catalog.reference_flops(point.workload, point.spec.input_shape(point.seq_len))
+
+
+def _nvml(read):
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        try:
+            return read(pynvml)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
+
+def nvidia_memory_bytes() -> int | None:
+    """GPU 0's memory, from NVML: without opening the GPU in any framework."""
+    return _nvml(lambda nv: int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(0)).total))
+
+
+def describe_nvidia(platform: Platform) -> dict[str, Any]:
+    """The GPUs as NVML sees them. Not through the framework: JAX would open the GPUs,
+    and a memory cap must be set before that happens."""
+
+    def read(nv) -> dict[str, Any]:
+        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+        names = [nv.nvmlDeviceGetName(h) for h in handles]
+        return {
+            **device_summary(
+                "gpu",
+                [n.decode() if isinstance(n, bytes) else n for n in names],
+                [int(nv.nvmlDeviceGetMemoryInfo(h).total) for h in handles],
+            ),
+            "compute_capability": [
+                "{}.{}".format(*nv.nvmlDeviceGetCudaComputeCapability(h)) for h in handles
+            ],
+        }
+
+    found = _nvml(read) or {
+        "accelerator": None,
+        "unavailable": "nvidia-ml-py could not read the GPUs",
+    }
+    return {"platform": platform.name, **found, "driver_version": nvidia_driver()}

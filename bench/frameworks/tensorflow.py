@@ -107,7 +107,7 @@ class TensorFlowSession(Session):
             "dtype_policy": keras.mixed_precision.global_policy().name,
             "loss_scaling": point.precision == "fp16",
             "jit_compile": point.compile == "xla",
-            "layout": "NHWC",
+            "layout": "NHWC" if point.spec.sample_shape else None,
             "keras_backend": keras.config.backend(),
         }
 
@@ -195,19 +195,9 @@ class TensorFlowFramework(Framework):
     def describe_devices(self, platform: Platform) -> dict[str, Any]:
         if platform.name != "cuda":
             return platform.describe()
-        tf = _import_tensorflow()
-        gpus = tf.config.list_physical_devices("GPU")
-        details = [tf.config.experimental.get_device_details(g) for g in gpus]
-        build = tf.sysconfig.get_build_info()
+        build = _import_tensorflow().sysconfig.get_build_info()
         return {
-            **_xla.device_summary("GPU", [d.get("device_name", "?") for d in details], []),
-            "platform": platform.name,
-            "compute_capability": [
-                ".".join(map(str, d["compute_capability"]))
-                for d in details
-                if "compute_capability" in d
-            ],
-            "driver_version": _xla.nvidia_driver(),
+            **_xla.describe_nvidia(platform),
             "cuda_runtime": build.get("cuda_version"),
             "cudnn": build.get("cudnn_version"),
         }

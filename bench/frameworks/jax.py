@@ -1,0 +1,270 @@
+"""JAX with Flax (linen) and Optax: one jax.jit-compiled step, data parallel over a mesh.
+
+The GLOBAL batch is sharded over every local device of the platform along a 'data'
+mesh axis; parameters and optimizer state are replicated, and XLA inserts the
+gradient all-reduce (batch-norm statistics are global, as with synchronised BN).
+The step is compiled ahead of time, so compilation is timed apart from the steps and
+XLA's cost analysis is at hand. Parameters stay float32; bf16 and fp16 are the
+compute dtype (Flax casts parameters and activations), fp16 with dynamic loss scaling.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from bench.errors import BenchError
+from bench.frameworks import _xla
+from bench.frameworks.base import Framework, Session
+from bench.platforms.base import MemoryReading
+
+if TYPE_CHECKING:
+    from bench.config import PointConfig
+    from bench.platforms.base import Platform
+    from bench.workloads.base import WorkloadSpec
+
+# JAX's name for each platform's devices.
+_BACKENDS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
+# Matmul precision per bench precision: IEEE float32 unless TF32 is asked for.
+_MATMUL = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "fp16": "default"}
+# Dynamic loss scaling for fp16, as PyTorch's GradScaler: halve on overflow, double
+# after this many finite steps.
+_SCALE_INIT, _SCALE_GROWTH_INTERVAL = 2.0**15, 2000
+
+
+def _dtype(precision: str):
+    import jax.numpy as jnp
+
+    return {"bf16": jnp.bfloat16, "fp16": jnp.float16}.get(precision, jnp.float32)
+
+
+def _cost_flops(compiled) -> float | None:
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, list):  # older JAX: one dict per computation
+        analysis = analysis[0] if analysis else {}
+    flops = (analysis or {}).get("flops")
+    return float(flops) if flops else None
+
+
+class JaxSession(Session):
+    def __init__(self, point: PointConfig, platform: Platform) -> None:
+        import jax
+        import numpy as np
+        import optax
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        self.point, self.platform = point, platform
+        self.impl = point.spec.implementation("jax")
+        jax.config.update("jax_default_matmul_precision", _MATMUL[point.precision])
+        devices = jax.devices(_BACKENDS[platform.name])
+        self.jax_devices = devices
+        self.devices = len(devices)
+        per_device = _xla.split_batch(point.batch_size, self.devices)
+        mesh = Mesh(np.array(devices), ("data",))
+        replicated, sharded = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
+
+        dtype = _dtype(point.precision)
+        self.model = model = self.impl.build_model(point.spec, point, dtype)
+        inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
+        key = jax.random.key(point.seed)
+        variables = jax.jit(model.init, static_argnames="train")(key, inputs[:1], train=False)
+        params = variables["params"]
+        self.parameters = sum(x.size for x in jax.tree.leaves(params))
+        tx = optax.sgd(learning_rate=0.01, momentum=0.9)
+        fp16 = point.precision == "fp16"
+        state = {
+            "params": params,
+            "batch_stats": variables.get("batch_stats", {}),
+            "opt_state": tx.init(params),
+            "step": jax.numpy.zeros((), jax.numpy.int32),
+            "loss_scale": jax.numpy.asarray(_SCALE_INIT if fp16 else 1.0, jax.numpy.float32),
+            "good_steps": jax.numpy.zeros((), jax.numpy.int32),
+        }
+        impl = self.impl
+
+        def train_step(state, x, y):
+            dropout = jax.random.fold_in(key, state["step"])
+
+            def scaled_loss(params):
+                variables = {"params": params, "batch_stats": state["batch_stats"]}
+                logits, updates = model.apply(
+                    variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": dropout}
+                )
+                loss = impl.loss(logits.astype(jax.numpy.float32), y)
+                return loss * state["loss_scale"], (loss, updates.get("batch_stats", {}))
+
+            grads, (loss, batch_stats) = jax.grad(scaled_loss, has_aux=True)(state["params"])
+            grads = jax.tree.map(lambda g: g / state["loss_scale"], grads)
+            updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+            new = {
+                **state,
+                "params": optax.apply_updates(state["params"], updates),
+                "opt_state": opt_state,
+                "batch_stats": batch_stats,
+                "step": state["step"] + 1,
+            }
+            if fp16:  # skip the update on overflow and halve the scale, as GradScaler
+                finite = jax.numpy.stack(
+                    [jax.numpy.isfinite(g).all() for g in jax.tree.leaves(grads)]
+                ).all()
+                new = jax.tree.map(lambda n, o: jax.numpy.where(finite, n, o), new, state)
+                grown = state["good_steps"] + 1 >= _SCALE_GROWTH_INTERVAL
+                new["loss_scale"] = jax.numpy.where(
+                    finite,
+                    jax.numpy.where(grown, state["loss_scale"] * 2, state["loss_scale"]),
+                    state["loss_scale"] / 2,
+                )
+                new["good_steps"] = jax.numpy.where(finite & ~grown, state["good_steps"] + 1, 0)
+                new["step"] = state["step"] + 1
+            return new, loss
+
+        # Synthetic data, made once and placed on the devices: each holds its slice.
+        self.state = jax.device_put(state, replicated)
+        self.batch = jax.device_put((inputs, targets), sharded)
+        jitted = jax.jit(
+            train_step,
+            in_shardings=(replicated, sharded, sharded),
+            out_shardings=(replicated, replicated),
+            donate_argnums=0,  # the old state's buffers hold the new one
+        )
+        started = time.perf_counter()
+        self.compiled = jitted.lower(self.state, *self.batch).compile()
+        compile_s = time.perf_counter() - started
+        xla_flops = _cost_flops(self.compiled)
+        self.last_loss: Any = None
+        self.details = {
+            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "per_device_batch": per_device,
+            "mesh": {"data": self.devices},
+            "compute_dtype": str(np.dtype(dtype)),
+            "param_dtype": "float32",
+            "matmul_precision": _MATMUL[point.precision],
+            "loss_scaling": "dynamic" if fp16 else None,
+            "layout": "NHWC" if point.spec.sample_shape else None,
+            "compile_s": compile_s,  # ahead of time, outside every timed step
+            # XLA's count for the whole compiled step (optimizer and elementwise work
+            # included), a cross-check on the reference model FLOPs.
+            "xla_flops_per_sample": xla_flops / point.batch_size if xla_flops else None,
+        }
+
+    def step(self) -> Any:
+        self.state, self.last_loss = self.compiled(self.state, *self.batch)
+        return self.last_loss
+
+    def loss_value(self, handle: Any) -> float:
+        return float(handle)
+
+    def synchronize(self) -> None:
+        # The step is one XLA computation: when its outputs (the new state and the
+        # loss) are ready, all of its work on every device is done.
+        import jax
+
+        jax.block_until_ready((self.state, self.last_loss))
+
+    def reset_peak_memory(self) -> None:
+        if self.platform.name == "cpu":
+            self.platform.reset_peak_memory()
+        # XLA's device statistics cannot be reset: their peak counts from start-up.
+
+    def peak_memory(self) -> MemoryReading:
+        if self.platform.name == "cpu":
+            return self.platform.peak_memory()
+        peaks = [(d.memory_stats() or {}).get("peak_bytes_in_use") for d in self.jax_devices]
+        return _xla.max_peak(peaks, "device_peak_in_use_since_start")
+
+    def count_flops(self) -> float | None:
+        return _xla.table_flops(self.point)  # see _xla.reference_point
+
+
+class JaxFramework(Framework):
+    name = "jax"
+    memory_formats = ("channels_last",)  # Flax convolutions take NHWC
+    data_sources = ("synthetic",)
+    sets_threads = False  # XLA's CPU thread pool has no supported setting
+
+    def check_compile(self, compile: str | None) -> None:
+        _xla.reject_compile(self.name, compile, (), "jax.jit always compiles with XLA")
+
+    def flops_point(self, point: PointConfig) -> PointConfig:
+        return _xla.reference_point(point)
+
+    def unavailable_reason(self, platform: Platform) -> str | None:
+        return _xla.missing("JAX", "jax", "pip install 'bench[jax]'") or _xla.device_missing(
+            "JAX", platform, ("jax_cuda13_plugin", "jax_cuda12_plugin")
+        )
+
+    def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
+        return _xla.precision_unsupported(platform, precision)
+
+    def limit_memory(self, platform: Platform, nbytes: int) -> None:
+        if platform.name == "cpu":
+            return platform.limit_memory(nbytes)
+        if platform.name == "tpu":
+            raise BenchError("memory_limit: a TPU's memory cannot be capped; leave it out on tpu")
+        total = _xla.nvidia_memory_bytes()
+        if total is None:
+            raise BenchError("memory_limit: the GPU's memory size is unknown (no nvidia-ml-py)")
+        # Read when JAX first opens the GPU, which has not happened yet in this process.
+        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{min(1.0, nbytes / total):.4f}"
+
+    def describe_devices(self, platform: Platform) -> dict[str, Any]:
+        if platform.name == "cuda":
+            return _xla.describe_nvidia(platform)
+        if platform.name != "tpu":
+            return platform.describe()
+        import jax
+
+        devices = jax.devices("tpu")  # opens the TPU: this child is the one to use it
+        memory = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
+        return {
+            **platform.describe(),
+            **_xla.device_summary("tpu", [d.device_kind for d in devices], memory),
+        }
+
+    def versions(self) -> dict[str, Any]:
+        import flax
+        import jax
+        import jaxlib
+        import numpy
+        import optax
+
+        return {
+            "jax": jax.__version__,
+            "jaxlib": jaxlib.__version__,
+            "flax": flax.__version__,
+            "optax": optax.__version__,
+            "numpy": numpy.__version__,
+        }
+
+    def prepare(self, point: PointConfig, platform: Platform) -> Session:
+        if platform.name == "cpu":
+            # Keep JAX off any GPU or TPU here (it would also reserve their memory).
+            import jax
+
+            jax.config.update("jax_platforms", "cpu")
+        return JaxSession(point, platform)
+
+    def count_parameters(self, spec: WorkloadSpec, point: PointConfig) -> int:
+        import jax
+        import jax.numpy as jnp
+
+        model = spec.implementation("jax").build_model(spec, point, jnp.float32)
+        inputs = jnp.zeros((1, *_nhwc(spec.input_shape(point.seq_len))), _input_dtype(spec))
+        shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, train=False))
+        return sum(x.size for x in jax.tree.leaves(shapes["params"]))
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        return isinstance(error, MemoryError) or "RESOURCE_EXHAUSTED" in str(error)
+
+
+def _nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (*shape[1:], shape[0]) if len(shape) == 3 else shape
+
+
+def _input_dtype(spec: WorkloadSpec) -> str:
+    return "float32" if spec.sample_shape else "int32"
+
+
+FRAMEWORK = JaxFramework()
