@@ -5,7 +5,7 @@
 #   make test | lint | lock IMAGE=cuda | collect | save IMAGE=cuda
 IMAGE ?= cuda
 ARGS ?= list
-CI_IMAGES ?= cuda xeon
+CI_IMAGES ?= cuda xeon tpu tpu-jax
 
 .PHONY: test lint images image lock run smoke collect save base
 

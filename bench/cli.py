@@ -473,11 +473,15 @@ def cmd_list(args: argparse.Namespace) -> int:
             spec.description,
         )
     console.print(table)
-    devices = Table(title="devices", title_justify="left")
+    devices = Table(title="devices: available here, per framework", title_justify="left")
     devices.add_column("device")
-    devices.add_column("available here")
+    frameworks = [registry.framework(name) for name in registry.framework_names()]
+    for framework in frameworks:
+        devices.add_column(framework.name)
     for platform in registry.platforms().values():
-        devices.add_row(platform.name, platform.unavailable_reason() or "yes")
+        devices.add_row(
+            platform.name, *(escape(f.unavailable_reason(platform) or "yes") for f in frameworks)
+        )
     console.print(devices)
     console.print("frameworks: " + ", ".join(registry.framework_names()))
     return 0

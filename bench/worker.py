@@ -131,6 +131,7 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         if reason:
             raise BenchError(reason)
         progress("setup", 0, 1)
+        framework.configure(platform)
         # Imports the framework, without opening the device (the cap below must come
         # after the imports, which need memory of their own, and before the device opens).
         response["environment"] = provenance.collect(framework, platform)

@@ -13,7 +13,9 @@ import pytest
 ROOT = Path(__file__).parent.parent
 IMAGES = sorted(p.parent.name for p in (ROOT / "images").glob("*/image.toml"))
 DOCKERFILE = ROOT / "images" / "common" / "Dockerfile"
-REQUIREMENT = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s\\;]+)")
+REQUIREMENT = re.compile(
+    r"^([A-Za-z0-9_.\-]+)(?:\[[A-Za-z0-9_,\-]+\])?==([^\s\\;]+)"
+)  # extras dropped
 
 
 def lock_entries(lock: Path) -> dict[str, tuple[str, list[str]]]:
@@ -101,6 +103,12 @@ def test_compose_has_a_service_per_image():
         assert service["build"]["dockerfile"] == "images/common/Dockerfile"
         assert service["build"]["args"]["VARIANT"] == image
         assert service["build"]["args"]["BENCH_DEVICE"] == meta["device"]
+        assert service["build"]["args"].get("BENCH_FRAMEWORK", "torch") == meta.get(
+            "framework", "torch"
+        )
+        assert service["network_mode"] == meta.get("network", "none")
+        if "--privileged" in meta["run_args"]:
+            assert service["privileged"] is True
         assert "./results:/results" in service["volumes"]
         assert service["pull_policy"] == "never" and service["read_only"] is True
         if "--gpus" in meta["run_args"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,29 +33,38 @@ NO_TPU_HINT = (
 )
 
 
+def configure(platform: Platform) -> None:
+    """Environment both frameworks read at import, set before the child imports them."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # C++ info lines would bury bench's
+    if platform.name != "tpu":
+        # With libtpu installed (the TPU images), importing TensorFlow or JAX asks the
+        # GCE metadata server about the TPU, and waits for ever without a network.
+        os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+
+
 def missing(label: str, module: str, install: str) -> str | None:
     if importlib.util.find_spec(module) is None:
         return f"{label} is not installed ({install})"
     return None
 
 
-def device_missing(label: str, platform: Platform, gpu_runtime: tuple[str, ...]) -> str | None:
+def device_missing(
+    label: str, platform: Platform, cuda_missing: str | None, images: tuple[str, str]
+) -> str | None:
     """Why `platform` cannot run `label` here, judged without opening any device.
 
-    gpu_runtime: modules, one of which a CUDA-capable install has."""
+    cuda_missing: why this install cannot use CUDA, or None; images: the framework's
+    CUDA and TPU images."""
     if platform.name not in PLATFORMS:
         return f"bench runs {label} on {', '.join(PLATFORMS)}, not {platform.name}"
     if platform.name == "cuda":
-        if not any(importlib.util.find_spec(m) for m in gpu_runtime):
-            return (
-                f"this {label} install has no CUDA support (none of {', '.join(gpu_runtime)}); "
-                "use the bench:cuda-tf or bench:cuda-jax image"
-            )
+        if cuda_missing:
+            return f"{cuda_missing}; use the {images[0]} image"
         if not Path("/dev/nvidiactl").exists():
             return f"no NVIDIA device is visible to {label}: {NO_GPU_HINT}"
     if platform.name == "tpu":
         if importlib.util.find_spec("libtpu") is None:
-            return f"libtpu is not installed for {label}; use the bench:tpu or bench:tpu-jax image"
+            return f"libtpu is not installed for {label}; use the {images[1]} image"
         if not tpu.device_files():
             return f"no TPU device is visible (/dev/accel*, /dev/vfio): {NO_TPU_HINT}"
     return None

@@ -58,6 +58,9 @@ class Framework(ABC):
     sets_threads: ClassVar[bool] = True  # whether --threads can be honoured
     default_compiler: ClassVar[str | None] = None  # what a bare --compile means
 
+    def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
+        """Settings that must precede the framework's import in the child (environment)."""
+
     def flops_point(self, point: PointConfig) -> PointConfig:
         """The point whose count_flops child gives this point's model FLOPs."""
         return point

@@ -10,6 +10,7 @@ compute dtype (Flax casts parameters and activations), fp16 with dynamic loss sc
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -187,12 +188,22 @@ class JaxFramework(Framework):
     def check_compile(self, compile: str | None) -> None:
         _xla.reject_compile(self.name, compile, (), "jax.jit always compiles with XLA")
 
+    def configure(self, platform: Platform) -> None:
+        _xla.configure(platform)
+        if platform.name == "cpu":
+            # Keep JAX off any GPU or TPU here (it would also reserve their memory).
+            os.environ["JAX_PLATFORMS"] = "cpu"
+
     def flops_point(self, point: PointConfig) -> PointConfig:
         return _xla.reference_point(point)
 
     def unavailable_reason(self, platform: Platform) -> str | None:
+        plugins = ("jax_cuda13_plugin", "jax_cuda12_plugin")
+        cuda_missing = None
+        if not any(importlib.util.find_spec(p) for p in plugins):
+            cuda_missing = "this JAX has no CUDA plugin (pip install 'jax[cuda12]')"
         return _xla.missing("JAX", "jax", "pip install 'bench[jax]'") or _xla.device_missing(
-            "JAX", platform, ("jax_cuda13_plugin", "jax_cuda12_plugin")
+            "JAX", platform, cuda_missing, ("bench:cuda-jax", "bench:tpu-jax")
         )
 
     def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
@@ -239,11 +250,6 @@ class JaxFramework(Framework):
         }
 
     def prepare(self, point: PointConfig, platform: Platform) -> Session:
-        if platform.name == "cpu":
-            # Keep JAX off any GPU or TPU here (it would also reserve their memory).
-            import jax
-
-            jax.config.update("jax_platforms", "cpu")
         return JaxSession(point, platform)
 
     def count_parameters(self, spec: WorkloadSpec, point: PointConfig) -> int:

@@ -10,7 +10,9 @@ backward, SGD with momentum.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
@@ -37,6 +39,18 @@ def _import_tensorflow():
     import tensorflow as tf
 
     return tf
+
+
+def _cuda_missing() -> str | None:
+    """Why this TensorFlow cannot use CUDA: the tensorflow wheel (not tensorflow-cpu)
+    finds cuDNN in the nvidia-* wheels that tensorflow[and-cuda] installs."""
+    try:
+        metadata.distribution("tensorflow")
+    except metadata.PackageNotFoundError:
+        return "this TensorFlow has no CUDA support (tensorflow-cpu or tensorflow-tpu)"
+    if importlib.util.find_spec("nvidia.cudnn") is None:
+        return "TensorFlow's CUDA libraries are missing (pip install 'tensorflow[and-cuda]')"
+    return None
 
 
 def _strategy(tf, platform: Platform):
@@ -170,6 +184,9 @@ class TensorFlowFramework(Framework):
     def check_compile(self, compile: str | None) -> None:
         _xla.reject_compile(self.name, compile, ("xla",), "XLA via jit_compile")
 
+    def configure(self, platform: Platform) -> None:
+        _xla.configure(platform)
+
     def flops_point(self, point: PointConfig) -> PointConfig:
         return _xla.reference_point(point)
 
@@ -177,7 +194,7 @@ class TensorFlowFramework(Framework):
         return _xla.missing(
             "TensorFlow", "tensorflow", "pip install 'bench[tensorflow]'"
         ) or _xla.device_missing(
-            "TensorFlow", platform, ("nvidia.cudnn", "tensorflow.python.platform.build_info")
+            "TensorFlow", platform, _cuda_missing(), ("bench:cuda-tf", "bench:tpu")
         )
 
     def precision_unsupported(self, platform: Platform, precision: str) -> str | None:

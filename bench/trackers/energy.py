@@ -153,6 +153,8 @@ def _nvml_sources(platform: str) -> list[EnergySource]:
 
 def open_sources(platform: str) -> tuple[list[EnergySource], str | None]:
     """The energy sources for this platform, or none and the reason."""
+    if platform == "tpu":
+        return [], "Cloud TPUs expose no energy or power counter to the VM"
     reasons = []
     for name, opener in (("zeus", _zeus_sources), ("nvidia-ml-py", _nvml_sources)):
         try:
