@@ -220,3 +220,29 @@ def test_reference_flops_table_equals_a_live_pytorch_count():
         session = registry.framework("torch").prepare(point, registry.platform("cpu"))
         live = session.count_flops()
         assert catalog.reference_flops(name, spec.input_shape()) == pytest.approx(live), name
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_off_tpu_the_child_skips_libtpus_metadata_query(monkeypatch, framework):
+    # In the TPU images, importing either framework off a TPU VM would wait for ever on
+    # the GCE metadata server (found by CI's smoke run of bench:tpu, --network none).
+    for name in ("TPU_SKIP_MDS_QUERY", "JAX_PLATFORMS"):
+        monkeypatch.delenv(name, raising=False)
+    registry.framework(framework).configure(registry.platform("cpu"))
+    import os
+
+    assert os.environ["TPU_SKIP_MDS_QUERY"] == "1"
+    if framework == "jax":
+        assert os.environ["JAX_PLATFORMS"] == "cpu"
+    monkeypatch.delenv("TPU_SKIP_MDS_QUERY")
+    registry.framework(framework).configure(registry.platform("tpu"))
+    assert "TPU_SKIP_MDS_QUERY" not in os.environ
+
+
+def test_a_global_batch_must_split_evenly_over_the_devices():
+    from bench.errors import BenchError
+    from bench.frameworks import _xla
+
+    assert _xla.split_batch(1024, 8) == 128  # seed 2: a TPU v2-8
+    with pytest.raises(BenchError, match="batch_size: 1000 does not split evenly over 16"):
+        _xla.split_batch(1000, 16)

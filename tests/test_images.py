@@ -129,3 +129,18 @@ def test_nox_lists_sessions_without_docker(tmp_path):
         assert f"build(image='{image}')" in done.stdout
     for session in ("tests", "lint", "collect", "base"):
         assert f"{session} ->" in done.stdout
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_each_image_locks_the_framework_it_runs_by_default(image):
+    from bench import registry
+
+    meta = tomllib.loads((ROOT / "images" / image / "image.toml").read_text())
+    framework = meta.get("framework", "torch")
+    assert framework in registry.framework_names()
+    packages = set(lock_entries(ROOT / "images" / image / "requirements.lock"))
+    wanted = {"torch": {"torch"}, "tensorflow": {"keras"}, "jax": {"jax", "flax", "optax"}}
+    if meta["base"].startswith("debian:"):  # bench:rocm's PyTorch comes with its base
+        assert wanted[framework] <= packages, (image, framework)
+    if meta["device"] == "tpu":
+        assert "libtpu" in packages
