@@ -295,7 +295,7 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     body = []
     for key, cells in comparison.rows:
         workload, batch, precision, fmt, compiler = key
-        row = [workload, str(batch), precision, fmt, compiler or "eager"]
+        row = [workload, str(batch), precision, fmt, compiler or "none"]
         row += [cell.text for cell in cells]
         by_machine = dict(zip((m.label for m in comparison.machines), cells, strict=True))
         row += [_fmt(by_machine[m.label].energy_ratio) for m in others]
@@ -313,7 +313,7 @@ def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         *(m.label for m in comparison.machines),
     ]
     body = [
-        [key[0], key[1], key[2], key[3] or "eager", *(s.display if s else "" for s in searches)]
+        [key[0], key[1], key[2], key[3] or "none", *(s.display if s else "" for s in searches)]
         for key, searches in comparison.max_batch
     ]
     return headers, body

@@ -72,7 +72,7 @@ def points_table(result: Result) -> Table:
         if show_format:
             row.append(p.memory_format)
         if show_compile:
-            row.append(p.compile or "eager")
+            row.append(p.compile or "none")
         row += [
             f"[{_STATUS_STYLE.get(p.status, '')}]{status}",
             f"{tp.value:,.1f}" if tp else "",
@@ -131,7 +131,7 @@ def max_batch_table(result: Result) -> Table:
         table.add_row(
             search.precision,
             search.memory_format,
-            search.compile or "eager",
+            search.compile or "none",
             search.display,
             str(search.first_failing or ""),
             format_bytes(at_largest) if at_largest else "",
