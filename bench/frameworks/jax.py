@@ -210,10 +210,8 @@ class JaxFramework(Framework):
         return _xla.precision_unsupported(platform, precision)
 
     def limit_memory(self, platform: Platform, nbytes: int) -> None:
-        if platform.name == "cpu":
+        if platform.name != "cuda":  # CPU: RLIMIT_DATA; TPU: a clear error
             return platform.limit_memory(nbytes)
-        if platform.name == "tpu":
-            raise BenchError("memory_limit: a TPU's memory cannot be capped; leave it out on tpu")
         total = _xla.nvidia_memory_bytes()
         if total is None:
             raise BenchError("memory_limit: the GPU's memory size is unknown (no nvidia-ml-py)")
