@@ -254,21 +254,14 @@ class JaxFramework(Framework):
         import jax
         import jax.numpy as jnp
 
-        model = spec.implementation("jax").build_model(spec, point, jnp.float32)
-        inputs = jnp.zeros((1, *_nhwc(spec.input_shape(point.seq_len))), _input_dtype(spec))
+        impl = spec.implementation("jax")
+        model = impl.build_model(spec, point, jnp.float32)
+        inputs, _ = impl.make_batch(spec, point, 1, point.seed)  # the session's shape and dtype
         shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, train=False))
         return sum(x.size for x in jax.tree.leaves(shapes["params"]))
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, MemoryError) or "RESOURCE_EXHAUSTED" in str(error)
-
-
-def _nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return (*shape[1:], shape[0]) if len(shape) == 3 else shape
-
-
-def _input_dtype(spec: WorkloadSpec) -> str:
-    return "float32" if spec.sample_shape else "int32"
 
 
 FRAMEWORK = JaxFramework()
