@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -48,6 +49,11 @@ def _sha256(path: Path) -> str:
 def _git(*args: str) -> str:
     done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _public_url(url: str) -> str:
+    """A remote URL without its user and password (a CI token) before it goes in a label."""
+    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url)
 
 
 def _inspect(ref: str) -> dict[str, Any]:
@@ -135,7 +141,7 @@ def _build_args(image: str) -> dict[str, str]:
         "BENCH_VERSION": _pyproject()["project"]["version"],
         "BENCH_GIT_COMMIT": (_git("rev-parse", "HEAD") or "unknown") + dirty,
         "BENCH_LOCK_SHA256": _sha256(lock_file),
-        "BENCH_SOURCE": _git("remote", "get-url", "origin"),
+        "BENCH_SOURCE": _public_url(_git("remote", "get-url", "origin")),
         "SOURCE_DATE_EPOCH": epoch,
         "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform as host
+import re
 import socket
 import subprocess
 import sys
@@ -21,37 +22,90 @@ if TYPE_CHECKING:
     from bench.frameworks.base import Framework
     from bench.platforms.base import Platform
 
-# Environment variables that change speed: threading, allocators, device visibility,
-# compilers. Recorded with their values; names that look like secrets are skipped.
+# Environment variables recorded in results, with their values: an allow-list of what
+# changes speed, never a pattern over all names (one would let AWS_SECRET_ACCESS_KEY,
+# db_password or Terraform's TF_VAR_* into files people share). Whole families only
+# where a performance library owns the prefix; elsewhere exact names.
 SPEED_ENV_PREFIXES = (
-    "OMP_",
-    "KMP_",
-    "GOMP_",
+    "OMP_",  # OpenMP
+    "KMP_",  # Intel OpenMP
+    "GOMP_",  # GNU OpenMP
     "MKL_",
     "OPENBLAS_",
     "DNNL_",
     "ONEDNN_",
     "CUDA_",
     "NCCL_",
-    "NVIDIA_",
     "CUBLAS_",
+    "CUBLASLT_",
     "CUDNN_",
-    "TORCH_",
-    "PYTORCH_",
+    "NVIDIA_TF32_",
     "TORCHINDUCTOR_",
-    "XLA_",
-    "TF_",
-    "JAX_",
     "HIP_",
     "ROCR_",
     "HSA_",
     "MIOPEN_",
+    "RCCL_",
     "TPU_",
     "LIBTPU_",
-    "BENCH_",
 )
-SPEED_ENV_NAMES = ("LD_PRELOAD", "MALLOC_CONF", "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD")
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
+SPEED_ENV_NAMES = (
+    "LD_PRELOAD",
+    "MALLOC_CONF",
+    "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD",
+    "TCMALLOC_RELEASE_RATE",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "PYTORCH_TUNABLEOP_ENABLED",
+    "TORCH_CUDNN_V8_API_ENABLED",
+    "TORCH_BLAS_PREFER_CUBLASLT",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "TORCH_COMPILE_DEBUG",
+    "XLA_FLAGS",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "TF_XLA_FLAGS",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_GPU_ALLOCATOR",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_GPU_THREAD_MODE",
+    "TF_GPU_THREAD_COUNT",
+    "TF_CUDNN_DETERMINISTIC",
+    "TF_DETERMINISTIC_OPS",
+    "TF_NUM_INTEROP_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_ENABLE_AUTO_MIXED_PRECISION",
+    "JAX_PLATFORMS",
+    "JAX_ENABLE_X64",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "JAX_COMPILATION_CACHE_DIR",
+    "BENCH_NUMA_BINDING",  # what bench:xeon's launcher applied
+)
+# Values that look like credentials are never written, whatever the variable's name:
+# a URL with a password, a private key, a known token format, or a long random string.
+_CREDENTIAL_VALUE = re.compile(
+    r"""://[^/\s:@]+:[^/\s@]+@           # scheme://user:password@host
+      | -----BEGIN[ A-Z]*PRIVATE\ KEY
+      | \b(?:AKIA|ASIA)[0-9A-Z]{16}\b     # AWS access key ids
+      | \b(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|hf_|sk-|AIza)[0-9A-Za-z_-]{10,}
+      | \beyJ[0-9A-Za-z_-]{10,}\.[0-9A-Za-z_-]{10,}\.   # a JSON Web Token
+      | (?=[0-9A-Za-z+/_=]*[0-9])(?=[0-9A-Za-z+/_=]*[a-z])(?=[0-9A-Za-z+/_=]*[A-Z])
+        [0-9A-Za-z+/_=]{32,}      # a long mixed-case random string ('-' ends it: GPU UUIDs)
+    """,
+    re.VERBOSE,
+)
+REDACTED = "<redacted: looks like a credential>"
+
+
+def redact(value: str) -> str:
+    """The value, or REDACTED if any part of it looks like a credential."""
+    return REDACTED if _CREDENTIAL_VALUE.search(value) else value
+
+
 # CPU features that decide which kernels run (x86 and Arm names from /proc/cpuinfo).
 CPU_FLAGS = (
     "avx",
@@ -82,12 +136,12 @@ IMAGE_ENV = {
 
 
 def speed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed variables that change speed, credential-like values redacted."""
     environ = dict(os.environ) if environ is None else environ
     return {
-        name: value
+        name: redact(value)
         for name, value in sorted(environ.items())
-        if (name.startswith(SPEED_ENV_PREFIXES) or name in SPEED_ENV_NAMES)
-        and not any(word in name for word in _SECRET_WORDS)
+        if name.startswith(SPEED_ENV_PREFIXES) or name in SPEED_ENV_NAMES
     }
 
 
