@@ -12,6 +12,9 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
+
+from bench.report.text import plain
 
 _MARK = {
     "ok": "[green]✓[/]",
@@ -25,10 +28,10 @@ class LiveReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[phase]}"),
+            TextColumn("{task.fields[phase]}", markup=False),
             TimeElapsedColumn(),
             console=console,
             transient=True,
@@ -48,7 +51,7 @@ class LiveReporter:
             self.bar.remove_task(self.task)
         self.task = self.bar.add_task(label, total=total_steps, phase="starting")
         if not self.console.is_terminal:
-            self.console.print(f"… {label}", highlight=False)
+            self.console.print(plain(f"… {label}"), highlight=False)
 
     def progress(self, phase: str, done: int, total: int) -> None:
         # Called from the thread that reads the child's pipe; rich's Progress is thread-safe.
@@ -56,4 +59,6 @@ class LiveReporter:
             self.bar.update(self.task, advance=1, phase=phase)
 
     def finish(self, label: str, status: str, summary: str) -> None:
-        self.console.print(f"{_MARK.get(status, status)} {label}: {summary}", highlight=False)
+        # The summary may be a child's error message: text, never markup.
+        mark = Text.from_markup(_MARK[status]) if status in _MARK else plain(status)
+        self.console.print(mark, plain(f"{label}: {summary}"), highlight=False)

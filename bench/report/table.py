@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from bench.report.text import plain
 from bench.result import Result
 from bench.units import format_bytes
 
@@ -35,7 +36,7 @@ def points_table(result: Result) -> Table:
     show_format = any(p.memory_format != "contiguous" for p in points)
     show_compile = any(p.compile for p in points)
     epoch_mode = any(p.epoch_times_s for p in points)
-    table = Table(title=escape(title(result)), title_justify="left")
+    table = Table(title=plain(title(result)), title_justify="left")
     table.add_column("batch", justify="right")
     table.add_column("precision")
     if show_format:
@@ -68,13 +69,13 @@ def points_table(result: Result) -> Table:
             else ""
         )
         status = p.status if p.status == "ok" else f"{p.status}: {p.error_line[:60]}"
-        row = [str(p.batch_size), p.precision]
+        row: list[str | Text] = [str(p.batch_size), p.precision]
         if show_format:
             row.append(p.memory_format)
         if show_compile:
             row.append(p.compile or "none")
         row += [
-            f"[{_STATUS_STYLE.get(p.status, '')}]{status}",
+            plain(status, _STATUS_STYLE.get(p.status, "")),
             f"{tp.value:,.1f}" if tp else "",
             ci,
             _ms(step.median) if step else "",
@@ -95,7 +96,7 @@ def points_table(result: Result) -> Table:
             )
         if price:
             row.append(f"{tp.value * 3600 / price:,.0f}" if tp else "")
-        table.add_row(*row)
+        table.add_row(*map(plain, row))
     return table
 
 
@@ -109,9 +110,7 @@ def energy_note(result: Result) -> str | None:
 
 
 def max_batch_table(result: Result) -> Table:
-    table = Table(
-        title=escape(f"{title(result)} · largest batch that trains"), title_justify="left"
-    )
+    table = Table(title=plain(f"{title(result)} · largest batch that trains"), title_justify="left")
     for name in ("precision", "memory format", "compile"):
         table.add_column(name)
     table.add_column("largest batch", justify="right")
@@ -128,7 +127,7 @@ def max_batch_table(result: Result) -> Table:
             note = "even batch 1 does not fit"
         elif search.status == "done" and search.first_failing is None:
             note = f"reached the search limit ({result.config.max_batch_limit})"
-        table.add_row(
+        row = [
             search.precision,
             search.memory_format,
             search.compile or "none",
@@ -137,7 +136,8 @@ def max_batch_table(result: Result) -> Table:
             format_bytes(at_largest) if at_largest else "",
             str(len(search.probes)),
             note,
-        )
+        ]
+        table.add_row(*map(plain, row))
     return table
 
 

@@ -1,0 +1,48 @@
+"""Text from result files, children and the command line, made safe to show.
+
+Such text is data, never markup or code: rich would read '[red]' or '[link=...]' in a
+GPU name or an error message as markup (and a stray '[/x]' crashes it); a terminal obeys
+escape sequences (ESC ] 52 writes the clipboard); Markdown renders '<img onerror>',
+'[a](javascript:...)' and '|' that breaks a table; a spreadsheet runs a CSV cell
+beginning with '=' as a formula. Every untrusted string goes through one of these.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.text import Text
+
+# C0 controls but tab and newline, DEL, C1 controls: shown as \\xNN, never sent raw.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def visible(text: str) -> str:
+    """Control characters written out as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def plain(text: str | Text, style: str = "") -> Text:
+    """A rich Text that is never parsed as markup, controls made visible (a Text made
+    by bench already passes unchanged)."""
+    return text if isinstance(text, Text) else Text(visible(str(text)), style=style)
+
+
+def markdown(text: str) -> str:
+    """One Markdown table cell or line of text: HTML's '&', '<', '>' as entities (raw
+    HTML passes through Markdown), Markdown's punctuation backslash-escaped, line
+    breaks as spaces."""
+    text = visible(str(text)).replace("\n", " ")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula gets a leading quote
+    (OWASP's advice); numbers and other values pass unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
