@@ -12,22 +12,25 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 import bench
-from bench import catalog, registry, result
+from bench import catalog, files, registry, result, stopping
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import energy_note, tables
+from bench.report.text import plain
 from bench.runner import Runner
 from bench.units import parse_size
 
@@ -56,6 +59,39 @@ def _list_of(convert: Callable[[str], Any], what: str, allowed: str) -> Callable
     return parse
 
 
+# Whole numbers as C libraries and devices take them; written in ASCII digits only
+# (Python's int() also takes '٣٢', '１６' and '1_000').
+MAX_WHOLE = 2**31 - 1
+_WHOLE = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
+
+
+def _strict_int(text: str) -> int:
+    if not _WHOLE.fullmatch(text) or abs(int(text)) > MAX_WHOLE:
+        raise ValueError(text)
+    return int(text)
+
+
+def _whole(text: str) -> int:
+    """An option's whole number; argparse names the option in front of the message."""
+    try:
+        return _strict_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; use a whole number in digits 0-9, at most {MAX_WHOLE}"
+        ) from None
+
+
+def _number(text: str) -> float:
+    """A finite decimal number in ASCII (no 'nan', 'inf', '1e400' or non-ASCII digits)."""
+    value = float(text) if _NUMBER.fullmatch(text) else math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; use a finite number in digits 0-9 (e.g. 0.5 or 1e-3)"
+        )
+    return value
+
+
 def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
     def convert(item: str) -> str:
         if item not in choices:
@@ -79,7 +115,7 @@ def _repeats(text: str) -> int | None:
     if text == "auto":
         return None
     try:
-        return int(text)
+        return _strict_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"repeats: {text!r} is not allowed; use a positive whole number or auto"
@@ -107,7 +143,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--batch-size",
-        type=_list_of(int, "batch-size", "whole numbers, e.g. 16,32"),
+        type=_list_of(_strict_int, "batch-size", f"whole numbers up to {MAX_WHOLE}, e.g. 16,32"),
         default=(),
         help="global batch size(s), comma-separated for a sweep",
     )
@@ -136,7 +172,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="torch: torch.compile with BACKEND (default inductor); tensorflow: xla "
         "(jit_compile); jax always compiles; a list like none,inductor sweeps",
     )
-    p.add_argument("--threads", type=int, help="intra-op CPU threads (default: the framework's)")
+    p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
     p.add_argument(
         "--data",
         choices=DATA_SOURCES,
@@ -144,17 +180,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="synthetic: one batch made on the device (default); loader: a real DataLoader",
     )
     p.add_argument(
-        "--num-workers", type=int, default=0, help="DataLoader workers with --data loader"
+        "--num-workers", type=_whole, default=0, help="DataLoader workers with --data loader"
     )
     p.add_argument(
-        "--warmup-steps", type=int, help="unmeasured steps first (default 5; 0 in epoch mode)"
+        "--warmup-steps", type=_whole, help="unmeasured steps first (default 5; 0 in epoch mode)"
     )
-    p.add_argument("--steps", type=int, default=20, help="measured steps (default 20)")
-    p.add_argument("--epochs", type=int, help="epoch mode: time N epochs, summarise epochs 2..N")
+    p.add_argument("--steps", type=_whole, default=20, help="measured steps (default 20)")
+    p.add_argument("--epochs", type=_whole, help="epoch mode: time N epochs, summarise epochs 2..N")
     p.add_argument(
-        "--epoch-samples", type=int, help="samples per epoch (default: the dataset's size)"
+        "--epoch-samples", type=_whole, help="samples per epoch (default: the dataset's size)"
     )
-    p.add_argument("--seq-len", type=int, help="sequence length, for language workloads")
+    p.add_argument("--seq-len", type=_whole, help="sequence length, for language workloads")
     p.add_argument(
         "--repeats",
         type=_repeats,
@@ -162,11 +198,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="fresh processes per point (default 1); auto: until the spread is under "
         "--target-rsd, between --min-repeats and --max-repeats",
     )
-    p.add_argument("--min-repeats", type=int, default=3)
-    p.add_argument("--max-repeats", type=int, default=10)
+    p.add_argument("--min-repeats", type=_whole, default=3)
+    p.add_argument("--max-repeats", type=_whole, default=10)
     p.add_argument(
         "--target-rsd",
-        type=float,
+        type=_number,
         default=0.035,
         help="relative standard deviation that ends automatic repeats (default 0.035)",
     )
@@ -176,25 +212,25 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="search the largest batch that trains (grow, then bisect)",
     )
     p.add_argument(
-        "--max-batch-limit", type=int, default=4096, help="largest batch the search probes"
+        "--max-batch-limit", type=_whole, default=4096, help="largest batch the search probes"
     )
     p.add_argument(
         "--memory-limit",
         type=_size,
         help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
     )
-    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per child process")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=_number, dest="timeout_s", help="seconds per child process")
+    p.add_argument("--seed", type=_whole, default=0)
     _add_machine_options(p)
     _add_output_options(p)
 
 
 def _add_machine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instance", help="cloud instance type, priced from the catalogue (bench list)")
-    p.add_argument("--price-per-hour", type=float, help="the machine's price in USD per hour")
+    p.add_argument("--price-per-hour", type=_number, help="the machine's price in USD per hour")
     p.add_argument(
         "--peak-tflops",
-        type=float,
+        type=_number,
         help="peak TFLOP/s of all devices, for MFU where the catalogue has none",
     )
 
@@ -245,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
     report.add_argument(
         "--train-epochs",
-        type=float,
+        type=_number,
         default=90,
         help="epochs for the time-and-cost-to-train figures (default 90)",
     )
@@ -256,8 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _price(text: str) -> tuple[str, float]:
     selector, _, usd = text.rpartition("=")
     try:
-        return selector, float(usd)
-    except ValueError:
+        return selector, _number(usd)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR") from None
 
 
@@ -341,25 +377,48 @@ def _console(args: argparse.Namespace | None = None) -> Console:
 def _execute(config: RunConfig, args: argparse.Namespace) -> int:
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
-    with LiveReporter(console) as reporter:
+    with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = Runner(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
         )
         runner.result.pricing, runner.result.peak_tflops = pricing, args.peak_tflops
         try:
             outcome = runner.run()
-        except KeyboardInterrupt:
-            console.print(f"bench: interrupted; finished points are saved in {runner.path}")
-            return EXIT_INTERRUPTED
+        except KeyboardInterrupt as stop:
+            outcome, code = runner.result, getattr(stop, "exit_code", EXIT_INTERRUPTED)
+            signame = stop.args[0] if isinstance(stop, stopping.Interrupted) else "SIGINT"
+            if runner.path is None:  # stopped before the result file existed
+                _print(console, f"bench: interrupted ({signame}); nothing was measured")
+                return code
+            if runner.save_error is None:
+                _print(
+                    console,
+                    f"bench: interrupted ({signame}); finished points are saved in {runner.path}",
+                )
+                return code
+        else:
+            code = 1 if outcome.failed else 0
     for table in tables(outcome):
         console.print(table)
     note = energy_note(outcome)
     if note:
-        console.print(note, highlight=False)
-    console.print(f"result: {runner.path}", highlight=False)
+        _print(console, note)
+    if runner.save_error is not None:
+        # Nothing measured is lost: the figures above, and the whole result on stdout.
+        print(json.dumps(outcome.to_json(), indent=1))
+        raise BenchError(
+            f"could not save {runner.path} ({runner.save_error.strerror}): the result "
+            f"is printed above as JSON; {runner.path} still holds the last complete save"
+        )
+    _print(console, f"result: {runner.path}")
     if args.json:
         print(json.dumps(outcome.to_json(), indent=1))
-    return 1 if outcome.failed else 0
+    return code
+
+
+def _print(console: Console, line: str) -> None:
+    """A line that may hold text from a file, a path or a child: never read as markup."""
+    console.print(line, markup=False, highlight=False)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -380,31 +439,31 @@ def _comparison(args: argparse.Namespace):
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.report import compare
 
+    if args.output:
+        files.require_writable_file(args.output, "output")
     comparison = _comparison(args)
-    if args.format == "csv":
-        out = args.output or Path("/dev/stdout")
-        compare.write_csv(comparison, out)
-        return 0
     text = {
+        "csv": lambda: compare.to_csv(comparison),
         "markdown": lambda: compare.to_markdown(comparison),
         "json": lambda: json.dumps(compare.as_dict(comparison), indent=1) + "\n",
     }.get(args.format)
     if text is not None:
         if args.output:
-            args.output.write_text(text())
+            files.replace(args.output, text())
         else:
             print(text(), end="")
         return 0
     console = _console()
     for headers, body in (compare.grid(comparison), compare.max_batch_grid(comparison)):
         if body:
-            # Labels hold brackets ("[bench:xeon]") that rich would read as markup.
-            title = escape(f"baseline: {comparison.baseline.label}")
-            table = Table(*map(escape, headers), title=title, title_justify="left")
+            title = Text(f"baseline: {comparison.baseline.label}")
+            table = Table(title=title, title_justify="left")
+            for header in headers:
+                table.add_column(plain(header))
             for row in body:
-                table.add_row(*map(escape, row))
+                table.add_row(*map(plain, row))
             console.print(table)
-    console.print(compare.legend(), highlight=False)
+    _print(console, compare.legend())
     return 0
 
 
@@ -419,6 +478,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     _require_report_extra("report", "matplotlib")
     from bench.report import page
 
+    files.require_writable_dir(args.output, "output")
     for path in page.write_report(_comparison(args), args.output, args.train_epochs):
         print(path)
     return 0
@@ -437,6 +497,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _require_report_extra("collect", "pandas", "tabulate")
     from bench.report import collect
 
+    files.require_writable_dir(args.output.absolute().parent, "output")
     for path in collect.write(collect.load_all(args.paths), args.output):
         print(path)
     return 0
@@ -480,7 +541,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         devices.add_column(framework.name)
     for platform in registry.platforms().values():
         devices.add_row(
-            platform.name, *(escape(f.unavailable_reason(platform) or "yes") for f in frameworks)
+            platform.name, *(plain(f.unavailable_reason(platform) or "yes") for f in frameworks)
         )
     console.print(devices)
     console.print("frameworks: " + ", ".join(registry.framework_names()))
@@ -497,6 +558,6 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as error:
         print(f"bench: error: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("bench: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return getattr(stop, "exit_code", EXIT_INTERRUPTED)

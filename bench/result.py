@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import files
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.stats import Estimate, Summary, relative_stdev
@@ -49,6 +49,10 @@ THROUGHPUT_UNIT = "samples/s"
 
 class ResultError(UsageError):
     """A result file that cannot be read: names the file and what is wrong."""
+
+
+class InvalidField(ValueError):
+    """A field of a result document that does not hold what bench wrote there."""
 
 
 def variant_label(precision: str, memory_format: str, compile: str | None) -> str:
@@ -361,67 +365,215 @@ def default_name(config: RunConfig, when: datetime | None = None) -> str:
     return f"{config.workload}-{config.framework}-{config.device}-{stamp}.json"
 
 
-def _write_tmp(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    return tmp
-
-
 def create(result: Result, directory: Path) -> Path:
     """Write a new result file atomically and never over an existing one."""
     directory.mkdir(parents=True, exist_ok=True)
     base = default_name(result.config)
+    text = json.dumps(result.to_json(), indent=1)
     for n in range(1, 1000):
         path = directory / (base if n == 1 else base.replace(".json", f"-{n}.json"))
-        tmp = _write_tmp(path, json.dumps(result.to_json(), indent=1))
-        try:
-            os.link(tmp, path)  # fails if the name exists: no overwrite, no race
+        if files.create(path, text):
             return path
-        except FileExistsError:
-            continue
-        finally:
-            tmp.unlink()
     raise BenchError(f"could not find a free result file name in {directory}")
 
 
 def update(result: Result, path: Path) -> None:
-    """Atomically replace a result file this run created (readers never see half a file)."""
-    os.replace(_write_tmp(path, json.dumps(result.to_json(), indent=1)), path)
+    """Atomically replace a result file this run created (readers never see half a file;
+    on a full disk the previous complete file stays)."""
+    files.replace(path, json.dumps(result.to_json(), indent=1))
 
 
-def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in data:
-        raise ValueError(f"{where}: missing field {key!r}")
-    if not isinstance(data[key], kind):
-        raise ValueError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}")
-    return data[key]
+# --- validation on load: every field a reader uses, by type and range ------------------
+# Result files are shared between people: a malformed or hostile one must fail as one
+# line naming the file and the field, never as a traceback deep in a table or a chart.
+
+Check = Callable[[Any], bool]
+MAX_DEPTH = 32  # bench writes at most ~6 levels; deeper is not a result
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _whole(low: int) -> Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _positive(v: Any) -> bool:
+    return _finite(v) and v > 0
+
+
+def _non_negative(v: Any) -> bool:
+    return _finite(v) and v >= 0
+
+
+def _number_or_nan(v: Any) -> bool:  # a loss may diverge to nan or inf, and that is data
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _optional(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def _list_of(check: Check) -> Check:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+def _dict_of(check: Check) -> Check:
+    return lambda v: isinstance(v, dict) and all(_text(k) and check(x) for k, x in v.items())
+
+
+def _one_of(*allowed: str) -> Check:
+    return lambda v: v in allowed
+
+
+_SECONDS = _list_of(_list_of(_positive))
+_ENERGY = {
+    "per_device_j": (_dict_of(_non_negative), "joules (numbers >= 0) by device"),
+    "window_s": (_positive, "positive seconds"),
+    "sources": (_dict_of(_text), "source names by device"),
+    "epoch_j": (_optional(_list_of(_non_negative)), "a list of joules or null"),
+}
+# field -> (check, what is expected); fields marked required must be present.
+_POINT = {
+    "batch_size": (_whole(1), "a whole number >= 1"),
+    "precision": (_text, "text"),
+    "memory_format": (_text, "text"),
+    "compile": (_optional(_text), "text or null"),
+    "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
+    "error": (_optional(_text), "text or null"),
+    "warmup_times_s": (_SECONDS, "lists of positive, finite seconds"),
+    "step_times_s": (_SECONDS, "lists of positive, finite seconds"),
+    "epoch_times_s": (_optional(_SECONDS), "lists of positive, finite seconds, or null"),
+    "peak_memory_bytes": (_list_of(_optional(_whole(0))), "a list of byte counts"),
+    "memory_kind": (_optional(_text), "text or null"),
+    "memory_unavailable": (_optional(_text), "text or null"),
+    "loss_first": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
+    "loss_last": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
+    "parameters": (_optional(_whole(0)), "a whole number or null"),
+    "devices": (_whole(1), "a whole number >= 1"),
+    "flops_per_sample": (_optional(_positive), "a positive number or null"),
+    "energy": (_list_of(_optional(lambda v: isinstance(v, dict))), "a list of objects"),
+    "energy_unavailable": (_optional(_text), "text or null"),
+    "details": (lambda v: isinstance(v, dict), "an object"),
+}
+_POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
+_PROBE = {
+    "batch_size": (_whole(1), "a whole number >= 1"),
+    "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
+    "error": (_optional(_text), "text or null"),
+    "peak_memory_bytes": (_optional(_whole(0)), "a byte count or null"),
+}
+_MAX_BATCH = {
+    "precision": (_text, "text"),
+    "memory_format": (_text, "text"),
+    "compile": (_optional(_text), "text or null"),
+    "largest_ok": (_optional(_whole(1)), "a whole number or null"),
+    "first_failing": (_optional(_whole(1)), "a whole number or null"),
+    "status": (_one_of("running", "done", "error"), "one of running, done, error"),
+    "error": (_optional(_text), "text or null"),
+    "probes": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+}
+_RESULT = {
+    "config": (lambda v: isinstance(v, dict), "an object"),
+    "points": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+    "max_batch": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+    "status": (_one_of("running", "complete", "interrupted"),
+               "one of running, complete, interrupted"),
+    "started": (_text, "text"),
+    "finished": (_optional(_text), "text or null"),
+    "command": (_list_of(_text), "a list of text"),
+    "pricing": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
+    "peak_tflops": (_optional(_positive), "a positive number or null"),
+    "environment": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
+}  # fmt: skip
+_SECTION = _optional(lambda v: isinstance(v, dict))
+# What readers take from the provenance (table titles, machine labels, peaks, prices).
+_ENVIRONMENT = {
+    **{name: (_SECTION, "an object or null")
+       for name in ("bench", "host", "cpu", "accelerator", "framework", "image", "env")},
+}  # fmt: skip
+_ENVIRONMENT_FIELDS = {
+    "accelerator": {
+        "accelerator": (_optional(_text), "text or null"),
+        "accelerator_count": (_optional(_whole(0)), "a whole number or null"),
+    },
+    "cpu": {
+        "model": (_optional(_text), "text or null"),
+        "physical_cores": (_optional(_whole(1)), "a whole number or null"),
+        "max_mhz": (_optional(_positive), "a positive number or null"),
+        "flags": (_optional(_list_of(_text)), "a list of text"),
+    },
+    "image": {"name": (_optional(_text), "text or null")},
+}
+_PRICING = {
+    "usd_per_hour": (_optional(_positive), "a positive number of USD or null"),
+    "source": (_optional(_text), "text or null"),
+}
+
+
+def _check_fields(
+    data: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str,
+    required: tuple[str, ...] = (),
+) -> None:  # fmt: skip
+    for key in required:
+        if key not in data:
+            raise InvalidField(f"{where}: missing field {key!r}")
+    for key, (check, expected) in fields.items():
+        value = data.get(key)
+        if key in data and not check(value):
+            name = f"{where}.{key}"
+            if isinstance(value, list):  # name the first bad element: a file may be long
+                i = next(i for i, item in enumerate(value) if not check([item]))
+                name, value = f"{name}[{i}]", value[i]
+            raise InvalidField(f"{name}: expected {expected}, found {_brief(value)}")
+
+
+def _brief(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and objects nest, without recursion (a hostile file may nest
+    far deeper than Python's stack)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def validate(data: Any) -> dict[str, Any]:
     """Check a document's layout (after migration); raises ValueError naming the field."""
     if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    _require(data, "config", dict, "result")
-    for i, point in enumerate(_require(data, "points", list, "result")):
+        raise InvalidField("not a JSON object")
+    _check_fields(data, _RESULT, "result", required=("config", "points"))
+    for i, point in enumerate(data["points"]):
         where = f"points[{i}]"
-        if not isinstance(point, dict):
-            raise ValueError(f"{where}: not an object")
-        _require(point, "batch_size", int, where)
-        _require(point, "precision", str, where)
-        if _require(point, "status", str, where) not in STATUSES:
-            raise ValueError(
-                f"{where}.status: {point['status']!r} is not one of {', '.join(STATUSES)}"
-            )
-        for r, row in enumerate(_require(point, "step_times_s", list, where)):
-            if not isinstance(row, list) or not all(
-                isinstance(t, int | float) and math.isfinite(t) and t >= 0 for t in row
-            ):
-                raise ValueError(
-                    f"{where}.step_times_s[{r}]: expected a list of non-negative seconds"
-                )
+        _check_fields(point, _POINT, where, required=_POINT_REQUIRED)
+        for r, energy in enumerate(point.get("energy", [])):
+            if energy is not None:
+                _check_fields(energy, _ENERGY, f"{where}.energy[{r}]", required=tuple(_ENERGY))
+    for i, search in enumerate(data.get("max_batch", [])):
+        _check_fields(search, _MAX_BATCH, f"max_batch[{i}]", required=("precision",))
+        for j, probe in enumerate(search.get("probes", [])):
+            where = f"max_batch[{i}].probes[{j}]"
+            _check_fields(probe, _PROBE, where, required=("batch_size", "status"))
+    environment = data.get("environment") or {}
+    _check_fields(environment, _ENVIRONMENT, "environment")
+    for section, fields in _ENVIRONMENT_FIELDS.items():
+        _check_fields(environment.get(section) or {}, fields, f"environment.{section}")
+    _check_fields(data.get("pricing") or {}, _PRICING, "pricing")
     return data
 
 
@@ -436,6 +588,10 @@ def load(path: str | Path) -> Result:
         raise ResultError(f"{path}: cannot read ({error})") from None
     except json.JSONDecodeError as error:
         raise ResultError(f"{path}: not a bench result (invalid JSON: {error})") from None
+    except RecursionError:
+        raise ResultError(f"{path}: not a bench result (nested too deeply)") from None
+    if _depth(data) > MAX_DEPTH:
+        raise ResultError(f"{path}: not a bench result (nested deeper than {MAX_DEPTH} levels)")
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(version, int):
         raise ResultError(f"{path}: not a bench result (no schema_version)")
@@ -452,8 +608,8 @@ def load(path: str | Path) -> Result:
             data = MIGRATIONS[version](data)
             version += 1
         return Result.from_json(validate(data))
-    except UsageError as error:
-        raise ResultError(f"{path}: {error}") from None
+    except (UsageError, InvalidField) as error:
+        raise ResultError(f"{path}: invalid result ({error})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         # Migrations run before validation, so they may meet any malformed shape.
         raise ResultError(f"{path}: invalid result ({type(error).__name__}: {error})") from None

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from bench import provenance, registry, result
+from bench import files, oomkill, provenance, registry, result
 from bench.config import PointConfig, RunConfig
+from bench.errors import BenchError
 from bench.result import MaxBatch, Point, Probe, Result
 
 Response = dict[str, Any]
@@ -93,32 +94,37 @@ def spawn_worker(
         stderr=subprocess.STDOUT,
         text=True,
         pass_fds=(write_fd,),
-        env={**os.environ, "BENCH_REPORT_FD": str(write_fd)},
+        env={**os.environ, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
     )
     os.close(write_fd)
     pipe, output = _ChildPipe(read_fd, on_progress), _OutputTail(child.stdout)  # type: ignore[arg-type]
     pipe.start()
     output.start()
+    oom_kills = oomkill.count()
     try:
-        # A child that died at start-up closes its stdin; its exit status says why.
+        # The request is one line; stdin then stays open as the child's lifeline (it
+        # exits when it reads end-of-file). A child that died at start-up closed it.
         with contextlib.suppress(BrokenPipeError):
-            child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}))  # type: ignore[union-attr]
-            child.stdin.close()  # type: ignore[union-attr]
+            child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}) + "\n")  # type: ignore[union-attr]
+            child.stdin.flush()  # type: ignore[union-attr]
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
         return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
-    except BaseException:  # Ctrl-C: stop the child before giving up the point
+    except BaseException:  # Ctrl-C, SIGTERM: stop the child before giving up the point
         child.kill()
         child.wait()
         raise
     finally:
+        with contextlib.suppress(OSError):
+            child.stdin.close()  # type: ignore[union-attr]
         pipe.join(timeout=5)
         output.join(timeout=5)
     if pipe.response is not None:
         return pipe.response
-    return classify_crash(code, output.text(), point.memory_limit_bytes)
+    killer = oomkill.evidence(oom_kills, oomkill.count()) if code == -signal.SIGKILL else None
+    return classify_crash(code, output.text(), point.memory_limit_bytes, killer)
 
 
 # Signals of a native allocation failing where nothing checks it (seen here: SIGSEGV
@@ -126,18 +132,27 @@ def spawn_worker(
 _CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT)
 
 
-def classify_crash(code: int, output: str, memory_limit: int | None) -> Response:
-    """The response for a child that died without reporting. Out of memory only when
-    the evidence says so: the kernel's OOM killer, or a crash under --memory-limit."""
+def classify_crash(
+    code: int, output: str, memory_limit: int | None, oom_killer: str | None = None
+) -> Response:
+    """The response for a child that died without reporting. Out of memory only with
+    evidence: a kernel OOM-kill counter that rose while it ran (`oom_killer`, from
+    bench.oomkill), or a crash under --memory-limit. A SIGKILL alone is not evidence:
+    `docker stop`, `kill -9` and pre-emption send it too."""
     name = signal.Signals(-code).name if code < 0 else None
-    if code == -signal.SIGKILL:
-        return {"status": "oom", "error": "the child was killed by SIGKILL, "
-                "most likely by the kernel's out-of-memory killer"}  # fmt: skip
+    if code == -signal.SIGKILL and oom_killer:
+        return {"status": "oom", "error": "the child was killed by the kernel's "
+                f"out-of-memory killer (SIGKILL; {oom_killer})"}  # fmt: skip
     if memory_limit and ((code < 0 and -code in _CRASH_SIGNALS) or "bad_alloc" in output):
         return {"status": "oom", "error": f"the child died ({name or f'status {code}'}) under "
                 f"--memory-limit {memory_limit} B: an allocation failed outside PyTorch's "
                 "allocator"}  # fmt: skip
     reason = f"killed by {name}" if name else f"exited with status {code}"
+    if code == -signal.SIGKILL:
+        reason += (
+            " (no kernel OOM-kill counter rose, or none can be read here: "
+            "not counted as out of memory)"
+        )
     return {"status": "error", "error": f"the child {reason} without a result:\n{output}"}
 
 
@@ -187,13 +202,25 @@ class Runner:
         self.output_dir = Path(output_dir)
         self.reporter = reporter or SilentReporter()
         self.spawn = spawn or (lambda p, t, cb: spawn_worker(p, t, cb, config.timeout_s))
-        self.result = Result(config=config, command=list(sys.argv if command is None else command))
+        argv = sys.argv if command is None else command
+        self.result = Result(config=config, command=[provenance.redact(arg) for arg in argv])
         self.path: Path | None = None
+        self.save_error: OSError | None = None
         self._flops: dict[tuple[Any, ...], float | None] = {}
 
     def run(self) -> Result:
-        """Measure everything; the file at self.path is complete after every point."""
-        self.path = result.create(self.result, self.output_dir)
+        """Measure everything; the file at self.path is complete after every point.
+
+        A save that fails (a full disk) keeps the measured points in memory and is tried
+        again after the next point and at the end; `save_error` says if the last failed."""
+        files.require_writable_dir(self.output_dir, "output-dir")
+        try:
+            self.path = result.create(self.result, self.output_dir)
+        except OSError as error:
+            raise BenchError(
+                f"output-dir: cannot write a result file in {self.output_dir} "
+                f"({error.strerror}); nothing was measured"
+            ) from None
         try:
             if self.config.find_max_batch:
                 self._find_max_batch()
@@ -214,8 +241,13 @@ class Runner:
         return self.result
 
     def _save(self) -> None:
-        if self.path is not None:  # None only before run() created the file
+        if self.path is None:  # only before run() created the file
+            return
+        try:
             result.update(self.result, self.path)
+            self.save_error = None
+        except OSError as error:  # the previous complete file is still in place
+            self.save_error = error
 
     def _spawn(self, point: PointConfig, task: str = "measure") -> Response:
         response = self.spawn(point, task, self.reporter.progress)

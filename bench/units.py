@@ -16,6 +16,7 @@ _UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
+MAX_BYTES = 2**63 - 1  # what a signed 64-bit size holds (rlimits, allocator caps)
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
@@ -28,7 +29,10 @@ def parse_size(text: str, what: str = "size") -> int:
             f"{what}: {text!r} is not a size; use a number with an optional unit "
             "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (e.g. 16GiB)"
         )
-    value = int(float(match.group(1)) * _UNITS[unit])
+    number = float(match.group(1)) * _UNITS[unit]
+    if not number < MAX_BYTES:  # also inf, from '1e400'
+        raise UsageError(f"{what}: {text!r} is too large; at most {MAX_BYTES} B (8 EiB)")
+    value = int(number)
     if value <= 0:
         raise UsageError(f"{what}: {text!r} must be larger than zero")
     return value

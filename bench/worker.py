@@ -14,9 +14,12 @@ come back as a status and message (with the traceback), never as a lost result.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -33,6 +36,8 @@ from bench.trackers.memory import MemoryTracker
 from bench.trackers.timing import StepTimer
 
 Progress = Callable[[str, int, int], None]
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+EXIT_ORPHANED = 128 + signal.SIGHUP  # as if the parent had hung up
 
 
 def _no_progress(phase: str, done: int, total: int) -> None:
@@ -171,12 +176,35 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
     return response
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Never outlive the parent, even one killed by SIGKILL. Linux: the kernel sends
+    SIGKILL when the parent dies (PR_SET_PDEATHSIG). Everywhere: the parent holds our
+    stdin open while it lives, so a thread blocked reading it sees end-of-file when the
+    parent is gone, however it died."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # it died before the line above took effect
+        os._exit(EXIT_ORPHANED)
+
+    def watch() -> None:
+        # The raw descriptor, not sys.stdin: a thread blocked inside sys.stdin holds its
+        # lock, and forked DataLoader workers, which close sys.stdin, would wait forever.
+        while os.read(0, 4096):
+            pass
+        os._exit(EXIT_ORPHANED)  # end-of-file: the parent closed it, or died
+
+    threading.Thread(target=watch, name="parent-lifeline", daemon=True).start()
+
+
 def main() -> int:
-    request = json.loads(sys.stdin.read())
     fd = os.environ.get("BENCH_REPORT_FD")
-    if fd is None:  # run by hand: the response goes to stdout
-        print(json.dumps(run_point(request)))
+    if fd is None:  # run by hand: the request is all of stdin, the response goes to stdout
+        print(json.dumps(run_point(json.loads(sys.stdin.read()))))
         return 0
+    request = json.loads(sys.stdin.readline())
+    die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())))
     parent = ParentPipe(int(fd))
     parent.respond(run_point(request, parent.progress))
     return 0

@@ -180,17 +180,42 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("code", "output", "limit", "status"),
+    ("code", "output", "limit", "killer", "status"),
     [
-        (-9, "", None, "oom"),  # the kernel's OOM killer
-        (-11, "", 1 << 30, "oom"),  # SIGSEGV under a memory cap: a failed native allocation
-        (-6, "terminate called after throwing an instance of 'std::bad_alloc'", 1 << 30, "oom"),
-        (-11, "", None, "error"),  # a segfault without a cap is a real error
-        (1, "Traceback ...", None, "error"),
+        (-9, "", None, "oom_kill in /proc/vmstat rose from 3 to 4", "oom"),  # the OOM killer
+        (-9, "", None, None, "error"),  # docker stop, kill -9, pre-emption: not memory
+        (-9, "", 1 << 30, None, "error"),  # a cap alone does not make a SIGKILL memory
+        (-11, "", 1 << 30, None, "oom"),  # SIGSEGV under a memory cap: a failed native allocation
+        (-6, "terminate called after throwing an instance of 'std::bad_alloc'", 1 << 30, None,
+         "oom"),
+        (-11, "", None, None, "error"),  # a segfault without a cap is a real error
+        (1, "Traceback ...", None, None, "error"),
     ],
-)
-def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, status):
+)  # fmt: skip
+def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, killer, status):
     from bench.runner import classify_crash
 
-    response = classify_crash(code, output, limit)
+    response = classify_crash(code, output, limit, killer)
     assert response["status"] == status and response["error"]
+    if killer:
+        assert killer in response["error"]
+
+
+def test_oom_kill_counters_are_read_from_cgroup_and_vmstat(tmp_path, monkeypatch):
+    from bench import oomkill
+
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text("0::/docker/abc\n")
+    (proc / "vmstat").write_text("nr_free_pages 1\noom_kill 7\n")
+    events = tmp_path / "cg" / "docker" / "abc" / "memory.events"
+    events.parent.mkdir(parents=True)
+    events.write_text("low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n")
+    monkeypatch.setattr(oomkill, "CGROUP_ROOT", tmp_path / "cg")
+    before = oomkill.count(proc)
+    assert before == {str(events): 1, str(proc / "vmstat"): 7}
+    assert oomkill.evidence(before, before) is None
+    events.write_text("low 0\nhigh 0\nmax 5\noom 2\noom_kill 2\n")
+    assert oomkill.evidence(before, oomkill.count(proc)) == (
+        f"oom_kill in {events} rose from 1 to 2"
+    )

@@ -6,24 +6,44 @@ core package does not need it (pip install 'bench[report]').
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import result
+from bench import files, result
 from bench.errors import UsageError
+from bench.report import text
 from bench.result import Result
+
+COMPARISON_KIND = "bench-comparison"  # what `bench compare --format json` writes
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
+def warn(message: str) -> None:
+    print(f"bench: warning: {message}", file=sys.stderr)
+
+
 def result_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The result files named, and every *.json below the folders named."""
+    """The result files named, and every *.json below the folders named. A subfolder
+    that cannot be read is named in a warning, not silently left out."""
     found: list[Path] = []
+
+    def unreadable(error: OSError) -> None:
+        warn(f"cannot read folder {error.filename} ({error.strerror}); its files are left out")
+
     for path in map(Path, paths):
         if path.is_dir():
-            found += sorted(path.rglob("*.json"))
+            found += sorted(
+                Path(folder) / name
+                for folder, _, names in os.walk(path, onerror=unreadable)
+                for name in names
+                if name.endswith(".json")
+            )
         elif path.exists():
             found.append(path)
         else:
@@ -33,8 +53,31 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def _bench_output(path: Path) -> bool:
+    """Whether a JSON file is one of bench's own outputs other than a result (what
+    `bench compare --format json -o` writes, which users keep beside their results)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and (
+        data.get("kind") == COMPARISON_KIND
+        or ("schema_version" not in data and {"baseline", "machines", "points"} <= set(data))
+    )
+
+
 def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
-    return [(path, result.load(path)) for path in result_files(paths)]
+    loaded = []
+    for path in result_files(paths):
+        try:
+            loaded.append((path, result.load(path)))
+        except result.ResultError:
+            if not _bench_output(path):
+                raise
+            warn(f"skipped {path}: a bench comparison, not a result")
+    if not loaded:
+        raise UsageError(f"no result files in {', '.join(map(str, paths))}")
+    return loaded
 
 
 def _provenance(res: Result) -> dict[str, Any]:
@@ -125,18 +168,26 @@ def write(loaded: list[tuple[Path, Result]], prefix: Path) -> list[Path]:
     prefix.parent.mkdir(parents=True, exist_ok=True)
     points, searches = points_frame(loaded), max_batch_frame(loaded)
     written = [prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")]
-    points.to_csv(written[0], index=False)
+    files.replace(written[0], _safe_csv(points))
     parts = [f"# bench results\n\n{len(loaded)} result files, {len(points)} points.\n"]
     if not points.empty:
-        parts.append(
-            "## Throughput (samples/s)\n\n" + points[_SUMMARY_COLUMNS].to_markdown(index=False)
-        )
+        parts.append("## Throughput (samples/s)\n\n" + _safe_markdown(points[_SUMMARY_COLUMNS]))
     if not searches.empty:
         written.append(prefix.with_name(prefix.name + "-max-batch.csv"))
-        searches.to_csv(written[-1], index=False)
+        files.replace(written[-1], _safe_csv(searches))
         columns = ["workload", "accelerator", "cpu", "precision", "largest_batch", "first_failing"]
-        parts.append(
-            "## Largest batch that trains\n\n" + searches[columns].to_markdown(index=False)
-        )
-    written[1].write_text("\n\n".join(parts) + "\n")
+        parts.append("## Largest batch that trains\n\n" + _safe_markdown(searches[columns]))
+    files.replace(written[1], "\n\n".join(parts) + "\n")
     return written
+
+
+def _safe_csv(frame: pd.DataFrame) -> str:
+    """CSV whose text cells a spreadsheet will not run as formulas."""
+    return frame.map(text.csv_cell).to_csv(index=False)
+
+
+def _safe_markdown(frame: pd.DataFrame) -> str:
+    """A Markdown table whose text cells (from result files) are escaped."""
+    cells = frame.map(lambda v: text.markdown(v) if isinstance(v, str) else v)
+    cells.columns = [text.markdown(c) for c in frame.columns]
+    return cells.to_markdown(index=False)

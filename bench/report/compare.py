@@ -15,6 +15,7 @@ from typing import Any
 
 from bench import catalog, registry
 from bench.errors import UsageError
+from bench.report.text import csv_cell, markdown, visible
 from bench.result import MaxBatch, Point, Result
 
 # Config fields that must agree between results compared in one row: they change
@@ -39,7 +40,7 @@ def machine_label(res: Result, with_framework: bool = False) -> str:
         label += f" [{image}]"
     if with_framework:
         label += f" ({res.config.framework})"
-    return label
+    return visible(label)  # control characters from a file never reach a terminal or chart
 
 
 @dataclass
@@ -259,6 +260,7 @@ def legend() -> str:
 def as_dict(comparison: Comparison) -> dict[str, Any]:
     labels = [m.label for m in comparison.machines]
     return {
+        "kind": "bench-comparison",  # so that folder scans skip it (bench.report.collect)
         "baseline": comparison.baseline.label,
         "machines": [
             {
@@ -325,14 +327,14 @@ def _fmt(value: float | None) -> str:
 
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(markdown(c) for c in cells) + " |"
 
     return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)])
 
 
 def to_markdown(comparison: Comparison) -> str:
     parts = [
-        f"Baseline: **{comparison.baseline.label}**. {legend()}",
+        f"Baseline: **{markdown(comparison.baseline.label)}**. {markdown(legend())}",
         markdown_table(*grid(comparison)),
     ]
     if comparison.max_batch:
@@ -343,11 +345,13 @@ def to_markdown(comparison: Comparison) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_csv(comparison: Comparison, path: Path) -> None:
+def to_csv(comparison: Comparison) -> str:
     import csv
+    import io
 
-    records = comparison.to_records()
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(records[0]) if records else list(ROW_KEYS))
-        writer.writeheader()
-        writer.writerows(records)
+    records = [{k: csv_cell(v) for k, v in r.items()} for r in comparison.to_records()]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(records[0]) if records else list(ROW_KEYS))
+    writer.writeheader()
+    writer.writerows(records)
+    return text.getvalue()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ matplotlib.use("Agg")  # files only; no display
 
 import matplotlib.pyplot as plt
 
+from bench import files
 from bench.report.compare import (
     Cell,
     Comparison,
@@ -31,6 +33,7 @@ from bench.report.compare import (
     max_batch_grid,
     training_cost,
 )
+from bench.report.text import markdown
 
 Figure = Any  # matplotlib.figure.Figure
 
@@ -215,16 +218,21 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     made, missing = {}, []
-    for name, fig in charts(comparison).items():
-        if fig is None:
-            missing.append(name)
-            continue
-        for ext in ("png", "svg"):
-            path = folder / f"{name}.{ext}"
-            fig.savefig(path, dpi=120)
-            written.append(path)
-        plt.close(fig)
-        made[name] = folder / f"{name}.png"
+    # Labels come from result files: '$' stays a dollar, never TeX-like mathtext (text
+    # is laid out when saved, so the setting spans the saving too).
+    with matplotlib.rc_context({"text.parse_math": False}):
+        for name, fig in charts(comparison).items():
+            if fig is None:
+                missing.append(name)
+                continue
+            for ext in ("png", "svg"):
+                path = folder / f"{name}.{ext}"
+                image = io.BytesIO()
+                fig.savefig(image, format=ext, dpi=120)
+                files.replace(path, image.getvalue())
+                written.append(path)
+            plt.close(fig)
+            made[name] = folder / f"{name}.png"
     tables = [("Throughput relative to the baseline", grid(comparison))]
     if comparison.max_batch:
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
@@ -241,11 +249,11 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         f"bench report: {len(comparison.machines)} machines, baseline {comparison.baseline.label}"
     )
 
-    md = [f"# {title}", legend(), note]
+    md = [f"# {markdown(title)}", markdown(legend()), markdown(note)]
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     md += [f"![{name}]({path.name})" for name, path in made.items()]
     written.append(folder / "report.md")
-    written[-1].write_text("\n\n".join(part for part in md if part) + "\n")
+    files.replace(written[-1], "\n\n".join(part for part in md if part) + "\n")
 
     images = "".join(
         f'<figure><img alt="{name}" src="data:image/png;base64,'
@@ -263,5 +271,5 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         f"{body}{images}</body></html>"
     )
     written.append(folder / "report.html")
-    written[-1].write_text(page)
+    files.replace(written[-1], page)
     return written

@@ -1,0 +1,51 @@
+"""Stopping a run from outside: SIGTERM and SIGHUP end it as Ctrl-C does.
+
+`docker stop`, Kubernetes, SkyPilot, `timeout` and a reclaimed spot instance send SIGTERM;
+a closed terminal or ssh session sends SIGHUP. Each raises Interrupted in the main
+thread, so the runner stops the point in progress, keeps every finished point and marks
+the file `interrupted`. A handler is also what makes SIGTERM work when bench is PID 1 in
+a container without --init: the kernel drops signals PID 1 has no handler for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; exit status 128 + its number (130, 143, 129)."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block the first SIGINT, SIGTERM or SIGHUP raises Interrupted; later
+    ones are ignored, so that saving what was measured is not itself interrupted."""
+    stopping = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)

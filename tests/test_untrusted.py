@@ -1,0 +1,228 @@
+"""Text and numbers bench did not write itself: result files from other people, a child's
+error messages, the environment, the command line. Shown as text, validated, never
+executed, never leaking secrets."""
+
+import json
+import os
+
+import pytest
+
+from bench import provenance, result
+from bench.cli import main
+from bench.report.text import csv_cell, markdown, plain
+from bench.result import ResultError
+
+from .conftest import DATA, run_bench
+from .test_compare import V100, machine, point
+
+HOSTILE = (
+    "[red]x[/red] [link=https://evil.example]click[/link] [/oops] "
+    "<img src=x onerror=alert(1)> | `=cmd` \x1b]52;c;cHduZWQ=\x07\x1b[2J $\\alpha$"
+)
+
+
+# --- secrets ---------------------------------------------------------------------------
+
+
+def test_only_allow_listed_variables_are_recorded_and_credentials_are_redacted():
+    env = {
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "db_password": "hunter2",
+        "TF_VAR_db_password": "hunter2",  # Terraform, not TensorFlow
+        "BENCH_API_TOKEN": "t0ken",
+        "TORCH_HOME": "/home/me/.cache",
+        "OMP_NUM_THREADS": "8",
+        "XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false",
+        "CUDA_VISIBLE_DEVICES": "GPU-8b1f2c3d-1234-5678-9abc-def012345678",
+        "LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "CUDA_CACHE_URL": "https://me:s3cret@cache.example/x",
+        "MKL_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "TPU_NAME": "AKIAIOSFODNN7EXAMPLE",
+        "NCCL_X": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }
+    recorded = provenance.speed_env(env)
+    assert set(recorded) == {
+        "OMP_NUM_THREADS", "XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "LD_PRELOAD",
+        "NCCL_SOCKET_IFNAME", "CUDA_CACHE_URL", "MKL_TOKEN", "TPU_NAME", "NCCL_X",
+    }  # fmt: skip
+    for name in ("CUDA_CACHE_URL", "MKL_TOKEN", "TPU_NAME", "NCCL_X"):
+        assert recorded[name] == provenance.REDACTED
+    assert recorded["CUDA_VISIBLE_DEVICES"].startswith("GPU-8b1f")  # a UUID is not a secret
+    assert "hunter2" not in json.dumps(recorded) and "s3cret" not in json.dumps(recorded)
+
+
+def test_a_real_run_writes_no_secret(tmp_path):
+    env = {
+        **os.environ,
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "TF_VAR_db_password": "hunter2",
+        "OMP_WAIT_POLICY": "https://u:hunter3@x.example",
+    }
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "tiny", "--device", "cpu", "--steps", "2",
+         "--warmup-steps", "1", "--batch-size", "2", "--output-dir", "out"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = next((tmp_path / "out").glob("*.json")).read_text()
+    for secret in ("wJalrXUtnFEMI", "hunter2", "hunter3"):
+        assert secret not in text
+
+
+# --- text from files and children --------------------------------------------------------
+
+
+def test_hostile_text_is_shown_as_text(tmp_path, capsys):
+    from rich.console import Console
+
+    out = Console(width=400, force_terminal=True, color_system=None, file=None)
+    with out.capture() as captured:
+        out.print(plain(HOSTILE))
+    shown = captured.get()
+    assert "[red]x[/red]" in shown and "[/oops]" in shown  # as typed, no MarkupError
+    assert "\x1b" not in shown and "\\x1b]52" in shown  # escapes made visible
+    md = markdown(HOSTILE)
+    assert "<img" not in md and "&lt;img" in md and "\\|" in md and "\\[link" in md
+    assert csv_cell("=cmd()") == "'=cmd()" and csv_cell("-1.5") == "'-1.5" and csv_cell(2) == 2
+
+
+def test_a_hostile_result_file_prints_as_text_everywhere(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    bad = point(64, [100])
+    hostile = machine(HOSTILE, [bad])
+    hostile.points[0] = type(bad)(**{**bad.__dict__, "precision": "fp32"})
+    hostile.points.append(
+        type(bad)(batch_size=128, precision="fp32", status="error", error=HOSTILE)
+    )
+    result.create(hostile, tmp_path / "in" / "hostile")
+    result.create(machine(V100, [point(64, [50]), point(128, [60])]), tmp_path / "in" / "v100")
+    for path in (tmp_path / "in").rglob("*.json"):
+        assert main(["show", str(path)]) == 0
+    assert main(["compare", str(tmp_path / "in"), "--baseline", V100]) == 0
+    assert main(["compare", str(tmp_path / "in"), "--baseline", V100, "--format", "markdown"]) == 0
+    assert (
+        main(["report", str(tmp_path / "in"), "--baseline", V100, "-o", str(tmp_path / "r")]) == 0
+    )
+    assert main(["collect", str(tmp_path / "in"), "-o", str(tmp_path / "c" / "all")]) == 0
+    shown = capsys.readouterr().out
+    assert "[red]x[/red]" in shown and "\x1b" not in shown
+    for report in (tmp_path / "r" / "report.md", tmp_path / "c" / "all.md"):
+        text = report.read_text()
+        assert "<img" not in text and "\x1b" not in text and "\\[red\\]" in text
+    assert "<img src" not in (tmp_path / "r" / "report.html").read_text()
+
+
+# --- result files validated on load -------------------------------------------------------
+
+
+def _fixture_with(change) -> dict:
+    data = json.loads((DATA / "result-v2.json").read_text())
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["points"][0].update(step_times_s=[[0.1, 0]]), r"points[0].step_times_s[0]"),
+        (lambda d: d["points"][0].update(step_times_s=[[0.1, 1e999]]), "step_times_s[0]"),
+        (lambda d: d["points"][0].update(batch_size="64"), "points[0].batch_size"),
+        (lambda d: d["points"][0].update(batch_size=True), "points[0].batch_size"),
+        (lambda d: d["points"][0].update(devices=0), "points[0].devices"),
+        (lambda d: d["points"][0].update(error=["x"]), "points[0].error"),
+        (lambda d: d["points"][0].update(flops_per_sample=-1), "points[0].flops_per_sample"),
+        (lambda d: d["points"][0].update(energy=[{"window_s": 1}]), "points[0].energy[0]"),
+        (lambda d: d.update(status="owned"), "result.status"),
+        (lambda d: d.update(command="rm -rf /"), "result.command"),
+        (lambda d: d.update(peak_tflops=float("nan")), "result.peak_tflops"),
+        (lambda d: d["environment"]["accelerator"].update(accelerator_count="8"),
+         "environment.accelerator.accelerator_count"),
+        (lambda d: d.update(pricing={"usd_per_hour": -3}), "pricing.usd_per_hour"),
+        (lambda d: d.update(max_batch=[{"precision": "fp32", "probes": [{"batch_size": 0,
+         "status": "ok"}]}]), "max_batch[0].probes[0].batch_size"),
+    ],
+)  # fmt: skip
+def test_every_field_a_reader_uses_is_checked_on_load(tmp_path, change, field):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(_fixture_with(change)))
+    with pytest.raises(ResultError) as error:
+        result.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: invalid result (") and field in message, message
+    done = run_bench("show", str(path))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_a_deeply_nested_file_is_one_line(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"schema_version": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ResultError, match="nested"):
+        result.load(path)
+    path.write_text('{"schema_version": 2, "x": ' + "[" * 40 + "]" * 40 + "}")
+    with pytest.raises(ResultError, match="nested deeper than 32"):
+        result.load(path)
+
+
+def test_a_comparison_lying_in_the_results_folder_is_skipped(tmp_path, capsys):
+    result.create(machine(V100, [point(64, [100])]), tmp_path / "r")
+    result.create(machine("NVIDIA H100", [point(64, [300])]), tmp_path / "r")
+    out = tmp_path / "r" / "comparison.json"
+    assert main(["compare", str(tmp_path / "r"), "--baseline", V100, "--format", "json",
+                 "-o", str(out)]) == 0  # fmt: skip
+    assert json.loads(out.read_text())["kind"] == "bench-comparison"
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "r"), "--baseline", V100]) == 0
+    assert f"skipped {out}: a bench comparison" in capsys.readouterr().err
+
+
+def test_an_unreadable_subfolder_is_named_in_a_warning(tmp_path, capsys, monkeypatch):
+    result.create(machine(V100, [point(64, [100])]), tmp_path / "r")
+    locked = tmp_path / "r" / "locked"
+    locked.mkdir()
+    if os.geteuid() != 0:
+        locked.chmod(0)
+    else:  # root reads any folder: make the listing fail as it would for anyone else
+        real = os.scandir
+
+        def scandir(path="."):
+            if os.fspath(path) == str(locked):
+                raise PermissionError(13, "Permission denied", str(locked))
+            return real(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+    try:
+        assert main(["compare", str(tmp_path / "r"), "--baseline", V100]) == 0
+    finally:
+        locked.chmod(0o755)
+    err = capsys.readouterr().err
+    assert f"cannot read folder {locked} (Permission denied)" in err
+
+
+# --- numbers on the command line --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--batch-size", "٣٢"], "batch-size: '٣٢' is not allowed"),
+        (["--steps", "１６"], "argument --steps: '１６' is not allowed"),
+        (["--steps", "1_000"], "'1_000' is not allowed"),
+        (["--seed", "99999999999999999999"], "at most 2147483647"),
+        (["--memory-limit", "1e30"], "memory-limit: '1e30' is too large"),
+        (["--memory-limit", "1e400"], "memory-limit: '1e400' is too large"),
+        (["--timeout", "nan"], "argument --timeout: 'nan' is not allowed"),
+        (["--price-per-hour", "inf"], "'inf' is not allowed"),
+        (["--target-rsd", "٠.٥"], "'٠.٥' is not allowed"),
+    ],
+)
+def test_numbers_that_do_not_fit_or_are_not_ascii_are_refused(tmp_path, args, message):
+    done = run_bench("tiny", "--device", "cpu", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
