@@ -227,7 +227,7 @@ def alive(pid: int) -> bool:
     return text[text.rindex(")") + 2] != "Z"
 
 
-def wait_for(condition, timeout: float = 120, what: str = "") -> None:
+def wait_for(condition, timeout: float = 300, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
