@@ -29,7 +29,7 @@ from bench import catalog, files, registry, result, stopping
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
-from bench.report.table import energy_note, tables
+from bench.report.table import notes, tables
 from bench.report.text import plain
 from bench.runner import Runner
 from bench.units import parse_size
@@ -400,7 +400,7 @@ def _execute(config: RunConfig, args: argparse.Namespace) -> int:
             code = 1 if outcome.failed else 0
     for table in tables(outcome):
         console.print(table)
-    note = energy_note(outcome)
+    note = notes(outcome)
     if note:
         _print(console, note)
     if runner.save_error is not None:
@@ -417,8 +417,10 @@ def _execute(config: RunConfig, args: argparse.Namespace) -> int:
 
 
 def _print(console: Console, line: str) -> None:
-    """A line that may hold text from a file, a path or a child: never read as markup."""
-    console.print(line, markup=False, highlight=False)
+    """Lines that may hold text from a file, a path or a child: never read as markup,
+    control characters made visible."""
+    for part in line.split("\n"):
+        console.print(plain(part), highlight=False)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -490,6 +492,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         loaded = result.load(path)
         for table in tables(loaded):
             console.print(table)
+        note = notes(loaded)
+        if note:
+            _print(console, note)
     return 0
 
 

@@ -78,6 +78,8 @@ class EnergySummary:
     mean_power_w: float
     per_epoch_j: float | None  # epoch mode: mean of epochs 2..N
     sources: list[str]
+    # None: nothing to check against; "ok"; else what lies outside [draw before, limit].
+    power_check: str | None = None
 
     @property
     def samples_per_joule(self) -> float:
@@ -108,6 +110,8 @@ class Point:
     # Per repeat: {"window_s", "per_device_j", "sources", "epoch_j"}, or None.
     energy: tuple[dict[str, Any] | None, ...] = ()
     energy_unavailable: str | None = None
+    # Per repeat: {device: {"draw_w", "limit_w"}} read before the child's work, or None.
+    power_before: tuple[dict[str, Any] | None, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -191,7 +195,33 @@ class Point:
             mean_power_w=sum(joules) / sum(e["window_s"] for e, _ in windows),
             per_epoch_j=statistics.fmean(epochs) if epochs else None,
             sources=sorted({kind for e, _ in windows for kind in e["sources"].values()}),
+            power_check=self._power_check(),
         )
+
+    def _power_check(self) -> str | None:
+        """Each device's mean power over each window must lie between its draw before
+        the child's work and its enforced power limit (5% over it allowed for the
+        counter's own averaging); anything else means a counter that cannot be trusted."""
+        problems, checked = [], False
+        for r, (energy, before) in enumerate(
+            zip(self.energy, self.power_before or [None] * len(self.energy), strict=False)
+        ):
+            if not energy or not before:
+                continue
+            for device, joules in energy["per_device_j"].items():
+                bounds = before.get(device)
+                if not bounds:
+                    continue
+                checked = True
+                mean = joules / energy["window_s"]
+                where = f"repeat {r + 1} {device} mean {mean:,.0f} W"
+                if mean < bounds["draw_w"]:
+                    problems.append(f"{where} is below its {bounds['draw_w']:,.0f} W before work")
+                elif mean > bounds["limit_w"] * 1.05:
+                    problems.append(f"{where} is above its {bounds['limit_w']:,.0f} W limit")
+        if problems:
+            return "; ".join(problems)
+        return "ok" if checked else None
 
     @property
     def achieved_flops(self) -> float | None:
@@ -227,7 +257,7 @@ class Point:
             kwargs[key] = _tuples(kwargs.get(key, ()))
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
-        for key in ("peak_memory_bytes", "loss_first", "loss_last", "energy"):
+        for key in ("peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before"):
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
 
@@ -258,6 +288,7 @@ class Point:
             flops_per_sample=flops_per_sample,
             energy=tuple(r.get("energy") for r in done),
             energy_unavailable=first.get("energy_unavailable"),
+            power_before=tuple(r.get("power_before") for r in done),
             details=first.get("details") or {},
         )
 
@@ -438,6 +469,16 @@ _ENERGY = {
     "sources": (_dict_of(_text), "source names by device"),
     "epoch_j": (_optional(_list_of(_non_negative)), "a list of joules or null"),
 }
+
+
+def _power_reading(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and {"draw_w", "limit_w"} <= set(value)
+        and all(_non_negative(v) for v in value.values())
+    )
+
+
 # field -> (check, what is expected); fields marked required must be present.
 _POINT = {
     "batch_size": (_whole(1), "a whole number >= 1"),
@@ -459,6 +500,10 @@ _POINT = {
     "flops_per_sample": (_optional(_positive), "a positive number or null"),
     "energy": (_list_of(_optional(lambda v: isinstance(v, dict))), "a list of objects"),
     "energy_unavailable": (_optional(_text), "text or null"),
+    "power_before": (
+        _list_of(_optional(_dict_of(_power_reading))),
+        "a list of {device: {draw_w, limit_w}} or null",
+    ),
     "details": (lambda v: isinstance(v, dict), "an object"),
 }
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")

@@ -63,15 +63,10 @@ class ParentPipe:
 def run_steps(
     session: Session, timer: StepTimer, count: int, phase: str, progress: Progress
 ) -> tuple[list[float], list[Any]]:
-    """Time `count` steps one by one. The progress write happens between clock reads,
-    outside every timed interval."""
-    times, losses = [], []
-    for i in range(count):
-        seconds, loss = timer.time(session.step)
-        times.append(seconds)
-        losses.append(loss)
-        progress(phase, i + 1, count)
-    return times, losses
+    """Time `count` steps. The progress write never falls inside a timed interval with
+    the host clock; with device events it overlaps the device's work, as a log line in
+    a training loop does."""
+    return timer.steps(session.step, count, lambda i: progress(phase, i + 1, count))
 
 
 def measure(
@@ -85,8 +80,11 @@ def measure(
 ) -> dict[str, Any]:
     """Warm-up steps, then measured steps (or epochs), with trackers around them:
     memory over everything, energy over the measured window only."""
-    timer = StepTimer(session.synchronize, clock)
-    record: dict[str, Any] = {"epoch_times_s": None}
+    timer = session.timer(clock)
+    record: dict[str, Any] = {
+        "epoch_times_s": None,
+        "details": {**session.details, "step_clock": timer.kind},
+    }
     sources, unavailable = energy_sources
     energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
     with ExitStack() as trackers:
@@ -142,6 +140,10 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         response["environment"] = provenance.collect(framework, platform)
         if point.memory_limit_bytes:
             framework.limit_memory(platform, point.memory_limit_bytes)
+        if request.get("task") != "count_flops":
+            # Before this child puts any work on the device: the floor for the check
+            # that the measured mean power is plausible.
+            response["power_before"] = platform.power_readings() or None
         session = framework.prepare(point, platform)
         response["parameters"] = session.parameters
         response["devices"] = session.devices

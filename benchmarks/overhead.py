@@ -22,14 +22,16 @@ import tempfile
 BARE_LOOP = r"""
 import sys, time, torch, torchvision
 import torch.nn.functional as F
-device, precision = sys.argv[1], sys.argv[5]
+device, precision, layout = sys.argv[1], sys.argv[5], sys.argv[6]
 batch, warmup, steps = (int(a) for a in sys.argv[2:5])
 torch.manual_seed(0)
+torch.backends.cudnn.benchmark = device == "cuda"
+fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
 dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
-model = torchvision.models.resnet50(weights=None, num_classes=1000).to(device)
+model = torchvision.models.resnet50(weights=None, num_classes=1000).to(device, memory_format=fmt)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 g = torch.Generator().manual_seed(0)
-x = torch.randn((batch, 3, 224, 224), generator=g).to(device)
+x = torch.randn((batch, 3, 224, 224), generator=g).to(device, memory_format=fmt)
 y = torch.randint(0, 1000, (batch,), generator=g).to(device)
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 def step():
@@ -58,6 +60,7 @@ def bare(args: argparse.Namespace) -> float:
             str(args.warmup_steps),
             str(args.steps),
             args.precision,
+            args.memory_format,
         ],
         capture_output=True,
         text=True,
@@ -84,6 +87,8 @@ def with_bench(args: argparse.Namespace) -> float:
                 str(args.steps),
                 "--precision",
                 args.precision,
+                "--memory-format",
+                args.memory_format,
                 "--output-dir",
                 out_dir,
                 "--json",
@@ -100,6 +105,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument(
+        "--memory-format", default="contiguous", choices=("contiguous", "channels_last")
+    )
     parser.add_argument("--warmup-steps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
@@ -116,7 +124,7 @@ def main() -> None:
     # machine cancels; the median of those is the harness's cost.
     paired = [b / a for a, b in zip(runs["bare loop"], runs["bench"], strict=True)]
     print(
-        f"\nresnet50 {args.device} batch {args.batch_size} {args.precision}, "
+        f"\nresnet50 {args.device} batch {args.batch_size} {args.precision} {args.memory_format}, "
         f"{args.steps} steps, {args.rounds} rounds"
     )
     for name, value in medians.items():

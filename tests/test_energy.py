@@ -1,8 +1,10 @@
 """The energy tracker with a fake counter over a fake clock, and the real meter where one exists."""
 
+import json
+
 import pytest
 
-from bench.config import PointConfig
+from bench.config import PointConfig, RunConfig
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
 from bench.trackers.energy import CounterSource, EnergyTracker, PowerPollSource, open_sources
@@ -101,3 +103,135 @@ def test_real_zeus_meter():
     with EnergyTracker(sources, lambda: None, None) as tracker:
         sum(range(10**6))
     assert tracker.fields()["energy"]["per_device_j"]
+
+
+def _point_with_power(mean_w: float, before_w: float | None, limit_w: float = 700.0) -> Point:
+    """One repeat of 10 steps of batch 8 over a 2 s window at `mean_w`."""
+    before = {"gpu0": {"draw_w": before_w, "limit_w": limit_w}} if before_w is not None else None
+    return Point(
+        batch_size=8,
+        precision="bf16",
+        step_times_s=((0.2,) * 10,),
+        energy=(
+            {
+                "window_s": 2.0,
+                "per_device_j": {"gpu0": 2.0 * mean_w},
+                "sources": {},
+                "epoch_j": None,
+            },
+        ),
+        power_before=(before,),
+    )
+
+
+@pytest.mark.parametrize(
+    ("mean_w", "before_w", "verdict"),
+    [
+        (560.0, 74.0, "ok"),
+        (60.0, 74.0, "repeat 1 gpu0 mean 60 W is below its 74 W before work"),
+        (800.0, 74.0, "repeat 1 gpu0 mean 800 W is above its 700 W limit"),
+        (720.0, 74.0, "ok"),  # within the 5% the counter's averaging may add
+        (560.0, None, None),  # no reading before the work: nothing to check against
+    ],
+)
+def test_mean_power_must_lie_between_the_draw_before_work_and_the_limit(mean_w, before_w, verdict):
+    assert _point_with_power(mean_w, before_w).energy_summary.power_check == verdict
+
+
+def test_a_suspect_power_reading_is_said_under_the_table():
+    from bench.report.table import energy_note
+    from bench.result import Result
+
+    result = Result(RunConfig(workload="resnet50"))
+    result.points.append(_point_with_power(800.0, 74.0))
+    note = energy_note(result)
+    assert note is not None and "energy of batch 8 bf16 is suspect" in note
+    assert "800 W is above its 700 W limit" in note
+
+
+def test_power_readings_survive_a_round_trip_and_bad_ones_are_refused(tmp_path):
+    from bench.result import Result, ResultError, load
+
+    result = Result(RunConfig(workload="resnet50"))
+    result.points.append(_point_with_power(560.0, 74.0))
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(result.to_json()))
+    assert load(path).points[0].energy_summary.power_check == "ok"
+    data = result.to_json()
+    data["points"][0]["power_before"] = [{"gpu0": {"draw_w": "lots"}}]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultError, match="power_before"):
+        load(path)
+
+
+class FakeNvml:
+    """The slice of nvidia-ml-py that bench reads; one GPU whose VM refuses ECC."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return f"handle{i}"
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return 700_000  # mW
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, h):
+        return 700_000
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return 74_398
+
+    def nvmlDeviceGetMaxClockInfo(self, h, kind):
+        return {1: 1980, 2: 2619}[kind]
+
+    def nvmlDeviceGetClockInfo(self, h, kind):
+        return 345
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return 36
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return 1
+
+    def nvmlDeviceGetPersistenceMode(self, h):
+        return 1
+
+    def nvmlDeviceGetEccMode(self, h):
+        raise self.NVMLError("Not Supported")
+
+
+def test_nvml_facts_and_power_readings_with_a_refused_field(monkeypatch):
+    import sys
+
+    from bench.platforms import cuda
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())
+    facts = cuda._nvml_facts()
+    assert facts["power_limit_w"] == [700.0]
+    assert facts["max_sm_clock_mhz"] == [1980] and facts["max_memory_clock_mhz"] == [2619]
+    assert facts["clock_limit_reasons_at_start"] == [1]
+    assert facts["ecc_enabled"] == [None]  # refused: null, and the rest still read
+    readings = cuda.PLATFORM.power_readings()
+    assert readings == {"gpu0": {"draw_w": pytest.approx(74.398), "limit_w": 700.0}}
+
+
+def test_no_nvml_means_no_facts_and_no_readings(monkeypatch):
+    import sys
+
+    from bench.platforms import cuda
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    assert cuda._nvml_facts() is None
+    assert cuda.PLATFORM.power_readings() == {}

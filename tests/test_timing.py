@@ -6,6 +6,7 @@ from bench.config import PointConfig
 from bench.frameworks.base import Session
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
+from bench.trackers.timing import EventTimer
 from bench.worker import measure
 
 
@@ -101,3 +102,80 @@ def test_point_statistics_come_from_raw_times():
     assert p.throughput.ci95_low < 75 < p.throughput.ci95_high
     assert p.step_time.median == pytest.approx(0.15)
     assert Point(batch_size=1, precision="fp32", status="oom").throughput is None
+
+
+class FakeDevice:
+    """A stream: the host enqueues work and events; the device runs them in order."""
+
+    def __init__(self, launch_s: float) -> None:
+        self.host = 0.0  # the host's clock
+        self.free_at = 0.0  # when the device finishes the work queued so far
+        self.launch_s = launch_s  # host time to enqueue one step
+        self.syncs = 0
+
+    def enqueue(self, seconds: float) -> None:
+        self.host += self.launch_s
+        self.free_at = max(self.free_at, self.host) + seconds
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+        self.host = max(self.host, self.free_at)
+
+
+class FakeEvent:
+    def __init__(self, device: FakeDevice) -> None:
+        self.device, self.at = device, None
+
+    def record(self) -> None:  # happens on the device after the work queued before it
+        self.at = max(self.device.host, self.device.free_at)
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        return (end.at - self.at) * 1e3  # milliseconds, as torch.cuda.Event
+
+
+class EventSession(FakeSession):
+    def __init__(self, device: FakeDevice, durations: list[float]) -> None:
+        super().__init__(FakeClock(), durations)
+        self.device = device
+
+    def step(self):
+        self.device.enqueue(self.durations.pop(0))
+        self.steps += 1
+        return 10.0 - self.steps
+
+    def synchronize(self) -> None:
+        self.device.synchronize()
+
+    def timer(self, clock=None):
+        return EventTimer(self.synchronize, lambda: FakeEvent(self.device))
+
+
+def test_device_events_time_steps_without_waiting_inside_the_window():
+    device = FakeDevice(launch_s=0.001)  # the host launches far faster than steps run
+    session = EventSession(device, [0.5, 0.5, 0.2, 0.3, 0.4])
+    point = PointConfig(workload="tiny", batch_size=8, warmup_steps=2, steps=3)
+    record = measure(point, session, CpuPlatform())
+    # (the first step of a window also holds its own 1 ms launch, after the sync)
+    assert record["step_times_s"] == pytest.approx([0.201, 0.3, 0.4])
+    assert record["warmup_times_s"] == pytest.approx([0.501, 0.5])
+    assert record["details"]["step_clock"] == "device_events"
+    # one sync at each edge of the warm-up and of the measured window, none between
+    assert device.syncs == 4, "the host waited for the device inside a window"
+
+
+def test_device_events_count_the_time_a_slow_host_leaves_the_device_idle():
+    device = FakeDevice(launch_s=0.3)  # launch-bound: each step waits for the host
+    session = EventSession(device, [0.1, 0.1, 0.1])
+    point = PointConfig(workload="tiny", batch_size=8, warmup_steps=0, steps=3)
+    record = measure(point, session, CpuPlatform())
+    # steps come one per 0.3 s of launching, the device idle in between: the times say
+    # so (the first also holds its own launch), and throughput is not flattered
+    assert record["step_times_s"] == pytest.approx([0.4, 0.3, 0.3])
+
+
+def test_host_clock_timer_is_named_in_the_details():
+    clock = FakeClock()
+    session = FakeSession(clock, [1.0, 1.0])
+    point = PointConfig(workload="tiny", batch_size=8, warmup_steps=0, steps=2)
+    record = measure(point, session, CpuPlatform(), clock=clock)
+    assert record["details"]["step_clock"] == "host_clock_after_sync"

@@ -6,10 +6,13 @@ worker times the steps. The framework imports its library lazily, in methods.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.platforms.base import MemoryReading
+from bench.trackers.timing import StepTimer
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
@@ -40,6 +43,11 @@ class Session(ABC):
     @abstractmethod
     def count_flops(self) -> float | None:
         """Model FLOPs per sample for one forward and backward pass, or None."""
+
+    def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
+        """How steps are timed: the host clock after a device sync, unless the
+        framework has device events (then the host never waits inside the window)."""
+        return StepTimer(self.synchronize, clock)
 
     # Peak memory comes from the platform unless the framework keeps its own books
     # (TensorFlow's and XLA's allocators on accelerators).

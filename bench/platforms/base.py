@@ -59,3 +59,8 @@ class Platform(ABC):
     def describe(self) -> dict[str, Any]:
         """Accelerator facts for provenance: model, count, memory, driver."""
         return {"platform": self.name}
+
+    def power_readings(self) -> dict[str, dict[str, float]]:
+        """Each device's power draw now and its enforced limit, in W ({"gpu0":
+        {"draw_w": ..., "limit_w": ...}}); empty where no counter can be read."""
+        return {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from bench.platforms.base import MemoryReading, Platform
@@ -37,6 +38,58 @@ def _driver_version() -> str | None:
         return out.stdout.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
+
+
+def _nvml_read(read: Callable[..., Any], *args: Any, scale: float | None = None) -> Any:
+    """One NVML reading, or None where this GPU, driver or VM refuses it."""
+    try:
+        value = read(*args)
+    except Exception:
+        return None
+    return value * scale if scale is not None else value
+
+
+def _nvml_facts() -> dict[str, list[Any]] | None:
+    """What sets a GPU's speed besides its model: power limits, clocks, persistence,
+    ECC, and why the clocks are held back right now (NVML's bit mask of reasons)."""
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    nv = pynvml
+    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    try:
+        facts: dict[str, list[Any]] = {}
+        for i in range(nv.nvmlDeviceGetCount()):
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            ecc = _nvml_read(nv.nvmlDeviceGetEccMode, h)
+            for name, value in {
+                "power_limit_w": _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3),
+                "default_power_limit_w": _nvml_read(
+                    nv.nvmlDeviceGetPowerManagementDefaultLimit, h, scale=1e-3
+                ),
+                "max_sm_clock_mhz": _nvml_read(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+                "max_memory_clock_mhz": _nvml_read(
+                    nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM
+                ),
+                "sm_clock_mhz_at_start": _nvml_read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+                "temperature_c_at_start": _nvml_read(
+                    nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU
+                ),
+                "clock_limit_reasons_at_start": _nvml_read(reasons, h) if reasons else None,
+                "persistence_mode": _nvml_read(nv.nvmlDeviceGetPersistenceMode, h),
+                "ecc_enabled": ecc[0] if ecc else None,
+            }.items():
+                facts.setdefault(name, []).append(value)
+        return facts
+    except Exception:
+        return None
+    finally:
+        nv.nvmlShutdown()
 
 
 class CudaPlatform(Platform):
@@ -116,7 +169,30 @@ class CudaPlatform(Platform):
             "driver_version": _driver_version(),
             "cuda_runtime": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(),
+            "nvml": _nvml_facts(),
         }
+
+    def power_readings(self) -> dict[str, dict[str, float]]:
+        try:
+            import pynvml  # nvidia-ml-py
+
+            pynvml.nvmlInit()
+        except Exception:
+            return {}
+        nv = pynvml
+        try:
+            readings = {}
+            for i in range(nv.nvmlDeviceGetCount()):
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+                draw = _nvml_read(nv.nvmlDeviceGetPowerUsage, h, scale=1e-3)
+                limit = _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3)
+                if draw is not None and limit is not None:
+                    readings[f"gpu{i}"] = {"draw_w": draw, "limit_w": limit}
+            return readings
+        except Exception:
+            return {}
+        finally:
+            nv.nvmlShutdown()
 
 
 PLATFORM = CudaPlatform()

@@ -68,7 +68,7 @@ def points_table(result: Result) -> Table:
             if tp
             else ""
         )
-        status = p.status if p.status == "ok" else f"{p.status}: {p.error_line[:60]}"
+        status = p.status  # why it failed: a note under the table, not a tall cell
         row: list[str | Text] = [str(p.batch_size), p.precision]
         if show_format:
             row.append(p.memory_format)
@@ -100,13 +100,28 @@ def points_table(result: Result) -> Table:
     return table
 
 
+def notes(result: Result) -> str | None:
+    """What the table's cells cannot hold: why each failed point failed (first line of
+    its error), why energy is missing, and any point whose power reading is suspect."""
+    failures = [
+        f"{p.label}: {p.status}: {p.error_line[:200]}" for p in result.points if p.status != "ok"
+    ]
+    lines = [*failures, energy_note(result) or ""]
+    return "\n".join(line for line in lines if line) or None
+
+
 def energy_note(result: Result) -> str | None:
-    """Why energy is missing, once per result rather than in every row."""
+    """Why energy is missing, once per result rather than in every row; and every
+    point whose mean power lies outside what its device can draw."""
     reasons = {p.energy_unavailable for p in result.points if p.measured and not p.energy_summary}
     reasons.discard(None)
-    return (
-        f"energy: not measured ({'; '.join(sorted(r for r in reasons if r))})" if reasons else None
-    )
+    missing = "; ".join(sorted(r for r in reasons if r))
+    notes = [f"energy: not measured ({missing})"] if reasons else []
+    for p in result.points:
+        energy = p.energy_summary
+        if energy and energy.power_check not in (None, "ok"):
+            notes.append(f"energy of {p.label} is suspect: {energy.power_check}")
+    return "\n".join(notes) or None
 
 
 def max_batch_table(result: Result) -> Table:
