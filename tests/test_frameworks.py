@@ -243,6 +243,6 @@ def test_a_global_batch_must_split_evenly_over_the_devices():
     from bench.errors import BenchError
     from bench.frameworks import _xla
 
-    assert _xla.split_batch(1024, 8) == 128  # seed 2: a TPU v2-8
+    assert _xla.split_batch(1024, 8) == 128  # the TPUv2 vs V100 comparison: a TPU v2-8
     with pytest.raises(BenchError, match="batch_size: 1000 does not split evenly over 16"):
         _xla.split_batch(1000, 16)

@@ -75,7 +75,7 @@ def test_warmup_is_kept_apart_and_steps_are_exact():
 
 def test_epoch_mode_times_each_epoch_and_summarises_epochs_two_to_n():
     clock = FakeClock()
-    # 3 epochs x 2 steps; epoch 1 is slow (start-up), as seed 1 observed.
+    # 3 epochs x 2 steps; epoch 1 is slow (start-up), as the M2 Max vs V100 study observed.
     session = FakeSession(clock, [3.0, 3.0, 1.0, 1.0, 1.0, 1.5])
     point = PointConfig(workload="tiny", batch_size=8, warmup_steps=0, epochs=3, epoch_samples=20)
     assert point.steps_per_epoch == 2  # the partial batch is dropped

@@ -11,7 +11,7 @@ from bench.config import PointConfig
 torch = pytest.importorskip("torch")
 
 # Exact counts (each shared tensor once). cnn-s is TensorFlow's CNN tutorial network,
-# seed 1's smallest (122,570); the family spans seed 1's range up to ~1.65 M.
+# the M2 Max vs V100 study's smallest (122,570); the family spans its range up to ~1.65 M.
 PARAMETERS = {
     "tiny": 5_354,
     "cnn-s": 122_570,

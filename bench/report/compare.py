@@ -1,5 +1,6 @@
-"""Compare machines: throughput normalised to a baseline (seed 3), '*' where a point ran
-out of memory, energy efficiency (seed 1) and cost (seeds 2 and 4) as ratios too.
+"""Compare machines: throughput normalised to a baseline (as the 2020 GPU comparison
+does), '*' where a point ran out of memory, energy efficiency (the M2 Max vs V100 CIFAR
+study) and cost (the TPUv2 vs V100 comparison, the Xeon CPU study) as ratios too.
 
 A machine is what ran: its accelerator (or CPU), image and framework, read from each
 result's provenance. Results are merged only when their configs agree on everything

@@ -1,9 +1,11 @@
 """`bench report`: a self-contained HTML page and a Markdown twin, with charts.
 
-Charts (PNG and SVG, made with matplotlib) show what the seeds showed: throughput
-relative to a baseline (seed 3), throughput against batch size (seed 4), energy per
-epoch and samples per joule (seed 1), samples per dollar (seeds 2 and 4), and the
-largest batch per machine (seed 3). A chart whose data no result carries is left out,
+Charts (PNG and SVG, made with matplotlib) show what the published comparisons
+showed: throughput relative to a baseline (the 2020 GPU comparison), throughput
+against batch size (the Xeon CPU training study), energy per epoch and samples per
+joule (the M2 Max vs V100 CIFAR study), samples per dollar (the TPUv2 vs V100
+comparison, the Xeon study), and the largest batch per machine (the 2020 GPU
+comparison). A chart whose data no result carries is left out,
 and the report says so.
 """
 
@@ -76,7 +78,7 @@ def _bars(
             bars = ax.bar(xs, [y or 0 for y in ys], width, label=machine.label)
             ax.bar_label(bars, [f"{y:.3g}" if y is not None else "" for y in ys], fontsize=7)
             for x, (_, cells) in zip(xs, rows, strict=True):
-                if cells[m].text == "*":  # out of memory: seed 3's star
+                if cells[m].text == "*":  # out of memory: the 2020 GPU comparison's star
                     ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
         if baseline_line:
             ax.axhline(

@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 
 def make_batch(spec, point, batch_size: int, generator: torch.Generator):
-    """Random images and labels: the seeds' synthetic data (no I/O, no augmentation)."""
+    """Random images and labels: synthetic data as the published comparisons used (no
+    I/O, no augmentation)."""
     images = torch.randn((batch_size, *spec.input_shape(point.seq_len)), generator=generator)
     labels = torch.randint(0, spec.num_classes, (batch_size,), generator=generator)
     return images, labels

@@ -22,7 +22,8 @@ class WorkloadSpec:
     default_batch_size: int = 32
     # Smallest batch that can train at all (batch norm on a 1x1 map needs 2 samples).
     min_batch_size: int = 1
-    # One epoch in epoch mode (seed 1): the size of the dataset this workload stands for.
+    # One epoch in epoch mode (the M2 Max vs V100 CIFAR study): the size of the dataset
+    # this workload stands for.
     epoch_samples: int = 50_000
     dataset: str = "synthetic"
     # Sequence workloads take --seq-len; None means the option does not apply.

@@ -1,7 +1,8 @@
-"""Four plain CNNs on CIFAR-10 spanning seed 1's range of 0.12 M to 1.65 M parameters.
+"""Four plain CNNs on CIFAR-10 spanning the 0.12 M to 1.65 M parameters
+of the M2 Max vs V100 CIFAR study.
 
 cnn-s is TensorFlow's CNN tutorial network (conv 32-64-64, dense 64), which has exactly
-seed 1's smallest count, 122,570. The others widen the same shape.
+that study's smallest count, 122,570. The others widen the same shape.
 """
 
 from bench.workloads.base import WorkloadSpec
@@ -17,7 +18,10 @@ ARCHITECTURES = {
 WORKLOADS = tuple(
     WorkloadSpec(
         name=name,
-        description=f"CNN conv {'-'.join(map(str, convs))}, dense {dense} on CIFAR-10 (seed 1)",
+        description=(
+            f"CNN conv {'-'.join(map(str, convs))}, dense {dense} on CIFAR-10 "
+            "(M2 Max vs V100 study)"
+        ),
         task="image-classification",
         sample_shape=(3, 32, 32),
         num_classes=10,

@@ -3,7 +3,10 @@ from bench.workloads.base import WorkloadSpec
 WORKLOADS = (
     WorkloadSpec(
         name="resnet50",
-        description="ResNet-50 on ImageNet-shaped images (seeds 2 and 4), SGD with momentum",
+        description=(
+            "ResNet-50 on ImageNet-shaped images (TPUv2 vs V100, Xeon CPU studies), "
+            "SGD with momentum"
+        ),
         task="image-classification",
         sample_shape=(3, 224, 224),
         num_classes=1000,

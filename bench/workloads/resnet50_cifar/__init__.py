@@ -3,7 +3,7 @@ from bench.workloads.base import WorkloadSpec
 WORKLOADS = (
     WorkloadSpec(
         name="resnet50-cifar",
-        description="ResNet-50 on CIFAR-10-shaped 32x32 images, 10 classes (seed 1)",
+        description="ResNet-50 on CIFAR-10-shaped 32x32 images, 10 classes (M2 Max vs V100 study)",
         task="image-classification",
         sample_shape=(3, 32, 32),
         num_classes=10,

@@ -8,5 +8,5 @@ __all__ = ["build_model", "loss", "make_batch"]
 
 def build_model(spec, point) -> nn.Module:
     # The unchanged ImageNet stem, as Keras' ResNet50(weights=None, classes=10) on
-    # 32x32 inputs in seed 1: the feature map is 1x1 before pooling.
+    # 32x32 inputs in the M2 Max vs V100 CIFAR study: the feature map is 1x1 before pooling.
     return resnet50(weights=None, num_classes=spec.num_classes)
