@@ -26,15 +26,17 @@ from rich.text import Text
 
 import bench
 from bench import catalog, files, registry, result, stopping
+from bench.commands import diff, verify
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import notes, tables
 from bench.report.text import plain
+from bench.result import Result
 from bench.runner import Runner
 from bench.units import parse_size
 
-COMMANDS = ("run", "list", "show", "rerun", "collect", "compare", "report")
+COMMANDS = ("run", "list", "show", "rerun", "collect", "compare", "report", "diff", "verify")
 EXIT_INTERRUPTED = 130
 
 
@@ -215,6 +217,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--max-batch-limit", type=_whole, default=4096, help="largest batch the search probes"
     )
     p.add_argument(
+        "--max-batch-step",
+        type=_whole,
+        default=8,
+        help="the search's resolution: above this batch it probes only its multiples "
+        "(default 8; 1 for the exact batch)",
+    )
+    p.add_argument(
         "--memory-limit",
         type=_size,
         help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
@@ -286,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="epochs for the time-and-cost-to-train figures (default 90)",
     )
     report.set_defaults(func=cmd_report)
+    diff.register(sub)
+    verify.register(sub)
     return parser
 
 
@@ -360,6 +371,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         target_rsd=args.target_rsd,
         find_max_batch=args.find_max_batch,
         max_batch_limit=args.max_batch_limit,
+        max_batch_step=args.max_batch_step,
+        max_batch_start=min(args.batch_size) if args.batch_size else None,
         memory_limit_bytes=args.memory_limit,
         timeout_s=args.timeout_s,
         seed=args.seed,
@@ -374,7 +387,8 @@ def _console(args: argparse.Namespace | None = None) -> Console:
     return probe if probe.is_terminal else Console(stderr=stderr, width=160)
 
 
-def _execute(config: RunConfig, args: argparse.Namespace) -> int:
+def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | None]:
+    """Measure, print the tables, save: the exit status, and the result when it is saved."""
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
@@ -389,13 +403,13 @@ def _execute(config: RunConfig, args: argparse.Namespace) -> int:
             signame = stop.args[0] if isinstance(stop, stopping.Interrupted) else "SIGINT"
             if runner.path is None:  # stopped before the result file existed
                 _print(console, f"bench: interrupted ({signame}); nothing was measured")
-                return code
+                return code, None
             if runner.save_error is None:
                 _print(
                     console,
                     f"bench: interrupted ({signame}); finished points are saved in {runner.path}",
                 )
-                return code
+                return code, outcome
         else:
             code = 1 if outcome.failed else 0
     for table in tables(outcome):
@@ -405,15 +419,15 @@ def _execute(config: RunConfig, args: argparse.Namespace) -> int:
         _print(console, note)
     if runner.save_error is not None:
         # Nothing measured is lost: the figures above, and the whole result on stdout.
-        print(json.dumps(outcome.to_json(), indent=1))
+        print(result.dumps(outcome))
         raise BenchError(
             f"could not save {runner.path} ({runner.save_error.strerror}): the result "
             f"is printed above as JSON; {runner.path} still holds the last complete save"
         )
     _print(console, f"result: {runner.path}")
     if args.json:
-        print(json.dumps(outcome.to_json(), indent=1))
-    return code
+        print(result.dumps(outcome))
+    return code, outcome
 
 
 def _print(console: Console, line: str) -> None:
@@ -424,11 +438,15 @@ def _print(console: Console, line: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return _execute(config_from_args(args), args)
+    return _run(config_from_args(args), args)[0]
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    return _execute(result.load(args.file).config, args)
+    """The old config again, into a new file, then the drift verdict against the old."""
+    code, outcome = _run(result.load(args.file).config, args)
+    if code != 0 or outcome is None or outcome.status != "complete":
+        return code
+    return diff.verdict_after_rerun(_console(args), args.file, outcome)
 
 
 def _comparison(args: argparse.Namespace):

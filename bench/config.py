@@ -179,6 +179,12 @@ class RunConfig:
     target_rsd: float = 0.035
     find_max_batch: bool = False
     max_batch_limit: int = 4096  # the search never probes past this batch size
+    # Above this batch the search probes its multiples and stops one step short of the
+    # first failure; 1: the exact largest batch (more probes, each a fresh process).
+    max_batch_step: int = 8
+    # Where the search starts (the smallest --batch-size given); None: the workload's
+    # smallest batch, which approaches the limit from below, where failures are clean.
+    max_batch_start: int | None = None
     probe_steps: int = 2  # steps per max-batch probe: the first allocates optimizer state
     memory_limit_bytes: int | None = None
     timeout_s: float | None = None  # per child process
@@ -223,6 +229,9 @@ class RunConfig:
                 f"target_rsd: {self.target_rsd!r} must be between 0 and 1 (e.g. 0.035)"
             )
         _positive("max_batch_limit", self.max_batch_limit)
+        _positive("max_batch_step", self.max_batch_step)
+        if self.max_batch_start is not None:
+            _positive("max_batch_start", self.max_batch_start)
         _positive("probe_steps", self.probe_steps)
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
@@ -241,7 +250,7 @@ class RunConfig:
         return PointConfig(**shared, **axes)
 
     def points(self) -> Iterator[PointConfig]:
-        """The sweep, in order: batch size varies fastest, as in the seeds' tables."""
+        """The sweep, in order: batch size varies fastest, as in the published tables."""
         for precision, fmt, compiler, batch in itertools.product(
             self.precisions, self.memory_formats, self.compilers, self.batch_sizes
         ):

@@ -11,13 +11,14 @@ import dataclasses
 import json
 import math
 import statistics
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import files
+from bench import files, integrity
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.stats import Estimate, Summary, relative_stdev
@@ -29,7 +30,10 @@ from bench.stats import throughput as samples_per_s
 #   1 (bench 0.1.0): first version.
 #   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
 #     results gain `pricing` and `peak_tflops`.
-SCHEMA_VERSION = 2
+#   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
+#     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
+#     `resolution` (1 before: they bisected to the exact batch).
+SCHEMA_VERSION = 3
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +44,19 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("power_before", [])
+    for search in data.get("max_batch", []):
+        search.setdefault("resolution", 1)
+    return {**data, "schema_version": 3}  # no checksum: integrity.check says "absent"
+
+
 # version -> function upgrading a document of that version to the next one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+}
 
 STATUSES = ("ok", "oom", "error")
 THROUGHPUT_UNIT = "samples/s"
@@ -112,6 +127,8 @@ class Point:
     energy_unavailable: str | None = None
     # Per repeat: {device: {"draw_w", "limit_w"}} read before the child's work, or None.
     power_before: tuple[dict[str, Any] | None, ...] = ()
+    # Why the figure is noisier than asked (--repeats auto that missed its target).
+    noise: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -130,8 +147,9 @@ class Point:
         return any(self.step_times_s)
 
     def repeat_throughputs(self) -> list[float]:
-        """Samples/s of each repeat. In epoch mode the seed-1 method: samples per epoch
-        over the mean duration of epochs 2..N (epoch 1 holds start-up costs)."""
+        """Samples/s of each repeat. In epoch mode the M2 Max vs V100 study's method:
+        samples per epoch over the mean duration of epochs 2..N (epoch 1 holds start-up
+        costs)."""
         values = []
         for r, steps in enumerate(self.step_times_s):
             if not steps:
@@ -148,7 +166,7 @@ class Point:
     @property
     def throughput(self) -> Estimate | None:
         values = self.repeat_throughputs()
-        return Estimate.of(values, THROUGHPUT_UNIT) if values else None
+        return Estimate.of(values, THROUGHPUT_UNIT, positive=True) if values else None
 
     @property
     def throughput_rsd(self) -> float | None:
@@ -303,7 +321,8 @@ class Probe:
 
 @dataclass
 class MaxBatch:
-    """The max-batch search for one precision / format / compiler (seed 3's table)."""
+    """The max-batch search for one precision / format / compiler (the table of the 2020
+    GPU comparison)."""
 
     precision: str
     memory_format: str = "contiguous"
@@ -313,6 +332,9 @@ class MaxBatch:
     status: str = "running"  # running, done, error (a probe failed for a reason other than memory)
     error: str | None = None
     probes: list[Probe] = field(default_factory=list)
+    # Above this batch only its multiples were probed: the largest batch that trains lies
+    # in [largest_ok, first_failing). 1: exact (every result before schema 3).
+    resolution: int = 1
 
     @property
     def label(self) -> str:
@@ -352,6 +374,8 @@ class Result:
     finished: str | None = None
     status: str = "running"  # running, complete, interrupted
     schema_version: int = SCHEMA_VERSION
+    # Set on load, never written: integrity.OK, EDITED or ABSENT (an older file).
+    integrity: str = field(default=integrity.ABSENT, compare=False)
 
     @property
     def failed(self) -> bool:
@@ -400,7 +424,7 @@ def create(result: Result, directory: Path) -> Path:
     """Write a new result file atomically and never over an existing one."""
     directory.mkdir(parents=True, exist_ok=True)
     base = default_name(result.config)
-    text = json.dumps(result.to_json(), indent=1)
+    text = dumps(result)
     for n in range(1, 1000):
         path = directory / (base if n == 1 else base.replace(".json", f"-{n}.json"))
         if files.create(path, text):
@@ -411,7 +435,12 @@ def create(result: Result, directory: Path) -> Path:
 def update(result: Result, path: Path) -> None:
     """Atomically replace a result file this run created (readers never see half a file;
     on a full disk the previous complete file stays)."""
-    files.replace(path, json.dumps(result.to_json(), indent=1))
+    files.replace(path, dumps(result))
+
+
+def dumps(result: Result) -> str:
+    """The file's text: the result and, last, the checksum of everything above it."""
+    return json.dumps(integrity.seal(result.to_json()), indent=1)
 
 
 # --- validation on load: every field a reader uses, by type and range ------------------
@@ -504,6 +533,7 @@ _POINT = {
         _list_of(_optional(_dict_of(_power_reading))),
         "a list of {device: {draw_w, limit_w}} or null",
     ),
+    "noise": (_optional(_text), "text or null"),
     "details": (lambda v: isinstance(v, dict), "an object"),
 }
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
@@ -522,6 +552,7 @@ _MAX_BATCH = {
     "status": (_one_of("running", "done", "error"), "one of running, done, error"),
     "error": (_optional(_text), "text or null"),
     "probes": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+    "resolution": (_whole(1), "a whole number >= 1"),
 }
 _RESULT = {
     "config": (lambda v: isinstance(v, dict), "an object"),
@@ -648,11 +679,20 @@ def load(path: str | Path) -> Result:
     points = data.get("points", [])
     if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
         raise ResultError(f"{path}: invalid result (points: expected a list of objects)")
+    sealed = integrity.check(data)  # before migrations: the checksum covers the file
+    if sealed == integrity.EDITED:
+        print(
+            f"bench: warning: {path} was changed after bench wrote it (its sha256 does not "
+            "match): its figures may not be the ones measured",
+            file=sys.stderr,
+        )
     try:
         while version < SCHEMA_VERSION:
             data = MIGRATIONS[version](data)
             version += 1
-        return Result.from_json(validate(data))
+        loaded = Result.from_json(validate(data))
+        loaded.integrity = sealed
+        return loaded
     except (UsageError, InvalidField) as error:
         raise ResultError(f"{path}: invalid result ({error})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:

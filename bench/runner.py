@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -157,31 +158,49 @@ def classify_crash(
 
 
 def search_max_batch(
-    fits: Callable[[int], str], limit: int, start: int = 1
+    fits: Callable[[int], str], limit: int, start: int = 1, step: int = 1
 ) -> tuple[int | None, int | None]:
     """Largest batch for which fits() says 'ok', and the first that does not.
 
-    Doubles from `start` until a batch fails, then bisects between the last success
-    and the first failure: O(log n) probes. fits() returns 'ok' or 'oom'; it raises to
-    stop the search. Returns (largest_ok, first_failing); largest_ok is None when even
-    `start` fails, first_failing is None when `limit` was reached without failing.
+    From `start`, doubles until a batch fails (or, when `start` fails, halves until one
+    fits), then bisects between the last success and the first failure: O(log n)
+    probes. Above `step` it probes multiples of `step` and stops once the two are
+    `step` apart (a useful resolution: 1,536 and 1,544, not one sample); below it, it
+    bisects to the exact batch. fits() returns 'ok' or 'oom'; it raises to stop the
+    search. Returns (largest_ok, first_failing); largest_ok is None when even batch 1
+    fails, first_failing is None when `limit` was reached without failing.
     """
-    last_ok, batch = None, start
-    while True:
-        if fits(batch) != "ok":
-            break
-        last_ok = batch
-        if batch >= limit:
-            return last_ok, None
-        batch = min(batch * 2, limit)
-    low, high = (last_ok or 0), batch
-    while high - low > 1:
+    batch = max(1, min(start, limit))
+    if fits(batch) == "ok":
+        low = batch
+        while True:
+            if batch >= limit:
+                return low, None
+            batch = min(batch * 2, limit)
+            if fits(batch) != "ok":
+                high = batch
+                break
+            low = batch
+    else:
+        high = batch
+        while True:
+            if batch == 1:
+                return None, 1
+            batch //= 2
+            if fits(batch) == "ok":
+                low = batch
+                break
+            high = batch
+    while high - low > (step if low >= step else 1):
         middle = (low + high) // 2
+        rounded = middle - middle % step
+        if low >= step and rounded > low:
+            middle = rounded
         if fits(middle) == "ok":
             low = middle
         else:
             high = middle
-    return (low or None), high
+    return low, high
 
 
 class _ProbeFailed(Exception):
@@ -294,6 +313,13 @@ class Runner:
                 rsd = measured.throughput_rsd
                 if rsd is not None and rsd <= config.target_rsd:
                     break
+        rsd = measured.throughput_rsd
+        if config.repeats is None and rsd is not None and rsd > config.target_rsd:
+            measured = dataclasses.replace(
+                measured,
+                noise=f"--repeats auto stopped at {len(responses)} repeats with a spread of "
+                f"{rsd:.1%}, above its {config.target_rsd:.1%} target",
+            )
         tp = measured.throughput
         summary = f"{tp.value:,.1f} {tp.unit}" if tp else measured.error_line
         self.reporter.finish(label, measured.status, summary)
@@ -304,7 +330,12 @@ class Runner:
         for precision in config.precisions:
             for fmt in config.memory_formats:
                 for compiler in config.compilers:
-                    search = MaxBatch(precision=precision, memory_format=fmt, compile=compiler)
+                    search = MaxBatch(
+                        precision=precision,
+                        memory_format=fmt,
+                        compile=compiler,
+                        resolution=config.max_batch_step,
+                    )
                     self.result.max_batch.append(search)
 
                     def fits(batch: int, search: MaxBatch = search) -> str:
@@ -326,7 +357,11 @@ class Runner:
                         search.largest_ok, search.first_failing = search_max_batch(
                             fits,
                             config.max_batch_limit,
-                            start=registry.workload(config.workload).min_batch_size,
+                            start=max(
+                                registry.workload(config.workload).min_batch_size,
+                                config.max_batch_start or 1,
+                            ),
+                            step=config.max_batch_step,
                         )
                         search.status = "done"
                     except _ProbeFailed as error:

@@ -101,13 +101,23 @@ class Estimate:
     unit: str
 
     @classmethod
-    def of(cls, values: Sequence[float], unit: str) -> Estimate:
+    def of(cls, values: Sequence[float], unit: str, *, positive: bool = False) -> Estimate:
+        """The mean with a Student-t interval. positive: for a quantity that cannot be
+        zero or negative (a throughput), the interval is the t-interval of the logs,
+        exponentiated: it never reaches zero and is asymmetric, as a ratio's is, where
+        the plain interval of two spread-out repeats can go below zero."""
         if not values:
             raise ValueError("estimate of no values")
         mean = statistics.fmean(values)
         if len(values) < 2:
             return cls(mean, None, None, len(values), unit)
-        half = t_quantile_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+        t = t_quantile_975(len(values) - 1)
+        if positive and all(v > 0 for v in values):
+            logs = [math.log(v) for v in values]
+            center = statistics.fmean(logs)
+            half = t * statistics.stdev(logs) / math.sqrt(len(values))
+            return cls(mean, math.exp(center - half), math.exp(center + half), len(values), unit)
+        half = t * statistics.stdev(values) / math.sqrt(len(values))
         return cls(mean, mean - half, mean + half, len(values), unit)
 
     def overlaps(self, other: Estimate) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 from bench import result
 from bench.config import RunConfig
+from bench.report.table import notes
 from bench.runner import Runner, search_max_batch
 
 
@@ -112,10 +113,18 @@ def test_automatic_repeats_stop_once_the_spread_is_small(tmp_path):
     config = RunConfig(workload="tiny", repeats=None, min_repeats=3, max_repeats=8, target_rsd=0.05)
     outcome = Runner(config, tmp_path, spawn=steady).run()
     assert len(outcome.points[0].step_times_s) == 3
+    assert outcome.points[0].noise is None
 
     noisy = FakeChild(lambda point, n: ok_response(0.1 if n % 2 else 0.3))
-    outcome = Runner(config, tmp_path, spawn=noisy).run()
+    runner = Runner(config, tmp_path, spawn=noisy)
+    outcome = runner.run()
     assert len(outcome.points[0].step_times_s) == 8  # never settles: stops at the cap
+    # ... and says so, in the result and under the table
+    assert outcome.points[0].noise == (
+        "--repeats auto stopped at 8 repeats with a spread of 53.5%, above its 5.0% target"
+    )
+    assert result.load(runner.path).points[0].noise == outcome.points[0].noise
+    assert "batch 16 fp32: noisy: --repeats auto stopped at 8" in notes(outcome)
 
 
 def test_fixed_repeats_give_a_confidence_interval(tmp_path):
@@ -145,6 +154,34 @@ def test_search_finds_the_boundary_in_logarithmic_probes(capacity, limit, expect
     assert search_max_batch(fits, limit) == expected
     assert len(probed) <= 2 * max(limit, 2).bit_length() + 1
     assert len(set(probed)) == len(probed)
+
+
+@pytest.mark.parametrize(
+    ("capacity", "limit", "start", "step", "expected"),
+    [
+        (1540, 4096, 32, 8, (1536, 1544)),  # stops one step short: not 1540, 1541
+        (1540, 4096, 32, 1, (1540, 1541)),  # step 1: the exact batch
+        (6, 4096, 32, 8, (6, 7)),  # below the step: exact, found by halving from 32
+        (0, 4096, 32, 8, (None, 1)),
+        (5000, 512, 32, 8, (512, None)),
+        (100, 4096, 96, 8, (96, 104)),  # starts at the user's batch, not at 1
+    ],
+)
+def test_search_starts_where_asked_and_stops_at_its_resolution(
+    capacity, limit, start, step, expected
+):
+    probed = []
+
+    def fits(batch):
+        probed.append(batch)
+        return "ok" if batch <= capacity else "oom"
+
+    assert search_max_batch(fits, limit, start=start, step=step) == expected
+    assert len(set(probed)) == len(probed)
+    above = [b for b in probed if b >= step and b not in (start, limit)]
+    assert all(b % step == 0 for b in above if b > start), probed
+    if expected == (1536, 1544):
+        assert len(probed) == 14, probed  # was 22 probes of a fresh process on a GPU
 
 
 def test_max_batch_search_through_the_runner(tmp_path):
@@ -219,3 +256,16 @@ def test_oom_kill_counters_are_read_from_cgroup_and_vmstat(tmp_path, monkeypatch
     assert oomkill.evidence(before, oomkill.count(proc)) == (
         f"oom_kill in {events} rose from 1 to 2"
     )
+
+
+def test_max_batch_search_starts_at_the_given_batch_and_records_its_resolution(tmp_path):
+    def answer(point, n):
+        return ok_response() if point.batch_size <= 100 else {"status": "oom", "error": "oom"}
+
+    child = FakeChild(answer)
+    config = RunConfig(workload="tiny", find_max_batch=True, max_batch_start=32)
+    runner = Runner(config, tmp_path, spawn=child)
+    [search] = runner.run().max_batch
+    assert [p.batch_size for p in search.probes][:2] == [32, 64]
+    assert (search.largest_ok, search.first_failing, search.resolution) == (96, 104, 8)
+    assert result.load(runner.path).max_batch[0].resolution == 8

@@ -61,3 +61,15 @@ def test_relative_stdev_and_throughput():
     assert throughput(32, [0.5, 0.5, 0.25, 0.75]) == pytest.approx(64.0)
     with pytest.raises(ValueError):
         throughput(32, [])
+
+
+def test_a_throughput_interval_never_goes_below_zero():
+    spread = [10.0, 100.0]  # two repeats far apart: the plain interval goes far below zero
+    assert Estimate.of(spread, "samples/s").ci95_low < 0
+    e = Estimate.of(spread, "samples/s", positive=True)
+    assert e.value == pytest.approx(55.0)  # still the mean of the repeats
+    assert 0 < e.ci95_low < 10 and e.ci95_high > 100  # t-interval of the logs
+    assert e.ci95_low * e.ci95_high == pytest.approx(10.0 * 100.0)  # symmetric in log
+    close = Estimate.of([100.0, 102.0, 104.0], "samples/s", positive=True)
+    plain = Estimate.of([100.0, 102.0, 104.0], "samples/s")
+    assert close.ci95_low == pytest.approx(plain.ci95_low, rel=0.01)

@@ -102,11 +102,13 @@ def points_table(result: Result) -> Table:
 
 def notes(result: Result) -> str | None:
     """What the table's cells cannot hold: why each failed point failed (first line of
-    its error), why energy is missing, and any point whose power reading is suspect."""
+    its error), which points stayed noisier than asked, why energy is missing, and any
+    point whose power reading is suspect."""
     failures = [
         f"{p.label}: {p.status}: {p.error_line[:200]}" for p in result.points if p.status != "ok"
     ]
-    lines = [*failures, energy_note(result) or ""]
+    noisy = [f"{p.label}: noisy: {p.noise}" for p in result.points if p.noise]
+    lines = [*failures, *noisy, energy_note(result) or ""]
     return "\n".join(line for line in lines if line) or None
 
 
@@ -142,6 +144,12 @@ def max_batch_table(result: Result) -> Table:
             note = "even batch 1 does not fit"
         elif search.status == "done" and search.first_failing is None:
             note = f"reached the search limit ({result.config.max_batch_limit})"
+        elif (
+            search.largest_ok
+            and search.first_failing
+            and search.first_failing - search.largest_ok > 1
+        ):
+            note = f"searched in steps of {search.resolution}: the largest lies in between"
         row = [
             search.precision,
             search.memory_format,

@@ -1,0 +1,148 @@
+"""`bench diff OLD NEW`: did anything drift between two results of one config, and what
+changed around it. Also the verdict `bench rerun` ends with."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench import drift, result
+from bench.errors import UsageError
+from bench.report.text import plain
+
+EXIT_DRIFT = 3  # 0: nothing drifted; 1: a point failed; 2: bad input
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f"threshold: {text!r} is not a fraction in [0, 1) or a percentage like 2%"
+        )
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("diff", help="did two results of one config drift, and what changed")
+    p.add_argument("old", type=Path)
+    p.add_argument("new", type=Path)
+    p.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=drift.DEFAULT_THRESHOLD,
+        help="smallest change that counts as drift, when significant (default 2%%)",
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_diff)
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:+.1%}" if value is not None else ""
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def show(console: Console, old: result.Result, new: result.Result, threshold: float) -> bool:
+    """Print the verdict per point and the environment changes; True if anything drifted."""
+    drifts = drift.compare(old, new, threshold)
+    table = Table(title="drift per point (new against old)", title_justify="left")
+    for name in (
+        "point",
+        "old\nsamples/s",
+        "new\nsamples/s",
+        "change",
+        "95% CI",
+        "verdict",
+        "basis",
+    ):
+        table.add_column(name, justify="right" if "samples" in name or name == "change" else "left")
+    for d in drifts:
+        ci = f"{d.ci95[0]:+.1%} to {d.ci95[1]:+.1%}" if d.ci95 else ""
+        verdict = f"{d.verdict}: {d.reason}" if d.reason else d.verdict
+        table.add_row(
+            *map(
+                plain,
+                (
+                    d.label,
+                    f"{d.old:,.1f}" if d.old is not None else "",
+                    f"{d.new:,.1f}" if d.new is not None else "",
+                    _percent(d.change),
+                    ci,
+                    verdict,
+                    d.basis,
+                ),
+            )
+        )
+    console.print(table)
+    changes = drift.environment_changes(old, new)
+    if changes:
+        env = Table(title="what changed in the environment", title_justify="left")
+        for name in ("field", "old", "new"):
+            env.add_column(name)
+        for key, a, b in changes:
+            env.add_row(plain(key), plain(_value(a)), plain(_value(b)))
+        console.print(env)
+    else:
+        console.print(plain("environment: no change in any recorded field"))
+    drifted = [d for d in drifts if d.drifted]
+    summary = (
+        f"drift: {len(drifted)} of {len(drifts)} points ({', '.join(d.label for d in drifted)})"
+        if drifted
+        else f"no drift: {len(drifts)} points the same (noise, or under {threshold:.0%})"
+    )
+    console.print(plain(summary))
+    return bool(drifted)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    old, new = result.load(args.old), result.load(args.new)
+    if args.format == "json":
+        drifts = drift.compare(old, new, args.threshold)
+        document = {
+            "kind": "bench-diff",
+            "old": str(args.old),
+            "new": str(args.new),
+            "threshold": args.threshold,
+            "points": [{**asdict(d), "drifted": d.drifted} for d in drifts],
+            "environment_changes": [
+                {"field": k, "old": a, "new": b} for k, a, b in drift.environment_changes(old, new)
+            ],
+        }
+        print(json.dumps(document, indent=1))
+        return EXIT_DRIFT if any(d.drifted for d in drifts) else 0
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    return EXIT_DRIFT if show(console, old, new, args.threshold) else 0
+
+
+def verdict_after_rerun(console: Console, old_path: Path, new: result.Result) -> int:
+    """`bench rerun`'s last word: 0 or EXIT_DRIFT; a note (and 0) without scipy."""
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        console.print(
+            plain(
+                "drift: no verdict here (scipy is not installed: pip install 'bench[report]', "
+                f"or run bench diff {old_path} NEW where it is)"
+            )
+        )
+        return 0
+    try:
+        old = result.load(old_path)
+    except UsageError as error:
+        console.print(plain(f"drift: no verdict ({error})"))
+        return 0
+    return EXIT_DRIFT if show(console, old, new, drift.DEFAULT_THRESHOLD) else 0
