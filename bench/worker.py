@@ -120,6 +120,9 @@ def measure(
     return record
 
 
+_CAPPED_ALLOCATION_FAILURES = ("could not create a primitive",)
+
+
 def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dict[str, Any]:
     """Everything the child does for one request, failures included."""
     response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
@@ -171,6 +174,10 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         response["error"] = str(error)
     except Exception as error:
         oom = framework is not None and framework.is_out_of_memory(error)
+        # Under --memory-limit on a CPU, oneDNN reports a scratchpad it could not
+        # allocate as a primitive it could not create (seen at the cap's edge).
+        capped = bool((request.get("point") or {}).get("memory_limit_bytes"))
+        oom = oom or (capped and any(m in str(error) for m in _CAPPED_ALLOCATION_FAILURES))
         response["status"] = "oom" if oom else "error"
         first_line = (str(error).strip().splitlines() or [""])[0][:500]
         response["error"] = f"{type(error).__name__}: {first_line}"

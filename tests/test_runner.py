@@ -269,3 +269,26 @@ def test_max_batch_search_starts_at_the_given_batch_and_records_its_resolution(t
     assert [p.batch_size for p in search.probes][:2] == [32, 64]
     assert (search.largest_ok, search.first_failing, search.resolution) == (96, 104, 8)
     assert result.load(runner.path).max_batch[0].resolution == 8
+
+
+@pytest.mark.parametrize(("limit", "status"), [(2**40, "oom"), (None, "error")])
+def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
+    monkeypatch, limit, status
+):
+    from bench import registry, worker
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+
+    class Failing(torch_framework):  # type: ignore[misc, valid-type]
+        def limit_memory(self, platform, nbytes):
+            pass  # not in the test process
+
+        def prepare(self, point, platform):
+            raise RuntimeError("could not create a primitive")
+
+    monkeypatch.setattr(registry, "framework", lambda name: Failing())
+    point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=limit)
+    response = worker.run_point({"point": point.to_dict(), "task": "measure"})
+    assert response["status"] == status
+    assert response["error"] == "RuntimeError: could not create a primitive"
