@@ -244,7 +244,21 @@ def _add_machine_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _label(text: str) -> str:
+    if not text.strip() or len(text) > 80 or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"label: {text!r} is not 1 to 80 printable characters, e.g. before or new-driver"
+        )
+    return text.strip()
+
+
 def _add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--label",
+        type=_label,
+        help="a name for this run in comparisons (e.g. before, after); runs of one machine "
+        "with different labels are different columns",
+    )
     p.add_argument(
         "--output-dir",
         type=Path,
@@ -396,6 +410,7 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
         )
         runner.result.pricing, runner.result.peak_tflops = pricing, args.peak_tflops
+        runner.result.label = args.label
         try:
             outcome = runner.run()
         except KeyboardInterrupt as stop:
@@ -451,9 +466,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 def _comparison(args: argparse.Namespace):
     from bench.report import compare
-    from bench.report.collect import load_all
+    from bench.report.collect import load_all, warn
 
-    return compare.compare(load_all(args.paths), args.baseline, dict(args.price))
+    comparison = compare.compare(load_all(args.paths), args.baseline, dict(args.price))
+    for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
+        warn(line)
+    return comparison
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ from bench.stats import throughput as samples_per_s
 #     results gain `pricing` and `peak_tflops`.
 #   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
 #     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
-#     `resolution` (1 before: they bisected to the exact batch).
+#     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
 SCHEMA_VERSION = 3
 
 
@@ -373,6 +373,7 @@ class Result:
     started: str = field(default_factory=now_iso)
     finished: str | None = None
     status: str = "running"  # running, complete, interrupted
+    label: str | None = None  # --label: names this run in comparisons ("before", "new driver")
     schema_version: int = SCHEMA_VERSION
     # Set on load, never written: integrity.OK, EDITED or ABSENT (an older file).
     integrity: str = field(default=integrity.ABSENT, compare=False)
@@ -392,6 +393,7 @@ class Result:
             "command": self.command,
             "pricing": self.pricing,
             "peak_tflops": self.peak_tflops,
+            "label": self.label,
             "config": self.config.to_dict(),
             "environment": self.environment,
             "points": [p.to_json() for p in self.points],
@@ -411,6 +413,7 @@ class Result:
             started=data.get("started", ""),
             finished=data.get("finished"),
             status=data.get("status", "complete"),
+            label=data.get("label"),
             schema_version=SCHEMA_VERSION,
         )
 
@@ -565,6 +568,7 @@ _RESULT = {
     "command": (_list_of(_text), "a list of text"),
     "pricing": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
     "peak_tflops": (_optional(_positive), "a positive number or null"),
+    "label": (_optional(_text), "text or null"),
     "environment": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
 }  # fmt: skip
 _SECTION = _optional(lambda v: isinstance(v, dict))

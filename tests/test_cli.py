@@ -1,5 +1,7 @@
 """The command line as a user meets it: exit codes and one-line errors."""
 
+import json
+
 import pytest
 
 from .conftest import run_bench
@@ -16,6 +18,14 @@ from .conftest import run_bench
         (
             ["tiny", "--device", "cpu", "--batch-size", "8,x"],
             "batch-size: 'x' is not allowed; use whole numbers",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--label", "a\x1b[2Jb"],
+            "label: 'a\\x1b[2Jb' is not 1 to 80 printable characters",
+        ),
+        (
+            ["tiny", "--device", "cpu", "--max-batch-step", "0"],
+            "max_batch_step: 0 is not allowed; use a positive whole number",
         ),
         (
             ["tiny", "--device", "cpu", "--precision", "fp64"],
@@ -83,3 +93,14 @@ def test_an_unknown_instance_is_refused_before_measuring(tmp_path):
     assert done.returncode == 2
     assert "instance: 'x9.huge' is not in the price catalogue" in done.stderr
     assert not list(tmp_path.glob("results/*.json"))
+
+
+def test_a_label_names_the_run_in_its_file_and_table(tmp_path):
+    done = run_bench(
+        "tiny", "--device", "cpu", "--steps", "2", "--label", "before",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["label"] == "before"
+    assert "tiny · torch" in done.stdout and "· before" in done.stdout

@@ -117,10 +117,43 @@ def test_max_batch_stars(two_machines):
     assert body == [["resnet50", "fp32", "contiguous", "none", "200", "*"]]
 
 
-def test_results_that_measured_differently_are_not_merged(two_machines):
+def test_results_that_measured_differently_are_set_apart_not_merged(two_machines):
     other = machine(A100, [point(64, [300])], steps=50)
-    with pytest.raises(UsageError, match=r"differ in steps .*20.*50"):
-        cmp.compare([two_machines[0], (Path("c.json"), other)], baseline="v100")
+    comparison = cmp.compare([*two_machines, (Path("c.json"), other)], baseline="v100")
+    assert [m.label for m in comparison.machines] == [V100, A100]
+    assert [f for f, _ in comparison.machines[1].results] == [Path("b.json")]
+    assert comparison.set_apart == [
+        "set apart: c.json (resnet50) measured differently from a.json: steps 50 (not 20)"
+    ]
+    assert cmp.as_dict(comparison)["set_apart"] == comparison.set_apart
+
+
+def test_two_runs_of_one_machine_are_two_columns_never_merged():
+    before = machine(V100, [point(64, [100, 101, 99])])
+    after = machine(V100, [point(64, [120, 121, 119])])
+    before.started, after.started = "2026-11-20T10:00:00+00:00", "2026-11-21T10:00:00+00:00"
+    comparison = cmp.compare([(Path("a"), before), (Path("b"), after)], V100)
+    assert [m.label for m in comparison.machines] == [V100, f"{V100} · 2026-11-21T10:00:00"]
+    assert cells_by_batch(comparison)[64][1].relative == pytest.approx(1.2)
+    # with labels, the labels name the columns
+    before.label, after.label = "before", "new driver"
+    comparison = cmp.compare([(Path("a"), before), (Path("b"), after)], "before")
+    assert [m.label for m in comparison.machines] == [f"{V100} · before", f"{V100} · new driver"]
+
+
+def test_runs_that_add_points_to_each_other_stay_one_column():
+    first = machine(V100, [point(64, [100])])
+    second = machine(V100, [point(128, [150])])
+    again = machine(V100, [point(64, [110])])  # 64 again: its own column
+    first.started, second.started, again.started = "2026-01-01", "2026-01-02", "2026-01-03"
+    loaded = [(Path("a"), first), (Path("b"), second), (Path("c"), again)]
+    comparison = cmp.compare(loaded, V100)
+    assert [m.label for m in comparison.machines] == [V100, f"{V100} · 2026-01-03"]
+    assert [[f for f, _ in m.results] for m in comparison.machines] == [
+        [Path("a"), Path("b")],
+        [Path("c")],
+    ]
+    assert sorted(cells_by_batch(comparison)) == [64, 128]
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,11 @@
 does), '*' where a point ran out of memory, energy efficiency (the M2 Max vs V100 CIFAR
 study) and cost (the TPUv2 vs V100 comparison, the Xeon CPU study) as ratios too.
 
-A machine is what ran: its accelerator (or CPU), image and framework, read from each
-result's provenance. Results are merged only when their configs agree on everything
-that changes what is measured; otherwise the comparison is refused, naming the field.
+A column is what ran: its accelerator (or CPU), image and framework, read from each
+result's provenance, and the run's --label when it has one. A second unlabelled run of
+a point a machine's column already holds gets a column of its own, named by when it
+started: never silently merged. Results whose configs differ from the baseline's in
+anything that changes what is measured are set apart, each with one line saying why.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def machine_label(res: Result, with_framework: bool = False) -> str:
 
 @dataclass
 class Machine:
+    """One column: a machine, or one labelled (or dated) run of it."""
+
     label: str
     results: list[tuple[Path, Result]] = field(default_factory=list)
     price_per_hour: float | None = None
@@ -87,6 +91,7 @@ class Comparison:
     baseline: Machine
     rows: list[tuple[tuple[Any, ...], list[Cell]]]
     max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
+    set_apart: list[str] = field(default_factory=list)  # one line per result left out
 
     def to_records(self) -> list[dict[str, Any]]:
         """Long format: one record per row and machine (for CSV and JSON)."""
@@ -136,20 +141,76 @@ def _select(machines: list[Machine], selector: str) -> Machine:
     return found[0]
 
 
-def _check_comparable(loaded: list[tuple[Path, Result]]) -> None:
+def _measured_like(res: Result) -> tuple[Any, ...]:
+    return tuple(getattr(res.config, name) for name in MUST_MATCH)
+
+
+def _set_apart(
+    loaded: list[tuple[Path, Result]], baseline: str
+) -> tuple[list[tuple[Path, Result]], list[str]]:
+    """Per workload, keep the results measured like the baseline's (or like most of
+    them, when the baseline has none of that workload); one line for each other."""
     by_workload: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
     for path, res in loaded:
         by_workload[res.config.workload].append((path, res))
+    kept, lines = [], []
     for workload, group in by_workload.items():
-        first_path, first = group[0]
-        for path, res in group[1:]:
-            for name in MUST_MATCH:
-                a, b = getattr(first.config, name), getattr(res.config, name)
-                if a != b:
-                    raise UsageError(
-                        f"cannot compare {workload}: the results differ in {name} "
-                        f"({first_path}: {a}; {path}: {b}); compare like with like"
+        ways = defaultdict(list)
+        for path, res in group:
+            ways[_measured_like(res)].append((path, res))
+        on_baseline = [
+            way
+            for way, members in ways.items()
+            if any(baseline.lower() in machine_label(res).lower() for _, res in members)
+        ]
+        reference = (on_baseline or sorted(ways, key=lambda w: -len(ways[w])))[0]
+        kept += ways[reference]
+        ref_path, ref = ways[reference][0]
+        for way, members in ways.items():
+            if way == reference:
+                continue
+            for path, res in members:
+                differs = [
+                    f"{name} {getattr(res.config, name)} (not {getattr(ref.config, name)})"
+                    for name in MUST_MATCH
+                    if getattr(res.config, name) != getattr(ref.config, name)
+                ]
+                lines.append(
+                    visible(
+                        f"set apart: {path} ({workload}) measured differently from {ref_path}: "
+                        + ", ".join(differs)
                     )
+                )
+    return kept, lines
+
+
+def _columns(loaded: list[tuple[Path, Result]], with_framework: bool) -> dict[str, Machine]:
+    """Results grouped into columns: by machine and --label. Runs of one machine share
+    a column while they add points to it; a run that measured a point the column
+    already holds starts a column of its own, named by when it started: two runs of
+    one point are never silently merged."""
+    groups: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
+    for path, res in loaded:
+        label = machine_label(res, with_framework)
+        groups[f"{label} · {visible(res.label)}" if res.label else label].append((path, res))
+    columns: dict[str, Machine] = {}
+    for label, results in groups.items():
+        held: list[tuple[Machine, set[tuple[Any, ...]]]] = []
+        for path, res in sorted(results, key=lambda pr: pr[1].started):
+            keys = {
+                (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile)
+                for p in res.points
+            }
+            for machine, taken in held:
+                if not keys & taken:
+                    machine.results.append((path, res))
+                    taken |= keys
+                    break
+            else:
+                name = f"{label} · {res.started[:19] or path.name}" if held else label
+                held.append((Machine(name, [(path, res)]), set(keys)))
+        columns.update((machine.label, machine) for machine, _ in held)
+    return columns
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -164,17 +225,15 @@ def compare(
     """Group results by machine and line their points up by row key."""
     if not loaded:
         raise UsageError("nothing to compare")
-    _check_comparable(loaded)
+    loaded, set_apart = _set_apart(loaded, baseline)
     many_frameworks = len({res.config.framework for _, res in loaded}) > 1
-    machines: dict[str, Machine] = {}
-    for path, res in loaded:
-        label = machine_label(res, many_frameworks)
-        machine = machines.setdefault(label, Machine(label))
-        machine.results.append((path, res))
-        if res.pricing and machine.price_per_hour is None:
-            machine.price_per_hour = res.pricing["usd_per_hour"]
-            machine.price_source = res.pricing.get("source")
-        machine.peak_tflops = machine.peak_tflops or res.peak_tflops
+    machines = _columns(loaded, many_frameworks)
+    for machine in machines.values():
+        for _, res in machine.results:
+            if res.pricing and machine.price_per_hour is None:
+                machine.price_per_hour = res.pricing["usd_per_hour"]
+                machine.price_source = res.pricing.get("source")
+            machine.peak_tflops = machine.peak_tflops or res.peak_tflops
     ordered = list(machines.values())
     for selector, usd in (prices or {}).items():
         target = _select(ordered, selector)
@@ -203,7 +262,7 @@ def compare(
     max_batch = [
         (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
     ]
-    return Comparison(ordered, base, rows, max_batch)
+    return Comparison(ordered, base, rows, max_batch, set_apart)
 
 
 def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
@@ -263,6 +322,7 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
     return {
         "kind": "bench-comparison",  # so that folder scans skip it (bench.report.collect)
         "baseline": comparison.baseline.label,
+        "set_apart": comparison.set_apart,
         "machines": [
             {
                 "label": m.label,

@@ -244,11 +244,14 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
             _training_rows(comparison, train_epochs),
         )
     )
-    note = (
-        f"Charts left out, no result carries their data: {', '.join(missing)}." if missing else ""
+    note = " ".join(
+        [f"Charts left out, no result carries their data: {', '.join(missing)}."] * bool(missing)
+        + [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
     )
     title = (
-        f"bench report: {len(comparison.machines)} machines, baseline {comparison.baseline.label}"
+        f"bench report: {len(comparison.machines)} "
+        f"{'machine' if len(comparison.machines) == 1 else 'machines'}, "
+        f"baseline {comparison.baseline.label}"
     )
 
     md = [f"# {markdown(title)}", markdown(legend()), markdown(note)]

@@ -26,6 +26,8 @@ def title(result: Result) -> str:
         f"{config.framework} {framework or ''}".strip(),
         f"{config.device} ({where})",
     ]
+    if result.label:
+        parts.append(result.label)
     if result.status != "complete":
         parts.append(result.status.upper())
     return " · ".join(parts)
