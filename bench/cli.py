@@ -30,7 +30,7 @@ from bench.commands import diff, verify
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
-from bench.report.table import notes, tables
+from bench.report.table import console, notes, tables
 from bench.report.text import plain
 from bench.result import Result
 from bench.runner import Runner
@@ -394,11 +394,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def _console(args: argparse.Namespace | None = None) -> Console:
-    # With --json, stdout carries only the JSON; people read stderr. Off a terminal
-    # (docker logs, CI) rich would wrap tables at 80 columns: allow a log-friendly width.
-    stderr = bool(getattr(args, "json", False))
-    probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=160)
+    # With --json, stdout carries only the JSON; people read stderr.
+    return console(stderr=bool(getattr(args, "json", False)))
 
 
 def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | None]:

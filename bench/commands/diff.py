@@ -14,6 +14,7 @@ from rich.table import Table
 
 from bench import drift, result
 from bench.errors import UsageError
+from bench.report.table import console as terminal
 from bench.report.text import plain
 
 EXIT_DRIFT = 3  # 0: nothing drifted; 1: a point failed; 2: bad input
@@ -122,10 +123,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         }
         print(json.dumps(document, indent=1))
         return EXIT_DRIFT if any(d.drifted for d in drifts) else 0
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    return EXIT_DRIFT if show(console, old, new, args.threshold) else 0
+    return EXIT_DRIFT if show(terminal(), old, new, args.threshold) else 0
 
 
 def verdict_after_rerun(console: Console, old_path: Path, new: result.Result) -> int:

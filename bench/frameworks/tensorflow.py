@@ -1,10 +1,10 @@
 """TensorFlow through Keras 3: a custom training step under a tf.distribute strategy.
 
 One replica per device (MirroredStrategy over several GPUs, TPUStrategy on a TPU,
-one device otherwise) with a GLOBAL batch split evenly between them, as the TPUv2 vs V100
-comparison ran its TPUs. Keras mixed-precision policies give bf16 and fp16 (fp16 with a loss-scale
-optimizer); `--compile xla` compiles the replica step with XLA (jit_compile), as
-Keras' own fit() does. The step is the same work as PyTorch's: forward, loss,
+one device otherwise) with a GLOBAL batch split evenly between them, as the TPUv2 vs
+V100 comparison ran its TPUs. Keras mixed-precision policies give bf16 and fp16 (fp16
+with a loss-scale optimizer); `--compile xla` compiles the replica step with XLA
+(jit_compile), as Keras' own fit() does. The step is the same work as PyTorch's: forward, loss,
 backward, SGD with momentum.
 """
 

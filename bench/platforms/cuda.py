@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench.platforms.base import MemoryReading, Platform
@@ -14,19 +15,32 @@ _NO_GPU_HINT = (
 )
 
 
-def _driver_version() -> str | None:
-    """The NVIDIA kernel driver version, without creating a CUDA context."""
+@contextlib.contextmanager
+def _nvml() -> Iterator[Any]:
+    """nvidia-ml-py, initialised for the block; None where it is missing or no driver
+    answers."""
     try:
         import pynvml  # nvidia-ml-py
 
         pynvml.nvmlInit()
-        try:
-            version = pynvml.nvmlSystemGetDriverVersion()
-            return version.decode() if isinstance(version, bytes) else version
-        finally:
-            pynvml.nvmlShutdown()
     except Exception:
-        pass
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _driver_version() -> str | None:
+    """The NVIDIA kernel driver version, without creating a CUDA context."""
+    with _nvml() as nv:
+        if nv is not None:
+            try:
+                version = nv.nvmlSystemGetDriverVersion()
+                return version.decode() if isinstance(version, bytes) else version
+            except Exception:
+                pass
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -52,44 +66,42 @@ def _nvml_read(read: Callable[..., Any], *args: Any, scale: float | None = None)
 def _nvml_facts() -> dict[str, list[Any]] | None:
     """What sets a GPU's speed besides its model: power limits, clocks, persistence,
     ECC, and why the clocks are held back right now (NVML's bit mask of reasons)."""
-    try:
-        import pynvml  # nvidia-ml-py
-
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    nv = pynvml
-    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
-    )
-    try:
-        facts: dict[str, list[Any]] = {}
-        for i in range(nv.nvmlDeviceGetCount()):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            ecc = _nvml_read(nv.nvmlDeviceGetEccMode, h)
-            for name, value in {
-                "power_limit_w": _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3),
-                "default_power_limit_w": _nvml_read(
-                    nv.nvmlDeviceGetPowerManagementDefaultLimit, h, scale=1e-3
-                ),
-                "max_sm_clock_mhz": _nvml_read(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
-                "max_memory_clock_mhz": _nvml_read(
-                    nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM
-                ),
-                "sm_clock_mhz_at_start": _nvml_read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
-                "temperature_c_at_start": _nvml_read(
-                    nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU
-                ),
-                "clock_limit_reasons_at_start": _nvml_read(reasons, h) if reasons else None,
-                "persistence_mode": _nvml_read(nv.nvmlDeviceGetPersistenceMode, h),
-                "ecc_enabled": ecc[0] if ecc else None,
-            }.items():
-                facts.setdefault(name, []).append(value)
-        return facts
-    except Exception:
-        return None
-    finally:
-        nv.nvmlShutdown()
+    with _nvml() as nv:
+        if nv is None:
+            return None
+        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        try:
+            facts: dict[str, list[Any]] = {}
+            for i in range(nv.nvmlDeviceGetCount()):
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+                ecc = _nvml_read(nv.nvmlDeviceGetEccMode, h)
+                for name, value in {
+                    "power_limit_w": _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3),
+                    "default_power_limit_w": _nvml_read(
+                        nv.nvmlDeviceGetPowerManagementDefaultLimit, h, scale=1e-3
+                    ),
+                    "max_sm_clock_mhz": _nvml_read(
+                        nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM
+                    ),
+                    "max_memory_clock_mhz": _nvml_read(
+                        nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM
+                    ),
+                    "sm_clock_mhz_at_start": _nvml_read(
+                        nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM
+                    ),
+                    "temperature_c_at_start": _nvml_read(
+                        nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU
+                    ),
+                    "clock_limit_reasons_at_start": _nvml_read(reasons, h) if reasons else None,
+                    "persistence_mode": _nvml_read(nv.nvmlDeviceGetPersistenceMode, h),
+                    "ecc_enabled": ecc[0] if ecc else None,
+                }.items():
+                    facts.setdefault(name, []).append(value)
+            return facts
+        except Exception:
+            return None
 
 
 class CudaPlatform(Platform):
@@ -173,26 +185,20 @@ class CudaPlatform(Platform):
         }
 
     def power_readings(self) -> dict[str, dict[str, float]]:
-        try:
-            import pynvml  # nvidia-ml-py
-
-            pynvml.nvmlInit()
-        except Exception:
-            return {}
-        nv = pynvml
-        try:
-            readings = {}
-            for i in range(nv.nvmlDeviceGetCount()):
-                h = nv.nvmlDeviceGetHandleByIndex(i)
-                draw = _nvml_read(nv.nvmlDeviceGetPowerUsage, h, scale=1e-3)
-                limit = _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3)
-                if draw is not None and limit is not None:
-                    readings[f"gpu{i}"] = {"draw_w": draw, "limit_w": limit}
-            return readings
-        except Exception:
-            return {}
-        finally:
-            nv.nvmlShutdown()
+        with _nvml() as nv:
+            if nv is None:
+                return {}
+            try:
+                readings = {}
+                for i in range(nv.nvmlDeviceGetCount()):
+                    h = nv.nvmlDeviceGetHandleByIndex(i)
+                    draw = _nvml_read(nv.nvmlDeviceGetPowerUsage, h, scale=1e-3)
+                    limit = _nvml_read(nv.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3)
+                    if draw is not None and limit is not None:
+                        readings[f"gpu{i}"] = {"draw_w": draw, "limit_w": limit}
+                return readings
+            except Exception:
+                return {}
 
 
 PLATFORM = CudaPlatform()

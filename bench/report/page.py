@@ -244,10 +244,10 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
             _training_rows(comparison, train_epochs),
         )
     )
-    note = " ".join(
-        [f"Charts left out, no result carries their data: {', '.join(missing)}."] * bool(missing)
-        + [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
-    )
+    notes = [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
+    if missing:
+        notes.insert(0, f"Charts left out, no result carries their data: {', '.join(missing)}.")
+    note = " ".join(notes)
     title = (
         f"bench report: {len(comparison.machines)} "
         f"{'machine' if len(comparison.machines) == 1 else 'machines'}, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -14,6 +15,13 @@ _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
 
 def _ms(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds * 1e3:,.1f}"
+
+
+def console(stderr: bool = False) -> Console:
+    """Where tables go. Off a terminal (docker logs, CI, a pipe) rich would wrap them at
+    80 columns: there, a log-friendly width."""
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=160)
 
 
 def title(result: Result) -> str:
