@@ -175,6 +175,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "(jit_compile); jax always compiles; a list like none,inductor sweeps",
     )
     p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
+    _add_launch_options(p)
     p.add_argument(
         "--data",
         choices=DATA_SOURCES,
@@ -232,6 +233,56 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_whole, default=0)
     _add_machine_options(p)
     _add_output_options(p)
+
+
+def _device_count(text: str) -> int | str:
+    return "all" if text == "all" else _strict_int(text)
+
+
+def _add_launch_options(p: argparse.ArgumentParser) -> None:
+    """Ranks and machines (torch, through torchrun: the same flags torchrun takes)."""
+    p.add_argument(
+        "--devices",
+        type=_list_of(_device_count, "devices", "all or whole numbers, e.g. 1,2,4,8"),
+        default=("all",),
+        help="torch: data-parallel ranks on this machine, one device each, launched by "
+        "torchrun (default all: every GPU; 1 on a CPU, where N ranks get N shares of the "
+        "cores); comma-separated for a scaling sweep. TensorFlow and JAX use every device",
+    )
+    p.add_argument("--nnodes", type=_whole, default=1, help="machines training each point together")
+    p.add_argument("--node-rank", type=_whole, default=0, help="this machine's rank (0: writes)")
+    p.add_argument(
+        "--rdzv-endpoint",
+        metavar="HOST:PORT",
+        help="node 0's rendezvous, the same on every machine",
+    )
+
+
+def resolve_devices(
+    counts: tuple[int | str, ...], device: str, framework_name: str
+) -> tuple[int | None, ...]:
+    """'all' -> this machine's devices, for frameworks that launch ranks; a count larger
+    than the machine holds is refused here, before anything runs."""
+    framework = registry.framework(framework_name)
+    if not framework.launches_ranks:
+        if counts != ("all",):
+            raise UsageError(
+                f"devices: {framework.name} spreads a point over every local device in one "
+                "process; --devices applies to torch (choose devices with CUDA_VISIBLE_DEVICES)"
+            )
+        return (None,)
+    platform = registry.platform(device)
+    resolved = tuple(platform.all_devices() if c == "all" else c for c in counts)
+    here = None
+    for count in resolved:
+        if isinstance(count, int) and count > 1:
+            here = platform.devices_here() if here is None else here
+            if count > here:
+                raise UsageError(
+                    f"devices: {count} ranks need {count} {platform.rank_resource}; "
+                    f"this machine has {here}"
+                )
+    return resolved  # type: ignore[return-value]
 
 
 def _add_machine_options(p: argparse.ArgumentParser) -> None:
@@ -363,10 +414,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     compilers = tuple(
         framework.default_compiler if c == DEFAULT_COMPILER else c for c in args.compile
     )
+    device = resolve_device(args.device, args.framework)
     return RunConfig(
         workload=args.workload,
         framework=args.framework,
-        device=resolve_device(args.device, args.framework),
+        device=device,
+        devices=resolve_devices(args.devices, device, args.framework),
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        rdzv_endpoint=args.rdzv_endpoint,
         batch_sizes=args.batch_size,
         precisions=args.precision,
         memory_formats=formats,
@@ -424,6 +480,12 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
                 return code, outcome
         else:
             code = 1 if outcome.failed else 0
+    if not runner.writes:  # another machine's node 0 holds the figures and the file
+        for point in outcome.points:
+            _print(console, f"{point.label}: {point.status}"
+                   + (f": {point.error_line}" if point.status != "ok" else ""))  # fmt: skip
+        _print(console, f"node {config.node_rank} of {config.nnodes}: node 0 writes the result")
+        return code, None
     for table in tables(outcome):
         console.print(table)
     note = notes(outcome)

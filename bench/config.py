@@ -83,6 +83,39 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
             )
     if cfg.epoch_samples is not None and cfg.epochs is None:
         raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
+    _check_launch(cfg, framework)
+
+
+def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
+    """Ranks and machines: torchrun's flags, for frameworks whose ranks it launches."""
+    _positive("nnodes", cfg.nnodes)
+    _positive("node_rank", cfg.node_rank, zero_ok=True)
+    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
+    for count in counts:
+        _positive("devices", count)
+    spread = cfg.nnodes > 1 or any(count not in (None, 1) for count in counts)
+    if spread and not framework.launches_ranks:
+        raise UsageError(
+            f"devices: {framework.name} spreads a point over every local device in one "
+            "process; --devices and --nnodes apply to torch (choose devices with "
+            "CUDA_VISIBLE_DEVICES)"
+        )
+    if cfg.nnodes == 1:
+        if cfg.node_rank or cfg.rdzv_endpoint:
+            raise UsageError("node_rank, rdzv_endpoint: only apply with nnodes above 1")
+        return
+    if not cfg.rdzv_endpoint:
+        raise UsageError(
+            f"rdzv_endpoint: nnodes {cfg.nnodes} needs the rendezvous HOST:PORT of node 0, "
+            "the same on every machine (e.g. --rdzv-endpoint 10.0.0.1:29500)"
+        )
+    host, _, port = cfg.rdzv_endpoint.rpartition(":")
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(
+            f"rdzv_endpoint: {cfg.rdzv_endpoint!r} is not HOST:PORT with a port 1-65535"
+        )
+    if cfg.node_rank >= cfg.nnodes:
+        raise UsageError(f"node_rank: {cfg.node_rank} must be below nnodes {cfg.nnodes}")
 
 
 @dataclass(frozen=True)
@@ -106,10 +139,22 @@ class PointConfig:
     seq_len: int | None = None
     memory_limit_bytes: int | None = None
     seed: int = 0
+    # Ranks per machine, one device each (torch, launched by torchrun when above 1);
+    # None: the framework's own use of the local devices (one process).
+    devices: int | None = None
+    nnodes: int = 1  # machines; above 1 every machine runs the same command (torchrun's flags)
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None  # HOST:PORT of node 0's rendezvous
 
     def __post_init__(self) -> None:
         _check_common(self)
         _positive("batch_size", self.batch_size)
+        if self.batch_size % self.ranks:
+            raise UsageError(
+                f"batch_size: {self.batch_size} does not split evenly over {self.ranks} ranks "
+                f"({self.devices or 1} devices x {self.nnodes} machines); the batch is GLOBAL, "
+                f"use a multiple of {self.ranks}"
+            )
         if self.batch_size < self.spec.min_batch_size:
             raise UsageError(
                 f"batch_size: {self.batch_size} is below {self.workload}'s minimum "
@@ -130,6 +175,11 @@ class PointConfig:
     @property
     def spec(self):
         return registry.workload(self.workload)
+
+    @property
+    def ranks(self) -> int:
+        """Processes that train this point together (the world size)."""
+        return (self.devices or 1) * self.nnodes
 
     @property
     def steps_per_epoch(self) -> int | None:
@@ -189,9 +239,14 @@ class RunConfig:
     memory_limit_bytes: int | None = None
     timeout_s: float | None = None  # per child process
     seed: int = 0
+    # Ranks per machine, a sweep axis (None: the framework's own use of the devices).
+    devices: tuple[int | None, ...] = (None,)
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+        for name in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if not self.batch_sizes:
             object.__setattr__(
@@ -212,7 +267,7 @@ class RunConfig:
                 raise UsageError(platform.precision_unsupported(precision) or precision)
         for fmt, compiler in itertools.product(self.memory_formats, self.compilers):
             _check_variant(self.framework, fmt, compiler)
-        for axis in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+        for axis in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
             values = getattr(self, axis)
             if not values or len(set(values)) != len(values):
                 raise UsageError(f"{axis}: {list(values)} must be a non-empty list without repeats")
@@ -237,6 +292,15 @@ class RunConfig:
             raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
         if self.find_max_batch and self.epochs is not None:
             raise UsageError("find_max_batch: cannot be combined with epochs")
+        if self.nnodes > 1 and (self.repeats is None or self.find_max_batch):
+            # Every machine must launch the same points in the same order; automatic
+            # repeats and the search decide from figures only node 0 sees.
+            raise UsageError(
+                "nnodes: several machines need a fixed --repeats and no --find-max-batch "
+                "(run the search on one machine)"
+            )
+        if self.find_max_batch and len(self.devices) > 1:
+            raise UsageError("devices: the max-batch search takes one device count, not a sweep")
         # Building every point validates the per-point rules too (e.g. epoch_samples
         # smaller than a batch) before anything runs.
         list(self.points())
@@ -250,12 +314,17 @@ class RunConfig:
         return PointConfig(**shared, **axes)
 
     def points(self) -> Iterator[PointConfig]:
-        """The sweep, in order: batch size varies fastest, as in the published tables."""
-        for precision, fmt, compiler, batch in itertools.product(
-            self.precisions, self.memory_formats, self.compilers, self.batch_sizes
+        """The sweep, in order: batch size varies fastest, as in the published tables,
+        and the device count slowest (a scaling table reads down one config)."""
+        for precision, fmt, compiler, devices, batch in itertools.product(
+            self.precisions, self.memory_formats, self.compilers, self.devices, self.batch_sizes
         ):
             yield self._point(
-                batch_size=batch, precision=precision, memory_format=fmt, compile=compiler
+                batch_size=batch,
+                precision=precision,
+                memory_format=fmt,
+                compile=compiler,
+                devices=devices,
             )
 
     def probe(
@@ -268,6 +337,7 @@ class RunConfig:
                 precision=precision,
                 memory_format=memory_format,
                 compile=compile,
+                devices=self.devices[0],
             ),
             warmup_steps=0,
             steps=self.probe_steps,
@@ -275,7 +345,7 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        for name in ("batch_sizes", "precisions", "memory_formats", "compilers"):
+        for name in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
             data[name] = list(data[name])
         return data
 

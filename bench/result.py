@@ -33,7 +33,10 @@ from bench.stats import throughput as samples_per_s
 #   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
 #     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
 #     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
-SCHEMA_VERSION = 3
+#   4 (bench 0.1.0): points gain `ranks` (per repeat, data-parallel ranks through
+#     torchrun: each rank's mean step, the slowest rank's steps); configs gain
+#     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before).
+SCHEMA_VERSION = 4
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -52,10 +55,17 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 3}  # no checksum: integrity.check says "absent"
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("ranks", [])
+    return {**data, "schema_version": 4}  # the config's new fields take their defaults
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
+    3: _v3_to_v4,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -127,6 +137,9 @@ class Point:
     energy_unavailable: str | None = None
     # Per repeat: {device: {"draw_w", "limit_w"}} read before the child's work, or None.
     power_before: tuple[dict[str, Any] | None, ...] = ()
+    # Per repeat, with ranks: {"world_size", "nodes", "hosts", "mean_step_s" (per rank),
+    # "slowest_rank", "slowest_step_times_s", "bindings"}, or None.
+    ranks: tuple[dict[str, Any] | None, ...] = ()
     # Why the figure is noisier than asked (--repeats auto that missed its target).
     noise: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -134,7 +147,8 @@ class Point:
     @property
     def label(self) -> str:
         variant = variant_label(self.precision, self.memory_format, self.compile)
-        return f"batch {self.batch_size} {variant}"
+        spread = f" on {self.devices} devices" if self.devices > 1 else ""
+        return f"batch {self.batch_size} {variant}{spread}"
 
     @property
     def error_line(self) -> str:
@@ -275,7 +289,9 @@ class Point:
             kwargs[key] = _tuples(kwargs.get(key, ()))
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
-        for key in ("peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before"):
+        for key in (
+            "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks"
+        ):  # fmt: skip
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
 
@@ -307,6 +323,7 @@ class Point:
             energy=tuple(r.get("energy") for r in done),
             energy_unavailable=first.get("energy_unavailable"),
             power_before=tuple(r.get("power_before") for r in done),
+            ranks=tuple(r.get("ranks") for r in done) if any(r.get("ranks") for r in done) else (),
             details=first.get("details") or {},
         )
 
@@ -384,7 +401,30 @@ class Result:
             m.status == "error" for m in self.max_batch
         )
 
+    def single_device(self, point: Point) -> Point | None:
+        """The one-device point of `point`'s config (same global batch and variant)."""
+        return next(
+            (p for p in self.points
+             if p.devices == 1 and p.throughput and (p.batch_size, p.precision,
+                p.memory_format, p.compile) == (point.batch_size, point.precision,
+                point.memory_format, point.compile)),
+            None,
+        )  # fmt: skip
+
+    def scaling_efficiency(self, point: Point) -> float | None:
+        """Global throughput over N times the one-device throughput of the same config
+        (1.0: perfect scaling); None without a measured one-device point."""
+        one = self.single_device(point)
+        if point.devices < 2 or one is None or point.throughput is None:
+            return None
+        return point.throughput.value / (point.devices * one.throughput.value)  # type: ignore[union-attr]
+
     def to_json(self) -> dict[str, Any]:
+        points = []
+        for p in self.points:
+            data = p.to_json()
+            data["scaling_efficiency"] = self.scaling_efficiency(p)  # derived, not read back
+            points.append(data)
         return {
             "schema_version": self.schema_version,
             "status": self.status,
@@ -396,7 +436,7 @@ class Result:
             "label": self.label,
             "config": self.config.to_dict(),
             "environment": self.environment,
-            "points": [p.to_json() for p in self.points],
+            "points": points,
             "max_batch": [dataclasses.asdict(m) for m in self.max_batch],
         }
 
@@ -537,6 +577,7 @@ _POINT = {
         "a list of {device: {draw_w, limit_w}} or null",
     ),
     "noise": (_optional(_text), "text or null"),
+    "ranks": (_list_of(_optional(lambda v: isinstance(v, dict))), "a list of objects or null"),
     "details": (lambda v: isinstance(v, dict), "an object"),
 }
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")

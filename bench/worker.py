@@ -6,6 +6,10 @@ REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}.
 the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one 'response JSON'
 line. Pipes, not files: bench needs no writable /tmp (read-only containers).
 
+As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
+BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR); every
+rank trains its share of the global batch, and rank 0 gathers the others' figures.
+
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state. Failures
 come back as a status and message (with the traceback), never as a lost result.
@@ -18,6 +22,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -30,6 +35,7 @@ from bench import provenance, registry
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
+from bench.launchers.rank import Rank, current, merge, share
 from bench.platforms.base import Platform
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker
@@ -45,10 +51,10 @@ def _no_progress(phase: str, done: int, total: int) -> None:
 
 
 class ParentPipe:
-    """The line protocol to the parent on an inherited pipe."""
+    """The line protocol to the parent: an inherited pipe, or a rank's socket."""
 
-    def __init__(self, fd: int) -> None:
-        self.stream = os.fdopen(fd, "w", buffering=1)
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
 
     def progress(self, phase: str, done: int, total: int) -> None:
         # If the parent stopped listening, measuring goes on regardless.
@@ -123,10 +129,15 @@ def measure(
 _CAPPED_ALLOCATION_FAILURES = ("could not create a primitive",)
 
 
-def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dict[str, Any]:
-    """Everything the child does for one request, failures included."""
+def run_point(
+    request: dict[str, Any], progress: Progress = _no_progress, rank: Rank | None = None
+) -> dict[str, Any]:
+    """Everything the child does for one request, failures included. As a rank, each
+    machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
+    0 answers for the point with every rank's figures."""
     response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
-    framework = None
+    framework = session = None
+    speaks = rank is None or rank.leads_node
     try:
         point = PointConfig.from_dict(request["point"])
         platform = registry.platform(point.device)
@@ -138,12 +149,15 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
             raise BenchError(reason)
         progress("setup", 0, 1)
         framework.configure(platform)
+        if rank is not None:  # this rank's device, or its own CPU cores
+            response["binding"] = platform.bind_rank(rank.local_rank, rank.local_world_size)
         # Imports the framework, without opening the device (the cap below must come
         # after the imports, which need memory of their own, and before the device opens).
-        response["environment"] = provenance.collect(framework, platform)
+        if speaks:
+            response["environment"] = provenance.collect(framework, platform)
         if point.memory_limit_bytes:
             framework.limit_memory(platform, point.memory_limit_bytes)
-        if request.get("task") != "count_flops":
+        if request.get("task") != "count_flops" and speaks:
             # Before this child puts any work on the device: the floor for the check
             # that the measured mean power is plausible.
             response["power_before"] = platform.power_readings() or None
@@ -155,7 +169,9 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
             # A child of its own: the measured process does only what training does.
             response["flops_per_sample"] = session.count_flops()
         else:
-            sources, reason = open_sources(platform.name)
+            sources, reason = (
+                open_sources(platform.name) if speaks else ([], "read by local rank 0")
+            )
             try:
                 response.update(
                     measure(
@@ -169,6 +185,9 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
             finally:
                 for source in sources:
                     source.close()
+            if rank is not None:
+                shares = session.gather(share(response, rank, socket.gethostname()))
+                response = merge(shares, response) if rank.rank == 0 else {"rank": rank.rank}
         response["status"] = "ok"
     except BenchError as error:
         response["error"] = str(error)
@@ -182,6 +201,9 @@ def run_point(request: dict[str, Any], progress: Progress = _no_progress) -> dic
         first_line = (str(error).strip().splitlines() or [""])[0][:500]
         response["error"] = f"{type(error).__name__}: {first_line}"
         response["traceback"] = traceback.format_exc()
+    finally:
+        if session is not None:
+            session.close()
     return response
 
 
@@ -207,14 +229,37 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-lifeline", daemon=True).start()
 
 
+def main_rank(address: str) -> int:
+    """One of torchrun's ranks: the request from the environment, lines to a socket.
+    A rank that fails exits non-zero, so torchrun stops the others at once (they would
+    wait in a collective otherwise)."""
+    rank = current()
+    if rank is None:
+        raise SystemExit("bench.worker: BENCH_REPORT_ADDR is set but torchrun's RANK is not")
+    request = json.loads(os.environ["BENCH_REQUEST"])
+    die_with_parent(os.getppid())  # torchrun; the parent holds our stdin as a lifeline
+    host, _, port = address.rpartition(":")
+    connection = socket.create_connection((host, int(port)))
+    parent = ParentPipe(connection.makefile("w", buffering=1, encoding="utf-8"))
+    parent.stream.write(
+        f"hello {os.environ.get('BENCH_REPORT_TOKEN', '')} {rank.rank} {rank.local_rank}\n"
+    )
+    response = run_point(request, parent.progress if rank.local_rank == 0 else _no_progress, rank)
+    parent.respond(response)
+    return 0 if response["status"] == "ok" else 1
+
+
 def main() -> int:
+    address = os.environ.get("BENCH_REPORT_ADDR")
+    if address:
+        return main_rank(address)
     fd = os.environ.get("BENCH_REPORT_FD")
     if fd is None:  # run by hand: the request is all of stdin, the response goes to stdout
         print(json.dumps(run_point(json.loads(sys.stdin.read()))))
         return 0
     request = json.loads(sys.stdin.readline())
     die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())))
-    parent = ParentPipe(int(fd))
+    parent = ParentPipe(os.fdopen(int(fd), "w", buffering=1))
     parent.respond(run_point(request, parent.progress))
     return 0
 

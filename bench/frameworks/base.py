@@ -44,6 +44,13 @@ class Session(ABC):
     def count_flops(self) -> float | None:
         """Model FLOPs per sample for one forward and backward pass, or None."""
 
+    def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every rank's `mine`, in rank order (a single process: just its own)."""
+        return [mine]
+
+    def close(self) -> None:  # noqa: B027 - most hold nothing to release
+        """Release what outlives the process otherwise (a process group)."""
+
     def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
         """How steps are timed: the host clock after a device sync, unless the
         framework has device events (then the host never waits inside the window)."""
@@ -64,6 +71,9 @@ class Framework(ABC):
     memory_formats: ClassVar[tuple[str, ...]] = ("contiguous", "channels_last")
     data_sources: ClassVar[tuple[str, ...]] = ("synthetic", "loader")
     sets_threads: ClassVar[bool] = True  # whether --threads can be honoured
+    # Whether a point can be spread over ranks that torchrun launches (--devices,
+    # --nnodes); the others use every local device from one process.
+    launches_ranks: ClassVar[bool] = False
     default_compiler: ClassVar[str | None] = None  # what a bare --compile means
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing

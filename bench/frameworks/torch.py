@@ -1,13 +1,16 @@
-"""PyTorch: eager or torch.compile, autocast for fp16/bf16, TF32 only when asked."""
+"""PyTorch: eager or torch.compile, autocast for fp16/bf16, TF32 only when asked; under
+torchrun, DistributedDataParallel over the ranks (each its own device and data)."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bench.frameworks.base import Framework, Session
+from bench.launchers import rank as ranks
 from bench.trackers.timing import EventTimer, StepTimer
 
 if TYPE_CHECKING:
@@ -42,8 +45,8 @@ def _set_tf32(enabled: bool) -> None:
 class _SyntheticSamples:
     """Sample i of a fixed random dataset, made on the host (for --data loader)."""
 
-    def __init__(self, impl: Any, point: PointConfig, length: int) -> None:
-        self.impl, self.point, self.length = impl, point, length
+    def __init__(self, impl: Any, point: PointConfig, length: int, offset: int = 0) -> None:
+        self.impl, self.point, self.length, self.offset = impl, point, length, offset
 
     def __len__(self) -> int:
         return self.length
@@ -51,22 +54,37 @@ class _SyntheticSamples:
     def __getitem__(self, index: int):
         import torch
 
-        generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + index)
+        sample = self.offset + index  # each rank its own samples
+        generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + sample)
         inputs, targets = self.impl.make_batch(self.point.spec, self.point, 1, generator)
         return inputs[0], targets[0]
 
 
 class TorchSession(Session):
-    def __init__(self, point: PointConfig, platform: Platform) -> None:
+    def __init__(
+        self, point: PointConfig, platform: Platform, rank: ranks.Rank | None = None
+    ) -> None:
         import torch
 
-        self.point, self.platform = point, platform
+        self.point, self.platform, self.rank = point, platform, rank
         self.impl = point.spec.implementation("torch")
+        # Each rank trains its share of the GLOBAL batch, on its own data.
+        self.devices = rank.world_size if rank else 1
+        self.batch_size = point.batch_size // self.devices
+        if rank is not None:
+            import torch.distributed as dist
+
+            dist.init_process_group(platform.distributed_backend)
         if point.threads:
             torch.set_num_threads(point.threads)
-        torch.manual_seed(point.seed)
+        elif rank is not None and self.platform.torch_device == "cpu":
+            # torchrun sets OMP_NUM_THREADS=1; a CPU rank uses the cores it was given.
+            torch.set_num_threads(len(os.sched_getaffinity(0)))
+        torch.manual_seed(point.seed)  # the same weights on every rank (DDP checks)
         _set_tf32(point.precision == "tf32")
         self.device = torch.device(platform.torch_device)
+        if self.device.type == "cuda":  # the rank's GPU (bind_rank set it), or GPU 0
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.channels_last = point.memory_format == "channels_last"
         # Fixed shapes: let cuDNN (MIOpen on ROCm) time its algorithms once, in warm-up,
         # and keep the fastest, as every published GPU training benchmark does.
@@ -78,6 +96,9 @@ class TorchSession(Session):
             model = model.to(memory_format=torch.channels_last)
         self.eager_model = model
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        if rank is not None:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
@@ -91,6 +112,15 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if rank is not None:
+            self.details["data_parallel"] = {
+                "kind": "DistributedDataParallel",
+                "backend": platform.distributed_backend,
+                "world_size": rank.world_size,
+                "nodes": point.nnodes,
+                "per_rank_batch": self.batch_size,
+                "launcher": "torchrun",
+            }
 
     def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
         import torch
@@ -106,14 +136,17 @@ class TorchSession(Session):
         point = self.point
         if point.data == "synthetic":
             # Made once, on the device: the host is not part of the measurement.
-            generator = torch.Generator().manual_seed(point.seed)
-            inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, generator)
+            rank = self.rank.rank if self.rank else 0
+            generator = torch.Generator().manual_seed(point.seed + 1_000_003 * rank)
+            inputs, targets = self.impl.make_batch(point.spec, point, self.batch_size, generator)
             return itertools.repeat((self._to_device(inputs), self._to_device(targets)))
         steps = point.warmup_steps + point.measured_steps
+        length = steps * self.batch_size
+        offset = (self.rank.rank if self.rank else 0) * length
         loader: Any = torch.utils.data.DataLoader(
             # A map-style dataset by protocol (__len__, __getitem__); torch stays a lazy import.
-            _SyntheticSamples(self.impl, point, steps * point.batch_size),  # type: ignore[arg-type]
-            batch_size=point.batch_size,
+            _SyntheticSamples(self.impl, point, length, offset),  # type: ignore[arg-type]
+            batch_size=self.batch_size,
             num_workers=point.num_workers,
             pin_memory=self.device.type == "cuda",
             drop_last=True,
@@ -146,7 +179,29 @@ class TorchSession(Session):
         return float(handle)
 
     def synchronize(self) -> None:
+        """The device, then (as a rank) a barrier: a clock read on rank 0 follows
+        every rank's finished work."""
         self.platform.synchronize()
+        if self.rank is not None:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.rank is None:
+            return [mine]
+        import torch.distributed as dist
+
+        everyone: list[Any] = [None] * self.rank.world_size
+        dist.all_gather_object(everyone, mine)
+        return everyone
+
+    def close(self) -> None:
+        if self.rank is not None:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
 
     def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
         if self.device.type != "cuda":  # CUDA and ROCm (HIP) have timing events
@@ -180,6 +235,7 @@ class TorchSession(Session):
 class TorchFramework(Framework):
     name = "torch"
     default_compiler = "inductor"
+    launches_ranks = True
 
     def versions(self) -> dict[str, Any]:
         import numpy
@@ -199,7 +255,7 @@ class TorchFramework(Framework):
         }
 
     def prepare(self, point: PointConfig, platform: Platform) -> Session:
-        return TorchSession(point, platform)
+        return TorchSession(point, platform, ranks.current())
 
     def count_parameters(self, spec: WorkloadSpec, point: PointConfig) -> int:
         import torch

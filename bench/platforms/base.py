@@ -29,6 +29,9 @@ class Platform(ABC):
     auto_priority: ClassVar[int] = 0
     # The device string PyTorch uses for this platform.
     torch_device: ClassVar[str]
+    # torch.distributed's backend for ranks on this hardware; None: no ranks here.
+    distributed_backend: ClassVar[str | None] = None
+    rank_resource: ClassVar[str] = "devices"  # what each rank needs one of
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:
@@ -55,6 +58,19 @@ class Platform(ABC):
 
     @abstractmethod
     def peak_memory(self) -> MemoryReading: ...
+
+    def devices_here(self) -> int:
+        """How many ranks this machine can hold, one device each (the parent asks, to
+        turn --devices all into a number and to refuse more than there are)."""
+        return 1
+
+    def all_devices(self) -> int:
+        """What --devices all means here: every device (one rank each)."""
+        return self.devices_here()
+
+    def bind_rank(self, local_rank: int, local_ranks: int) -> dict[str, Any]:
+        """Give this rank its own device before the framework opens one; the facts."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """Accelerator facts for provenance: model, count, memory, driver."""

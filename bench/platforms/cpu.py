@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 from pathlib import Path
 
@@ -21,11 +22,68 @@ def _status_kib(field: str) -> int | None:
     return None
 
 
+def _numa_cpus() -> list[list[int]]:
+    """The CPUs of each NUMA node ([] where the kernel shows no nodes)."""
+    nodes = []
+    for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"),
+                       key=lambda p: int(p.name[4:])):  # fmt: skip
+        try:
+            text = node.joinpath("cpulist").read_text().strip()
+        except OSError:
+            continue
+        cpus: list[int] = []
+        for part in filter(None, text.split(",")):
+            low, _, high = part.partition("-")
+            cpus += range(int(low), int(high or low) + 1)
+        nodes.append(cpus)
+    return nodes
+
+
+def rank_cpus(local_rank: int, local_ranks: int, usable: list[int], numa: list[list[int]]
+              ) -> tuple[list[int], int | None]:  # fmt: skip
+    """This rank's own CPUs: an equal share of the usable ones, taken within one NUMA
+    node when the ranks divide evenly over the nodes (each rank then keeps its memory
+    local: the Xeon CPU training study's multi-node-per-socket step)."""
+    nodes = [[c for c in cpus if c in usable] for cpus in numa]
+    nodes = [cpus for cpus in nodes if cpus]
+    if len(nodes) > 1 and local_ranks % len(nodes) == 0:
+        per_node = local_ranks // len(nodes)
+        node = local_rank // per_node
+        share = len(nodes[node]) // per_node
+        index = local_rank % per_node
+        return nodes[node][index * share : (index + 1) * share], node
+    share = len(usable) // local_ranks
+    return usable[local_rank * share : (local_rank + 1) * share], None
+
+
 class CpuPlatform(Platform):
     name = "cpu"
     precisions = frozenset({"fp32", "bf16", "fp16"})
     auto_priority = 0
     torch_device = "cpu"
+    distributed_backend = "gloo"
+    rank_resource = "usable CPU cores"
+
+    def devices_here(self) -> int:
+        """Ranks need a core each at least: the CPUs this process may run on."""
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+
+    def all_devices(self) -> int:
+        return 1  # the CPU is one device; ranks on it are asked for by number
+
+    def bind_rank(self, local_rank: int, local_ranks: int) -> dict:
+        if not hasattr(os, "sched_setaffinity"):
+            return {"cpus": None, "reason": "this OS cannot pin a process to CPUs"}
+        usable = sorted(os.sched_getaffinity(0))
+        cpus, node = rank_cpus(local_rank, local_ranks, usable, _numa_cpus())
+        if not cpus:
+            return {"cpus": None, "reason": f"{len(usable)} CPUs for {local_ranks} ranks"}
+        os.sched_setaffinity(0, cpus)
+        return {"cpus": cpus, "numa_node": node}
 
     def unavailable_reason(self) -> str | None:
         return None

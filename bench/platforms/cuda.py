@@ -109,6 +109,18 @@ class CudaPlatform(Platform):
     precisions = frozenset({"fp32", "tf32", "fp16", "bf16"})
     auto_priority = 20
     torch_device = "cuda"
+    distributed_backend = "nccl"  # RCCL on ROCm, under the same name
+
+    def devices_here(self) -> int:
+        import torch
+
+        return torch.cuda.device_count()
+
+    def bind_rank(self, local_rank: int, local_ranks: int) -> dict[str, Any]:
+        import torch
+
+        torch.cuda.set_device(local_rank)  # "cuda" now means this rank's GPU
+        return {"device_index": local_rank}
 
     def _runtime_missing(self, torch) -> str | None:
         if torch.version.cuda is None:

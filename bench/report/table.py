@@ -45,8 +45,12 @@ def points_table(result: Result) -> Table:
     points = result.points
     show_format = any(p.memory_format != "contiguous" for p in points)
     show_compile = any(p.compile for p in points)
+    show_devices = any(p.devices > 1 for p in points)
+    show_scaling = any(result.scaling_efficiency(p) is not None for p in points)
     epoch_mode = any(p.epoch_times_s for p in points)
     table = Table(title=plain(title(result)), title_justify="left")
+    if show_devices:
+        table.add_column("devices", justify="right")
     table.add_column("batch", justify="right")
     table.add_column("precision")
     if show_format:
@@ -56,6 +60,8 @@ def points_table(result: Result) -> Table:
     table.add_column("status")
     table.add_column("throughput\n(samples/s)", justify="right")
     table.add_column("95% CI\n(samples/s)", justify="right")
+    if show_scaling:
+        table.add_column("scaling\nefficiency", justify="right")
     table.add_column("step median\n(ms)", justify="right")
     table.add_column("step p95\n(ms)", justify="right")
     if epoch_mode:
@@ -79,7 +85,8 @@ def points_table(result: Result) -> Table:
             else ""
         )
         status = p.status  # why it failed: a note under the table, not a tall cell
-        row: list[str | Text] = [str(p.batch_size), p.precision]
+        row: list[str | Text] = [str(p.devices)] if show_devices else []
+        row += [str(p.batch_size), p.precision]
         if show_format:
             row.append(p.memory_format)
         if show_compile:
@@ -88,6 +95,11 @@ def points_table(result: Result) -> Table:
             plain(status, _STATUS_STYLE.get(p.status, "")),
             f"{tp.value:,.1f}" if tp else "",
             ci,
+        ]
+        if show_scaling:
+            efficiency = result.scaling_efficiency(p)
+            row.append(f"{efficiency:.0%}" if efficiency is not None else "")
+        row += [
             _ms(step.median) if step else "",
             _ms(step.p95) if step else "",
         ]
@@ -118,8 +130,31 @@ def notes(result: Result) -> str | None:
         f"{p.label}: {p.status}: {p.error_line[:200]}" for p in result.points if p.status != "ok"
     ]
     noisy = [f"{p.label}: noisy: {p.noise}" for p in result.points if p.noise]
-    lines = [*failures, *noisy, energy_note(result) or ""]
+    lines = [*failures, *noisy, *scaling_notes(result), energy_note(result) or ""]
     return "\n".join(line for line in lines if line) or None
+
+
+def scaling_notes(result: Result) -> list[str]:
+    """Whether each multi-device point beat its one-device point, and its slowest rank."""
+    lines = []
+    for p in result.points:
+        efficiency = result.scaling_efficiency(p)
+        if efficiency is not None:
+            speedup = efficiency * p.devices
+            verdict = "faster than" if speedup > 1 else "no faster than"
+            lines.append(
+                f"{p.label}: {speedup:.2f}x the one-device point ({verdict} one device; "
+                f"scaling efficiency {efficiency:.0%})"
+            )
+        slowest = [r for r in p.ranks if r]
+        if slowest and len(slowest[0].get("mean_step_s") or []) > 1:
+            means = [m for m in slowest[0]["mean_step_s"] if m]
+            if means and max(means) > 1.05 * min(means):
+                lines.append(
+                    f"{p.label}: rank {slowest[0]['slowest_rank']} was the slowest, mean step "
+                    f"{max(means) * 1e3:,.1f} ms vs {min(means) * 1e3:,.1f} ms on the fastest"
+                )
+    return lines
 
 
 def energy_note(result: Result) -> str | None:

@@ -1,0 +1,212 @@
+"""Several ranks per point through torchrun (torch.distributed.run).
+
+The parent starts `python -m torch.distributed.run ... -m bench.worker` as the point's
+child: one rank per local device (--nproc-per-node), on one machine (--standalone) or
+on several (--nnodes, --node-rank, --rdzv-endpoint: torchrun's own flags and its
+static rendezvous, so node rank 0 holds global rank 0). torchrun forks the ranks and
+closes every other descriptor, so the ranks report over a loopback socket instead of
+the one-process pipe: each connects, proves it was started by this parent (a random
+token in its environment), then writes the same line protocol. Rank 0 gathers every
+rank's figures and sends the point's response; the others send their status only.
+
+A point fails the way its worst rank failed: out of memory on any rank makes it 'oom';
+a rank that ended without reporting (killed, crashed) is named; otherwise the first
+rank's error. Nothing outlives the point: the parent holds the ranks' stdin as their
+lifeline, each rank dies with torchrun (PR_SET_PDEATHSIG), and a timeout or Ctrl-C
+stops torchrun, which stops its ranks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from bench.config import PointConfig
+from bench.launchers.process import _OutputTail
+
+Response = dict[str, Any]
+Progress = Callable[[str, int, int], None]
+STOP_GRACE_S = 10  # after SIGTERM, torchrun's time to stop its ranks before SIGKILL
+# A rank that died of a failed allocation outside PyTorch's allocator, as torchrun
+# reports it (under --memory-limit this is the cap, as for one process).
+_CRASH_MARKS = ("SIGSEGV", "SIGBUS", "SIGABRT", "bad_alloc")
+
+
+def command(point: PointConfig) -> list[str]:
+    """The torchrun command line of a point: its own flags, nothing bench-made."""
+    args = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={point.devices or 1}"]
+    if point.nnodes == 1:
+        args.append("--standalone")
+    else:
+        args += [
+            f"--nnodes={point.nnodes}",
+            f"--node-rank={point.node_rank}",
+            f"--rdzv-endpoint={point.rdzv_endpoint}",
+        ]
+    return [*args, "--max-restarts=0", "-m", "bench.worker"]
+
+
+class _RankStream(threading.Thread):
+    """One rank's connection: 'hello TOKEN RANK LOCAL_RANK', progress lines, a response."""
+
+    def __init__(self, conn: socket.socket, token: str, on_progress: Progress, ranks: _Ranks):
+        super().__init__(daemon=True)
+        self.conn, self.token, self.on_progress, self.ranks = conn, token, on_progress, ranks
+
+    def run(self) -> None:
+        with self.conn, self.conn.makefile(encoding="utf-8", errors="replace") as stream:
+            hello = stream.readline().split()
+            if (
+                len(hello) != 4
+                or hello[0] != "hello"
+                or not secrets.compare_digest(hello[1], self.token)
+            ):
+                return  # not a rank of this point
+            rank, local = int(hello[2]), int(hello[3])
+            self.ranks.hello(local, rank)
+            for line in stream:
+                kind, _, rest = line.partition(" ")
+                if kind == "response":
+                    self.ranks.respond(local, json.loads(rest))
+                elif kind == "progress" and local == 0:
+                    phase, done, total = rest.split()
+                    self.on_progress(phase, int(done), int(total))
+
+
+class _Ranks:
+    """What this machine's ranks said: global rank and response, by local rank."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.global_rank: dict[int, int] = {}
+        self.responses: dict[int, Response] = {}
+
+    def hello(self, local: int, rank: int) -> None:
+        with self.lock:
+            self.global_rank[local] = rank
+
+    def respond(self, local: int, response: Response) -> None:
+        with self.lock:
+            self.responses[local] = response
+
+    def name(self, local: int) -> str:
+        rank = self.global_rank.get(local)
+        return f"rank {rank}" if rank is not None else f"local rank {local} (never started)"
+
+
+class _Listener(threading.Thread):
+    def __init__(self, server: socket.socket, token: str, on_progress: Progress) -> None:
+        super().__init__(daemon=True)
+        self.server, self.token, self.on_progress = server, token, on_progress
+        self.ranks = _Ranks()
+        self.streams: list[_RankStream] = []
+
+    def run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:  # the server closed: the point is over
+                return
+            stream = _RankStream(conn, self.token, self.on_progress, self.ranks)
+            self.streams.append(stream)
+            stream.start()
+
+    def close(self) -> None:
+        self.server.close()
+        self.join(timeout=5)
+        for stream in self.streams:
+            stream.join(timeout=5)
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """SIGTERM to torchrun (it stops its ranks), SIGKILL if it lingers."""
+    with contextlib.suppress(ProcessLookupError):
+        child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def spawn_ranks(
+    point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
+) -> Response:
+    """Run one point over torchrun's ranks and return the point's response."""
+    server = socket.create_server(("127.0.0.1", 0))
+    token = secrets.token_hex(16)
+    listener = _Listener(server, token, on_progress)
+    listener.start()
+    env = {
+        **os.environ,
+        "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
+        "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
+        "BENCH_REPORT_TOKEN": token,
+    }
+    env.pop("BENCH_REPORT_FD", None)
+    child = subprocess.Popen(
+        command(point),
+        stdin=subprocess.PIPE,  # never written: the ranks' lifeline (end-of-file = parent gone)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,  # a group of its own: a lingering torchrun is killed whole
+    )
+    output = _OutputTail(child.stdout, lines=40)  # type: ignore[arg-type]
+    output.start()
+    try:
+        code = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop(child)
+        timed_out = f"timed out after {timeout_s:g} s"
+        return {"status": "error", "error": timed_out, "devices": point.ranks}
+    except BaseException:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
+        _stop(child)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            child.stdin.close()  # type: ignore[union-attr]
+        listener.close()
+        output.join(timeout=5)
+    return outcome(point, code, listener.ranks, output.text())
+
+
+def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Response:
+    """The point's response from what each rank of this machine said, and torchrun's status."""
+    local = range(point.devices or 1)
+    said = {i: ranks.responses[i] for i in local if i in ranks.responses}
+    failed = {i: r for i, r in said.items() if r.get("status") != "ok"}
+    silent = [i for i in local if i not in said]
+    base: Response = {"devices": point.ranks, "environment": None}
+    oom = next((i for i, r in failed.items() if r.get("status") == "oom"), None)
+    if oom is not None:
+        return {**base, **failed[oom], "error": f"{ranks.name(oom)}: {failed[oom].get('error')}"}
+    if silent:
+        names = ", ".join(ranks.name(i) for i in silent)
+        crash = point.memory_limit_bytes and any(mark in output for mark in _CRASH_MARKS)
+        if crash:
+            return {**base, "status": "oom", "error": f"{names} crashed under --memory-limit "
+                    f"{point.memory_limit_bytes} B: an allocation failed outside PyTorch's "
+                    "allocator"}  # fmt: skip
+        return {**base, "status": "error", "error": f"{names} ended without a result "
+                f"(torchrun exited with status {code}):\n{output}"}  # fmt: skip
+    if failed:
+        first = min(failed, key=lambda i: ranks.global_rank.get(i, i))
+        error = f"{ranks.name(first)}: {failed[first].get('error')}"
+        return {**base, **failed[first], "error": error}
+    if code != 0:
+        return {**base, "status": "error", "error": f"torchrun exited with status {code} "
+                f"after every rank reported:\n{output}"}  # fmt: skip
+    lead = min(said, key=lambda i: ranks.global_rank.get(i, i))
+    return said[lead]
