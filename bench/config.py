@@ -152,8 +152,8 @@ class PointConfig:
         if self.batch_size % self.ranks:
             raise UsageError(
                 f"batch_size: {self.batch_size} does not split evenly over {self.ranks} ranks "
-                f"({self.devices or 1} devices x {self.nnodes} machines); the batch is GLOBAL, "
-                f"use a multiple of {self.ranks}"
+                f"({self.devices or 1} per machine on {self.nnodes} machine(s)); the batch is "
+                f"GLOBAL: use a multiple of {self.ranks}"
             )
         if self.batch_size < self.spec.min_batch_size:
             raise UsageError(

@@ -307,8 +307,9 @@ class Point:
             **axes,
             status=failed["status"] if failed else "ok",
             error=failed.get("error") if failed else None,
-            warmup_times_s=_tuples(r["warmup_times_s"] for r in done),
-            step_times_s=_tuples(r["step_times_s"] for r in done),
+            # A rank of another machine's point answers without figures (rank 0 has them).
+            warmup_times_s=_tuples(r.get("warmup_times_s", ()) for r in done),
+            step_times_s=_tuples(r.get("step_times_s", ()) for r in done),
             epoch_times_s=_tuples(r["epoch_times_s"] for r in done)
             if done and done[0].get("epoch_times_s") is not None
             else None,

@@ -187,7 +187,11 @@ def run_point(
                     source.close()
             if rank is not None:
                 shares = session.gather(share(response, rank, socket.gethostname()))
-                response = merge(shares, response) if rank.rank == 0 else {"rank": rank.rank}
+                response = (
+                    merge(shares, response)
+                    if rank.rank == 0
+                    else {"rank": rank.rank, "devices": rank.world_size}
+                )
         response["status"] = "ok"
     except BenchError as error:
         response["error"] = str(error)
@@ -229,6 +233,10 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-lifeline", daemon=True).start()
 
 
+class _Stopped(BaseException):
+    """SIGTERM in a rank: not an error of its own (BaseException: passes `except Exception`)."""
+
+
 def main_rank(address: str) -> int:
     """One of torchrun's ranks: the request from the environment, lines to a socket.
     A rank that fails exits non-zero, so torchrun stops the others at once (they would
@@ -240,12 +248,28 @@ def main_rank(address: str) -> int:
     die_with_parent(os.getppid())  # torchrun; the parent holds our stdin as a lifeline
     host, _, port = address.rpartition(":")
     connection = socket.create_connection((host, int(port)))
-    parent = ParentPipe(connection.makefile("w", buffering=1, encoding="utf-8"))
+    # A line-buffered file on the socket's descriptor (socket.makefile has no line
+    # buffering: a rank's hello would wait in its buffer).
+    parent = ParentPipe(os.fdopen(connection.detach(), "w", buffering=1, encoding="utf-8"))
     parent.stream.write(
         f"hello {os.environ.get('BENCH_REPORT_TOKEN', '')} {rank.rank} {rank.local_rank}\n"
     )
-    response = run_point(request, parent.progress if rank.local_rank == 0 else _no_progress, rank)
-    parent.respond(response)
+
+    def stopped(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    # torchrun stops the other ranks with SIGTERM when one fails: each says so, and
+    # the parent can tell the rank that failed from the ones it stopped.
+    signal.signal(signal.SIGTERM, stopped)
+    try:
+        response = run_point(
+            request, parent.progress if rank.local_rank == 0 else _no_progress, rank
+        )
+    except _Stopped:
+        response = {"status": "error", "stopped": True,
+                    "error": "stopped by torchrun (SIGTERM), after another rank ended"}  # fmt: skip
+    with contextlib.suppress(OSError):
+        parent.respond(response)
     return 0 if response["status"] == "ok" else 1
 
 

@@ -151,7 +151,7 @@ def test_a_disk_still_full_at_the_end_prints_the_result_and_one_line(
             fill(small_disk)
         return ok_response()
 
-    monkeypatch.setattr("bench.runner.spawn_worker", fake_worker)
+    monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)
     code = main(["tiny", "--device", "cpu", "--batch-size", "4,8", "--output-dir", str(small_disk)])
     out, err = capsys.readouterr()
     assert code == 1

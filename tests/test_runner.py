@@ -230,7 +230,7 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
     ],
 )  # fmt: skip
 def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, killer, status):
-    from bench.runner import classify_crash
+    from bench.launchers.process import classify_crash
 
     response = classify_crash(code, output, limit, killer)
     assert response["status"] == status and response["error"]

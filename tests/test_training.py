@@ -224,7 +224,7 @@ def test_torch_compile_keeps_compilation_in_warmup(tmp_path):
 
 def test_a_child_past_its_timeout_is_stopped_and_reported():
     from bench.config import PointConfig
-    from bench.runner import spawn_worker
+    from bench.launchers.process import spawn_worker
 
     point = PointConfig(workload="tiny", steps=100_000)
     response = spawn_worker(point, "measure", lambda *a: None, timeout_s=0.5)

@@ -70,9 +70,13 @@ _SAME_ON_EVERY_NODE = (
     ("accelerator", "accelerator_count"),
     ("accelerator", "driver_version"),
     ("cpu", "model"),
-    ("framework", "versions"),
+    ("framework", "name"),
+    ("framework", "torch"),
+    ("framework", "torch_cuda"),
+    ("framework", "torch_hip"),
     ("image", "name"),
     ("image", "digest"),
+    ("image", "lock_sha256"),
     ("bench", "version"),
 )
 

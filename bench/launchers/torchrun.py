@@ -11,7 +11,8 @@ rank's figures and sends the point's response; the others send their status only
 
 A point fails the way its worst rank failed: out of memory on any rank makes it 'oom';
 a rank that ended without reporting (killed, crashed) is named; otherwise the first
-rank's error. Nothing outlives the point: the parent holds the ranks' stdin as their
+rank's error. The ranks torchrun stopped (SIGTERM) after one failed say so, and are
+not taken for the cause. Nothing outlives the point: the parent holds the ranks' stdin as their
 lifeline, each rank dies with torchrun (PR_SET_PDEATHSIG), and a timeout or Ctrl-C
 stops torchrun, which stops its ranks.
 """
@@ -186,7 +187,8 @@ def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Respon
     """The point's response from what each rank of this machine said, and torchrun's status."""
     local = range(point.devices or 1)
     said = {i: ranks.responses[i] for i in local if i in ranks.responses}
-    failed = {i: r for i, r in said.items() if r.get("status") != "ok"}
+    failed = {i: r for i, r in said.items() if r.get("status") != "ok" and not r.get("stopped")}
+    stopped = [i for i, r in said.items() if r.get("stopped")]
     silent = [i for i in local if i not in said]
     base: Response = {"devices": point.ranks, "environment": None}
     oom = next((i for i, r in failed.items() if r.get("status") == "oom"), None)
@@ -205,6 +207,10 @@ def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Respon
         first = min(failed, key=lambda i: ranks.global_rank.get(i, i))
         error = f"{ranks.name(first)}: {failed[first].get('error')}"
         return {**base, **failed[first], "error": error}
+    if stopped:  # the one that failed was on another machine
+        names = ", ".join(ranks.name(i) for i in stopped)
+        return {**base, "status": "error", "error": f"{names} stopped by torchrun after a rank "
+                "of another machine ended; its own output says why"}  # fmt: skip
     if code != 0:
         return {**base, "status": "error", "error": f"torchrun exited with status {code} "
                 f"after every rank reported:\n{output}"}  # fmt: skip

@@ -1,0 +1,321 @@
+"""Data-parallel points through torchrun: rank layout, what rank 0 gathers, how a
+point's outcome follows its worst rank, bad input, and real gloo ranks on this CPU."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.config import PointConfig, RunConfig
+from bench.errors import UsageError
+from bench.launchers import name, torchrun
+from bench.launchers.rank import Rank, merge, share
+from bench.platforms.cpu import rank_cpus
+
+from .conftest import only_result, run_bench
+
+CORES = len(os.sched_getaffinity(0))
+needs_two_cores = pytest.mark.skipif(CORES < 2, reason="two CPU ranks need two cores")
+
+
+# --- layout -------------------------------------------------------------------------
+
+
+def test_cpu_ranks_get_equal_disjoint_shares_of_the_usable_cores():
+    usable = [0, 1, 2, 3, 4, 5, 6, 7]
+    shares = [rank_cpus(r, 2, usable, numa=[])[0] for r in range(2)]
+    assert shares == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_cpu_ranks_stay_within_a_numa_node_when_they_divide_over_the_nodes():
+    numa = [[0, 1, 4, 5], [2, 3, 6, 7]]
+    layout = [rank_cpus(r, 4, list(range(8)), numa) for r in range(4)]
+    assert layout == [([0, 1], 0), ([4, 5], 0), ([2, 3], 1), ([6, 7], 1)]
+    # three ranks do not divide over two nodes: equal shares of all cores instead
+    assert rank_cpus(2, 3, list(range(8)), numa) == ([4, 5], None)
+
+
+def test_torchrun_gets_its_own_flags_and_nothing_bench_made():
+    one = PointConfig("tiny", devices=2, batch_size=8)
+    assert name(one) == "torchrun"
+    assert torchrun.command(one)[2:] == [
+        "torch.distributed.run", "--nproc-per-node=2", "--standalone", "--max-restarts=0",
+        "-m", "bench.worker",
+    ]  # fmt: skip
+    two = PointConfig(
+        "tiny", devices=1, nnodes=2, node_rank=1, rdzv_endpoint="10.0.0.1:29500", batch_size=8
+    )
+    assert "--nnodes=2" in torchrun.command(two) and "--node-rank=1" in torchrun.command(two)
+    assert "--rdzv-endpoint=10.0.0.1:29500" in torchrun.command(two)
+    assert name(PointConfig("tiny", devices=1)) == name(PointConfig("tiny")) == "process"
+
+
+# --- what rank 0 gathers ----------------------------------------------------------------
+
+
+def _response(steps, node_env=None, energy=None):
+    return {
+        "step_times_s": steps,
+        "peak_memory_bytes": 100 * len(steps),
+        "environment": node_env,
+        "energy": energy,
+        "energy_unavailable": None if energy else "no counter here",
+        "binding": {"cpus": [0]},
+    }
+
+
+def test_rank_zero_keeps_every_rank_mean_the_slowest_rank_and_the_largest_peak():
+    ranks = [Rank(r, r, 3, 3, 0) for r in range(3)]
+    env = {"accelerator": {"accelerator": "X"}}
+    shares = [
+        share(_response([0.1, 0.1], env), ranks[0], "a"),
+        share(_response([0.1, 0.3, 0.2]), ranks[1], "a"),
+        share(_response([0.1]), ranks[2], "a"),
+    ]
+    merged = merge(list(reversed(shares)), {**_response([0.1, 0.1], env), "status": "ok"})
+    gathered = merged["ranks"]
+    assert merged["devices"] == 3 and gathered["world_size"] == 3 and gathered["nodes"] == 1
+    assert gathered["slowest_rank"] == 1 and gathered["slowest_step_times_s"] == [0.1, 0.3, 0.2]
+    assert gathered["mean_step_s"] == pytest.approx([0.1, 0.2, 0.1])
+    assert merged["peak_memory_bytes"] == 300
+    assert merged["step_times_s"] == [0.1, 0.1]  # rank 0's: the global pace
+    assert "nodes" not in merged["environment"]  # one machine: its provenance as it is
+
+
+def test_several_machines_sum_their_energy_name_the_missing_and_say_what_differs():
+    a = {"accelerator": {"accelerator": "A100"}, "image": {"digest": "sha256:1"}}
+    b = {"accelerator": {"accelerator": "H100"}, "image": {"digest": "sha256:1"}}
+    e = {"window_s": 2.0, "per_device_j": {"gpu0": 10.0}, "sources": {"gpu0": "nvml"}}
+    shares = [
+        share(_response([0.1], a, e), Rank(0, 0, 3, 1, 0), "m0"),
+        share(_response([0.1], b, e), Rank(1, 0, 3, 1, 1), "m1"),
+        share(_response([0.1], a, None), Rank(2, 0, 3, 1, 2), "m2"),
+    ]
+    merged = merge(shares, {**_response([0.1], a, e), "status": "ok"})
+    assert merged["energy"]["per_device_j"] == {"node0/gpu0": 10.0, "node1/gpu0": 10.0}
+    assert "node 2: no counter here" in merged["energy_unavailable"]
+    assert merged["environment"]["nodes_differ"] == ["accelerator.accelerator"]
+    assert [n["accelerator"]["accelerator"] for n in merged["environment"]["nodes"]] == [
+        "A100", "H100", "A100",
+    ]  # fmt: skip
+
+
+# --- a point fails as its worst rank --------------------------------------------------
+
+
+def _ranks(said: dict[int, dict], started=(0, 1)):
+    ranks = torchrun._Ranks()
+    for local in started:
+        ranks.hello(local, local)
+    for local, response in said.items():
+        ranks.respond(local, response)
+    return ranks
+
+
+POINT = PointConfig("tiny", devices=2, batch_size=8)
+
+
+def test_out_of_memory_on_any_rank_makes_the_point_oom_and_names_the_rank():
+    said = {0: {"status": "error", "error": "peer closed"}, 1: {"status": "oom", "error": "OOM"}}
+    response = torchrun.outcome(POINT, 1, _ranks(said), "")
+    assert response["status"] == "oom" and response["error"] == "rank 1: OOM"
+
+
+def test_a_rank_that_ended_without_reporting_is_named_before_its_peers_errors():
+    said = {0: {"status": "error", "error": "Connection closed by peer"}}
+    response = torchrun.outcome(POINT, 1, _ranks(said), "exitcode: -9")
+    assert response["status"] == "error"
+    assert response["error"].startswith("rank 1 ended without a result (torchrun exited")
+    never = torchrun.outcome(POINT, 1, _ranks({}, started=(0,)), "")
+    assert "local rank 1 (never started)" in never["error"] and "rank 0" in never["error"]
+
+
+def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():
+    capped = PointConfig("tiny", devices=2, batch_size=8, memory_limit_bytes=2**30)
+    response = torchrun.outcome(capped, 1, _ranks({}), "Signal 11 (SIGSEGV) received")
+    assert response["status"] == "oom"
+    assert torchrun.outcome(POINT, 1, _ranks({}), "SIGSEGV")["status"] == "error"
+
+
+def test_every_rank_ok_gives_rank_zero_response():
+    said = {1: {"status": "ok", "rank": 1}, 0: {"status": "ok", "step_times_s": [0.1]}}
+    assert torchrun.outcome(POINT, 0, _ranks(said), "")["step_times_s"] == [0.1]
+    assert torchrun.outcome(POINT, 1, _ranks(said), "boom")["status"] == "error"
+
+
+# --- bad input: one line, exit 2 ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--devices", "2", "--batch-size", "15"], "batch_size: 15 does not split evenly over 2"),
+        (["--devices", "0"], "devices: 0 is not allowed"),
+        (["--nnodes", "2"], "rdzv_endpoint: nnodes 2 needs the rendezvous HOST:PORT"),
+        (["--devices", str(CORES + 2)], f"{CORES + 2} ranks need {CORES + 2} usable CPU cores"),
+        (["--nnodes", "2", "--rdzv-endpoint", "h"], "'h' is not HOST:PORT"),
+        (["--nnodes", "2", "--rdzv-endpoint", "h:1", "--node-rank", "2"], "must be below nnodes"),
+        (["--node-rank", "1"], "only apply with nnodes above 1"),
+        (["--nnodes", "2", "--rdzv-endpoint", "h:1", "--repeats", "auto"], "a fixed --repeats"),
+        (["--devices", "two"], "'two' is not allowed; use all or whole numbers"),
+    ],
+)
+def test_bad_launch_input_is_one_line_and_exit_2(args, message, capsys, tmp_path):
+    code = main(["tiny", "--device", "cpu", "--output-dir", str(tmp_path), *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_frameworks_that_use_every_device_in_one_process_refuse_ranks():
+    with pytest.raises(UsageError, match="spreads a point over every local device"):
+        RunConfig("tiny", framework="jax", devices=(2,))
+
+
+# --- real ranks on this CPU -------------------------------------------------------------
+
+
+def _bench_processes() -> list[str]:
+    """Command lines of any torchrun or rank still alive (an orphan after a point)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "torch.distributed.run" in cmdline or "-m bench.worker" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@needs_two_cores
+def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_path):
+    done = run_bench(
+        "tiny", "--device", "cpu", "--devices", "1,2", "--batch-size", "32", "--steps", "12",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    data = only_result(tmp_path)
+    one, two = data["points"]
+    assert (one["devices"], two["devices"]) == (1, 2)
+    parallel = two["details"]["data_parallel"]
+    assert parallel["backend"] == "gloo" and parallel["per_rank_batch"] == 16
+    assert two["loss_last"][0] < two["loss_first"][0]  # real training over both ranks
+    ranks = two["ranks"][0]
+    assert ranks["world_size"] == 2 and len(ranks["mean_step_s"]) == 2
+    cpus = [b["cpus"] for b in ranks["bindings"]]
+    assert cpus[0] and cpus[1] and not set(cpus[0]) & set(cpus[1])  # each rank its own cores
+    assert two["scaling_efficiency"] == pytest.approx(
+        two["throughput"]["value"] / (2 * one["throughput"]["value"])
+    )
+    assert "x the one-device point" in done.stdout and "scaling" in done.stdout
+    assert _bench_processes() == []
+
+
+@needs_two_cores
+def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a free port for node 0's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nodes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench",
+                "tiny",
+                "--device",
+                "cpu",
+                "--devices",
+                "1",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                str(rank),
+                "--rdzv-endpoint",
+                f"127.0.0.1:{port}",
+                "--batch-size",
+                "16",
+                "--steps",
+                "5",
+                "--output-dir",
+                str(tmp_path / f"n{rank}"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = [node.communicate(timeout=300)[0] for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], outputs
+    assert not (tmp_path / "n1").exists() and "node 0 writes the result" in outputs[1]
+    data = only_result(tmp_path / "n0")
+    point = data["points"][0]
+    assert point["devices"] == 2 and point["ranks"][0]["nodes"] == 2
+    environment = data["environment"]
+    assert len(environment["nodes"]) == 2 and environment["nodes_differ"] == []
+    assert data["config"]["nnodes"] == 2
+
+
+@needs_two_cores
+def test_a_killed_rank_ends_the_point_as_an_error_naming_it_and_leaves_no_process(tmp_path):
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "bench", "tiny", "--device", "cpu", "--devices", "2",
+         "--batch-size", "32", "--steps", "1000000", "--output-dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        for proc in Path("/proc").iterdir():
+            try:
+                environ = (proc / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"RANK=1" in environ and any(v.startswith(b"BENCH_REPORT_ADDR=") for v in environ):
+                victim = int(proc.name)
+    assert victim is not None, "rank 1 never started"
+    time.sleep(2)  # well inside its steps
+    os.kill(victim, signal.SIGKILL)
+    output = bench.communicate(timeout=120)[0]
+    assert bench.returncode == 1, output
+    point = only_result(tmp_path)["points"][0]
+    assert point["status"] == "error"
+    assert point["error"].startswith("rank 1 ended without a result"), point["error"]
+    assert _bench_processes() == []
+
+
+@needs_two_cores
+def test_a_rank_out_of_memory_under_the_cap_makes_the_point_oom(tmp_path):
+    done = run_bench(
+        "resnet50", "--device", "cpu", "--devices", "2", "--batch-size", "64", "--steps", "1",
+        "--warmup-steps", "1", "--memory-limit", "1GiB", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    point = only_result(tmp_path)["points"][0]
+    assert done.returncode == 1 and point["status"] == "oom", point["error"]
+    assert point["error"].startswith("rank ")
+    assert _bench_processes() == []
+
+
+def test_result_v4_fixture_holds_a_two_rank_point():
+    data = json.loads((Path(__file__).parent / "data" / "result-v4.json").read_text())
+    assert [p["devices"] for p in data["points"]] == [1, 2]
+    assert data["points"][1]["ranks"][0]["world_size"] == 2
+
+
+def test_ranks_torchrun_stopped_are_not_taken_for_the_cause():
+    stopped = {"status": "error", "stopped": True, "error": "stopped by torchrun"}
+    response = torchrun.outcome(POINT, 1, _ranks({0: stopped}), "")
+    assert response["error"].startswith("rank 1 ended without a result")
+    other_machine = torchrun.outcome(POINT, 1, _ranks({0: stopped, 1: stopped}), "")
+    assert "stopped by torchrun after a rank of another machine ended" in other_machine["error"]
