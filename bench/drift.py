@@ -50,7 +50,8 @@ class PointDrift:
 
 
 def _axes(point: Point) -> tuple[Any, ...]:
-    return (point.batch_size, point.precision, point.memory_format, point.compile)
+    # The device count too: one GPU and eight are two measurements, not one that moved.
+    return (point.batch_size, point.precision, point.memory_format, point.compile, point.devices)
 
 
 def _samples(old: Point, new: Point) -> tuple[list[float], list[float], str]:

@@ -227,6 +227,9 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
          "oom"),
         (-11, "", None, None, "error"),  # a segfault without a cap is a real error
         (1, "Traceback ...", None, None, "error"),
+        # out of memory again while reporting, under the cap (exit 1, MemoryError)
+        (1, "Exception ignored in atexit callback\nMemoryError:", 1 << 30, None, "oom"),
+        (1, "MemoryError:", None, None, "error"),  # no cap: a real error
     ],
 )  # fmt: skip
 def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, killer, status):

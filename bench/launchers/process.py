@@ -124,7 +124,12 @@ def classify_crash(
     if code == -signal.SIGKILL and oom_killer:
         return {"status": "oom", "error": "the child was killed by the kernel's "
                 f"out-of-memory killer (SIGKILL; {oom_killer})"}  # fmt: skip
-    if memory_limit and ((code < 0 and -code in _CRASH_SIGNALS) or "bad_alloc" in output):
+    # Also a child that ran out under the cap while reporting (a MemoryError on its
+    # way out, seen here at 600 MiB on a busy machine).
+    dying_words = ("bad_alloc", "MemoryError")
+    if memory_limit and (
+        (code < 0 and -code in _CRASH_SIGNALS) or any(w in output for w in dying_words)
+    ):
         return {"status": "oom", "error": f"the child died ({name or f'status {code}'}) under "
                 f"--memory-limit {memory_limit} B: an allocation failed outside PyTorch's "
                 "allocator"}  # fmt: skip
