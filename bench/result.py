@@ -23,6 +23,7 @@ from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
+from bench.trackers.busy import verdict as busy_verdict
 
 # Bump on any change to the stored layout; add a migration from the previous version
 # below and a fixture file tests/data/result-v<N>.json that must keep loading.
@@ -35,7 +36,9 @@ from bench.stats import throughput as samples_per_s
 #     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
 #   4 (bench 0.1.0): points gain `ranks` (per repeat, data-parallel ranks through
 #     torchrun: each rank's mean step, the slowest rank's steps); configs gain
-#     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before).
+#     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before);
+#     points gain `busy` (per repeat: load, other processes' CPU, CPU clocks, GPU
+#     throttling over the measured window: bench/trackers/busy.py).
 SCHEMA_VERSION = 4
 
 
@@ -58,6 +61,7 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     for point in data.get("points", []):
         point.setdefault("ranks", [])
+        point.setdefault("busy", [])
     return {**data, "schema_version": 4}  # the config's new fields take their defaults
 
 
@@ -140,6 +144,8 @@ class Point:
     # Per repeat, with ranks: {"world_size", "nodes", "hosts", "mean_step_s" (per rank),
     # "slowest_rank", "slowest_step_times_s", "bindings"}, or None.
     ranks: tuple[dict[str, Any] | None, ...] = ()
+    # Per repeat: was the machine busy over the measured window (trackers/busy.py).
+    busy: tuple[dict[str, Any] | None, ...] = ()
     # Why the figure is noisier than asked (--repeats auto that missed its target).
     noise: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -155,6 +161,16 @@ class Point:
         """The first line of the error, or the status when there is no message."""
         lines = (self.error or "").strip().splitlines()
         return lines[0] if lines else self.status
+
+    @property
+    def busy_note(self) -> str | None:
+        """Why the machine counted as busy while this point was measured, or None."""
+        notes = [
+            f"repeat {r + 1}: {why}" if len(self.busy) > 1 else why
+            for r, record in enumerate(self.busy)
+            if (why := busy_verdict(record))
+        ]
+        return "; ".join(notes) or None
 
     @property
     def measured(self) -> bool:
@@ -290,7 +306,8 @@ class Point:
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
         for key in (
-            "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks"
+            "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks",
+            "busy",
         ):  # fmt: skip
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
@@ -325,6 +342,7 @@ class Point:
             energy_unavailable=first.get("energy_unavailable"),
             power_before=tuple(r.get("power_before") for r in done),
             ranks=tuple(r.get("ranks") for r in done) if any(r.get("ranks") for r in done) else (),
+            busy=tuple(r.get("busy") for r in done),
             details=first.get("details") or {},
         )
 
@@ -544,6 +562,31 @@ _ENERGY = {
 }
 
 
+def _ranks_record(value: Any) -> bool:
+    """What the table reads of the ranks: each rank's mean step, the slowest rank."""
+    return (
+        isinstance(value, dict)
+        and _list_of(_optional(_positive))(value.get("mean_step_s", []))
+        and _whole(0)(value.get("slowest_rank", 0))
+    )
+
+
+def _busy_record(value: Any) -> bool:
+    """What busy_verdict reads: numbers or null, and {device: [reason text]}."""
+    if not isinstance(value, dict):
+        return False
+    numbers = all(
+        value.get(k) is None or _non_negative(value.get(k))
+        for k in ("others_cpus", "steal_cpus", "window_s")
+    )
+    throttle = value.get("throttle")
+    reasons = throttle is None or (
+        isinstance(throttle, dict)
+        and all(isinstance(v, list) and all(_text(t) for t in v) for v in throttle.values())
+    )
+    return numbers and reasons
+
+
 def _power_reading(value: Any) -> bool:
     return (
         isinstance(value, dict)
@@ -578,7 +621,8 @@ _POINT = {
         "a list of {device: {draw_w, limit_w}} or null",
     ),
     "noise": (_optional(_text), "text or null"),
-    "ranks": (_list_of(_optional(lambda v: isinstance(v, dict))), "a list of objects or null"),
+    "ranks": (_list_of(_optional(_ranks_record)), "a list of rank records or null"),
+    "busy": (_list_of(_optional(_busy_record)), "a list of busy-machine records or null"),
     "details": (lambda v: isinstance(v, dict), "an object"),
 }
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")

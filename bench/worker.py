@@ -37,6 +37,7 @@ from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.launchers.rank import Rank, current, merge, share
 from bench.platforms.base import Platform
+from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker
 from bench.trackers.timing import StepTimer
@@ -93,10 +94,14 @@ def measure(
     }
     sources, unavailable = energy_sources
     energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
+    # bench's own processes: the parent and everything under it (ranks, workers).
+    root = int(os.environ.get("BENCH_PARENT_PID", os.getpid()))
+    busy = BusyTracker(root, platform.throttle_reasons)
     with ExitStack() as trackers:
         memory = trackers.enter_context(MemoryTracker(session))
         warmup, losses = run_steps(session, timer, point.warmup_steps, "warmup", progress)
         first_loss = losses[0] if losses else None
+        trackers.enter_context(busy)
         trackers.enter_context(energy)
         if point.epochs is None:
             steps, losses = run_steps(session, timer, point.steps, "measure", progress)
@@ -114,6 +119,7 @@ def measure(
             record["epoch_times_s"] = epochs
     record.update(memory.fields())
     record.update(energy.fields())
+    record.update(busy.fields())
     if first_loss is None and losses:
         first_loss = losses[0]
     record.update(

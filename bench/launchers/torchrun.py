@@ -153,6 +153,7 @@ def spawn_ranks(
         "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
+        "BENCH_PARENT_PID": str(os.getpid()),  # the root of bench's processes (busy tracker)
     }
     env.pop("BENCH_REPORT_FD", None)
     child = subprocess.Popen(

@@ -76,6 +76,11 @@ class Platform(ABC):
         """Accelerator facts for provenance: model, count, memory, driver."""
         return {"platform": self.name}
 
+    def throttle_reasons(self) -> dict[str, list[str]]:
+        """Per device, why its clocks are held back now (power cap, heat); {} where
+        the hardware does not say."""
+        return {}
+
     def power_readings(self) -> dict[str, dict[str, float]]:
         """Each device's power draw now and its enforced limit, in W ({"gpu0":
         {"draw_w": ..., "limit_w": ...}}); empty where no counter can be read."""

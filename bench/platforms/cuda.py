@@ -104,6 +104,17 @@ def _nvml_facts() -> dict[str, list[Any]] | None:
             return None
 
 
+# NVML's clock event reasons that slow a GPU below what it could run at (idle, the
+# application clock setting, sync boost and display clocks are left out).
+_SLOWDOWNS = {
+    0x4: "power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
+}
+
+
 class CudaPlatform(Platform):
     name = "cuda"
     precisions = frozenset({"fp32", "tf32", "fp16", "bf16"})
@@ -195,6 +206,23 @@ class CudaPlatform(Platform):
             "cudnn": torch.backends.cudnn.version(),
             "nvml": _nvml_facts(),
         }
+
+    def throttle_reasons(self) -> dict[str, list[str]]:
+        with _nvml() as nv:
+            if nv is None:
+                return {}
+            read = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+                nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+            )
+            try:
+                reasons = {}
+                for i in range(nv.nvmlDeviceGetCount()):
+                    mask = _nvml_read(read, nv.nvmlDeviceGetHandleByIndex(i)) if read else None
+                    if mask is not None:
+                        reasons[f"gpu{i}"] = [n for bit, n in _SLOWDOWNS.items() if mask & bit]
+                return reasons
+            except Exception:
+                return {}
 
     def power_readings(self) -> dict[str, dict[str, float]]:
         with _nvml() as nv:

@@ -130,6 +130,7 @@ def notes(result: Result) -> str | None:
         f"{p.label}: {p.status}: {p.error_line[:200]}" for p in result.points if p.status != "ok"
     ]
     noisy = [f"{p.label}: noisy: {p.noise}" for p in result.points if p.noise]
+    noisy += [f"{p.label}: busy machine: {p.busy_note}" for p in result.points if p.busy_note]
     differ = (result.environment or {}).get("nodes_differ")
     machines = [f"the machines of this run differ in: {', '.join(differ)}"] if differ else []
     lines = [*failures, *noisy, *scaling_notes(result), *machines, energy_note(result) or ""]

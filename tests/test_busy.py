@@ -1,0 +1,69 @@
+"""A busy machine is recorded per repeat and flagged, from real /proc readings."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench.result import Point
+from bench.trackers import busy
+from bench.trackers.busy import BusyTracker, verdict
+
+linux_only = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")
+
+
+def test_quiet_short_and_missing_records_are_not_flagged():
+    assert verdict(None) is None
+    assert verdict({"window_s": 2, "others_cpus": 0.1, "steal_cpus": 0.0, "throttle": {}}) is None
+    # one stray clock tick in a short window is not a busy machine
+    assert verdict({"window_s": 0.1, "others_cpus": 0.9}) is None
+    assert verdict({"window_s": 2, "others_cpus": None, "throttle": {"gpu0": []}}) is None
+
+
+def test_others_steal_and_throttled_gpus_are_each_named():
+    record = {
+        "window_s": 3.0,
+        "others_cpus": 1.5,
+        "steal_cpus": 0.5,
+        "throttle": {"gpu1": ["sw_thermal"], "gpu0": []},
+    }
+    why = verdict(record)
+    assert "other processes kept 1.50 CPUs busy" in why
+    assert "the hypervisor stole 0.50 CPUs" in why
+    assert "gpu1 clocks held back (sw_thermal)" in why and "gpu0" not in why
+
+
+def test_a_point_names_the_repeats_that_ran_on_a_busy_machine():
+    quiet = {"window_s": 2, "others_cpus": 0.0}
+    loud = {"window_s": 2, "others_cpus": 1.0}
+    point = Point(batch_size=8, precision="fp32", busy=(quiet, loud, None))
+    assert point.busy_note == "repeat 2: other processes kept 1.00 CPUs busy"
+    assert Point(batch_size=8, precision="fp32", busy=(quiet,)).busy_note is None
+
+
+@linux_only
+def test_cpu_time_of_a_child_counts_as_ours_and_a_stranger_as_others():
+    spin = [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"]
+    ours = subprocess.Popen(spin)  # a child of this process: part of the tree
+    with BusyTracker(os.getpid(), lambda: {}) as tracker:
+        ours.wait()
+    mine = tracker.record
+    assert mine["window_s"] >= 1.0 and mine["others_cpus"] < busy.BUSY_CPUS, mine
+    # the same work in a process outside the tree (started by a shell that exits)
+    env = {**os.environ, "PY": sys.executable, "SCRIPT": spin[2]}
+    subprocess.run(["sh", "-c", '"$PY" -c "$SCRIPT" &'], env=env, check=True)
+    with BusyTracker(os.getpid(), lambda: {}) as tracker:
+        time.sleep(1.2)
+    assert tracker.record["others_cpus"] > 0.5, tracker.record
+    assert "other processes kept" in verdict(tracker.record)
+
+
+def test_a_failing_throttle_reading_loses_nothing():
+    def broken():
+        raise RuntimeError("NVML went away")
+
+    with BusyTracker(os.getpid(), broken) as tracker:
+        pass
+    assert tracker.record["throttle"] is None and tracker.record["window_s"] >= 0
