@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     sub.add_parser("list", help="workloads, frameworks and devices").set_defaults(func=cmd_list)
     show = sub.add_parser("show", help="print the tables of saved results")
-    show.add_argument("files", nargs="+", type=Path)
+    show.add_argument("files", nargs="+", help="result files or folders (searched recursively)")
     show.set_defaults(func=cmd_show)
     rerun = sub.add_parser("rerun", help="run the config of a saved result again, into a new file")
     rerun.add_argument("file", type=Path)
@@ -582,9 +582,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from bench.report.collect import load_all
+
     console = _console()
-    for path in args.files:
-        loaded = result.load(path)
+    # Folders are searched (oldest run first), as compare and report do.
+    runs = sorted(load_all(args.files), key=lambda pr: (pr[1].started, str(pr[0])))
+    for path, loaded in runs:
+        if len(runs) > 1:
+            _print(console, str(path))
         for table in tables(loaded):
             console.print(table)
         note = notes(loaded)
@@ -612,10 +617,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         "input (per sample)",
         "classes",
         "parameters",
+        "default batch",
         "frameworks",
         "description",
     ):
-        table.add_column(name, justify="right" if name in ("classes", "parameters") else "left")
+        right = name in ("classes", "parameters", "default batch")
+        table.add_column(name, justify="right" if right else "left")
     for spec in registry.workloads().values():
         try:
             point = PointConfig(workload=spec.name)
@@ -630,6 +637,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             shape,
             f"{spec.num_classes:,}",
             parameters,
+            str(spec.default_batch_size),
             ", ".join(spec.frameworks()),
             spec.description,
         )
@@ -648,11 +656,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_near_command(word: str) -> None:
+    """`bench shw x` is a mistyped command, not a workload called 'shw'."""
+    if word in registry.workloads():
+        return
+    near = registry.did_you_mean(word, COMMANDS)
+    if near:
+        raise UsageError(
+            f"unknown command or workload {word!r}{near}; commands: {', '.join(COMMANDS)}; "
+            "workloads: bench list"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        argv.insert(0, "run")  # `bench resnet50 ...` == `bench run resnet50 ...`
     try:
+        if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+            _no_near_command(argv[0])
+            argv.insert(0, "run")  # `bench resnet50 ...` == `bench run resnet50 ...`
         args = build_parser().parse_args(argv)
         return args.func(args)
     except BenchError as error:

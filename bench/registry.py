@@ -7,6 +7,7 @@ imports only light modules (no deep-learning framework is imported here).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import pkgutil
@@ -51,10 +52,19 @@ def workloads() -> dict[str, WorkloadSpec]:
     return found
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """' (did you mean 'resnet50'?)' for a near miss, else ''."""
+    close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _require_known(kind: str, name: str, known: Iterable[str], also: str = "") -> None:
     known = list(known)
     if name not in known:
-        raise UsageError(f"unknown {kind} {name!r}; choose from: {also}{', '.join(known)}")
+        raise UsageError(
+            f"unknown {kind} {name!r}{did_you_mean(name, known)}; "
+            f"choose from: {also}{', '.join(known)}"
+        )
 
 
 def workload(name: str) -> WorkloadSpec:

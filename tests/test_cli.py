@@ -10,7 +10,7 @@ from .conftest import run_bench
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["resnet51"], "unknown workload 'resnet51'; choose from: bert-base, cnn-s"),
+        (["resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?); choose from: bert"),
         (
             ["tiny", "--device", "cpu", "--batch-size", "-8"],
             "batch_size: -8 is not allowed; use a positive whole number",
@@ -35,7 +35,10 @@ from .conftest import run_bench
             ["tiny", "--device", "cpu", "--precision", "tf32"],
             "precision 'tf32' is not available on cpu",
         ),
-        (["tiny", "--device", "tpu9"], "unknown device 'tpu9'; choose from: auto, cpu"),
+        (
+            ["tiny", "--device", "tpu9"],
+            "unknown device 'tpu9' (did you mean 'tpu'?); choose from: auto",
+        ),
         (
             ["tiny", "--device", "cpu", "--memory-limit", "lots"],
             "memory-limit: 'lots' is not a size",
@@ -49,7 +52,7 @@ from .conftest import run_bench
             "seq_len: workload 'tiny' takes no sequence length",
         ),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
-        (["show", "does-not-exist.json"], "does-not-exist.json: no such result file"),
+        (["show", "does-not-exist.json"], "does-not-exist.json: no such file or folder"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, args, message):
@@ -81,6 +84,35 @@ def test_list_shows_workloads_with_parameter_counts():
     assert done.returncode == 0, done.stderr
     for text in ("resnet50", "25,557,032", "cnn-s", "122,570", "bert-base", "devices", "cpu"):
         assert text in done.stdout
+    assert "default batch" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["resnet5"], "unknown workload 'resnet5' (did you mean 'resnet50'?)"),
+        (["shw", "x.json"], "unknown command or workload 'shw' (did you mean 'show'?)"),
+        (["tiny", "--framework", "tourch"], "unknown framework 'tourch' (did you mean 'torch'?)"),
+        (["qwerty"], "unknown workload 'qwerty'; choose from"),  # nothing near: no guess
+    ],
+)
+def test_a_near_miss_gets_a_did_you_mean(args, message):
+    done = run_bench(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_show_takes_a_folder_and_prints_every_result_in_it(tmp_path):
+    import shutil
+
+    from .conftest import DATA
+
+    for name in ("result-v3.json", "result-v4.json"):
+        shutil.copy(DATA / name, tmp_path / name)
+    done = run_bench("show", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "result-v3.json" in done.stdout and "result-v4.json" in done.stdout
+    assert done.stdout.count("tiny · torch") == 2
 
 
 def test_version():
