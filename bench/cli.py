@@ -486,7 +486,7 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
                    + (f": {point.error_line}" if point.status != "ok" else ""))  # fmt: skip
         _print(console, f"node {config.node_rank} of {config.nnodes}: node 0 writes the result")
         return code, None
-    for table in tables(outcome):
+    for table in tables(outcome, console.width):
         console.print(table)
     note = notes(outcome)
     if note:
@@ -590,7 +590,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for path, loaded in runs:
         if len(runs) > 1:
             _print(console, str(path))
-        for table in tables(loaded):
+        for table in tables(loaded, console.width):
             console.print(table)
         note = notes(loaded)
         if note:

@@ -136,3 +136,27 @@ def test_a_label_names_the_run_in_its_file_and_table(tmp_path):
     saved = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert saved["label"] == "before"
     assert "tiny · torch" in done.stdout and "· before" in done.stdout
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_tables_fit_the_terminal_and_never_cut_a_number(width):
+    from rich.console import Console
+
+    from bench import result
+    from bench.report.table import tables
+
+    from .conftest import DATA
+
+    loaded = result.load(DATA / "result-v4.json")
+    console = Console(width=width, record=True)
+    for table in tables(loaded, console.width):
+        console.print(table)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    throughput = f"{loaded.points[1].throughput.value:,.1f}"
+    assert throughput in text  # whole, not folded over two lines or cut with '…'
+    assert "…" not in text
+    if width == 80:
+        assert "left out at this width: step p95 (ms)" in text
+    if width == 160:
+        assert "left out" not in text

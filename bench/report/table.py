@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from bench.report.text import plain
-from bench.result import Result
+from bench.result import Point, Result
 from bench.units import format_bytes
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
@@ -41,84 +40,98 @@ def title(result: Result) -> str:
     return " · ".join(parts)
 
 
-def points_table(result: Result) -> Table:
+# Columns a narrow terminal drops first (the rest always stay): details before figures.
+_DROP_ORDER = (
+    "step p95\n(ms)",
+    "model\nTFLOP/s",
+    "mean\npower (W)",
+    "peak\nmemory",
+    "step median\n(ms)",
+    "epoch 2..N\nmean (s)",
+    "95% CI\n(samples/s)",
+)
+
+
+def _width(header: str, cells: list[str]) -> int:
+    """Characters a column takes in a rich table: its widest line, padding, a border."""
+    return max(len(line) for text in (header, *cells) for line in text.split("\n")) + 3
+
+
+def points_table(result: Result, width: int | None = None) -> Table:
+    """The measured points; at a `width` too narrow for every column, the least
+    important are left out and named under the table (nothing is cut mid-number)."""
     points = result.points
-    show_format = any(p.memory_format != "contiguous" for p in points)
-    show_compile = any(p.compile for p in points)
-    show_devices = any(p.devices > 1 for p in points)
-    show_scaling = any(result.scaling_efficiency(p) is not None for p in points)
-    epoch_mode = any(p.epoch_times_s for p in points)
-    table = Table(title=plain(title(result)), title_justify="left")
-    if show_devices:
-        table.add_column("devices", justify="right")
-    table.add_column("batch", justify="right")
-    table.add_column("precision")
-    if show_format:
-        table.add_column("memory format")
-    if show_compile:
-        table.add_column("compile")
-    table.add_column("status")
-    table.add_column("throughput\n(samples/s)", justify="right")
-    table.add_column("95% CI\n(samples/s)", justify="right")
-    if show_scaling:
-        table.add_column("scaling\nefficiency", justify="right")
-    table.add_column("step median\n(ms)", justify="right")
-    table.add_column("step p95\n(ms)", justify="right")
-    if epoch_mode:
-        table.add_column("epoch 2..N\nmean (s)", justify="right")
-    table.add_column("peak\nmemory", justify="right")
-    table.add_column("model\nTFLOP/s", justify="right")
-    with_energy = any(p.energy_summary for p in points)
-    if with_energy:
-        table.add_column("mean\npower (W)", justify="right")
-        table.add_column("energy\n(J/sample)", justify="right")
     price = (result.pricing or {}).get("usd_per_hour")
+    columns: dict[str, list[str]] = {}
+
+    def column(header: str, cells: list[str], when: bool = True) -> None:
+        if when:
+            columns[header] = cells
+
+    def ci(p: Point) -> str:
+        tp = p.throughput
+        if tp and tp.ci95_low is not None and tp.ci95_high is not None:
+            return f"{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}"
+        return "– (1 run)" if tp else ""
+
+    efficiency = [result.scaling_efficiency(p) for p in points]
+    energy = [p.energy_summary for p in points]
+    column("devices", [str(p.devices) for p in points], any(p.devices > 1 for p in points))
+    column("batch", [str(p.batch_size) for p in points])
+    column("precision", [p.precision for p in points])
+    column("memory format", [p.memory_format for p in points],
+           any(p.memory_format != "contiguous" for p in points))  # fmt: skip
+    column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
+    column("status", [p.status for p in points])  # why it failed: a note under the table
+    column("throughput\n(samples/s)", [f"{p.throughput.value:,.1f}" if p.throughput else ""
+                                        for p in points])  # fmt: skip
+    column("95% CI\n(samples/s)", [ci(p) for p in points])
+    column("scaling\nefficiency", [f"{e:.0%}" if e is not None else "" for e in efficiency],
+           any(e is not None for e in efficiency))  # fmt: skip
+    steps = [p.step_time for p in points]
+    column("step median\n(ms)", [_ms(t.median) if t else "" for t in steps])
+    column("step p95\n(ms)", [_ms(t.p95) if t else "" for t in steps])
+    epochs = [p.epoch_time for p in points]
+    column("epoch 2..N\nmean (s)", [f"{e.mean:,.3f}" if e else "" for e in epochs],
+           any(p.epoch_times_s for p in points))  # fmt: skip
+    column("peak\nmemory", [format_bytes(p.peak_memory) if p.measured else "" for p in points])
+    column("model\nTFLOP/s", [
+        f"{f / 1e12:,.3f}" if (f := p.achieved_flops) is not None else ("n/a" if p.measured else "")
+        for p in points
+    ])  # fmt: skip
+    with_energy = any(energy)
+    column("mean\npower (W)", [f"{e.mean_power_w:,.1f}" if e else "" for e in energy], with_energy)
+    column("energy\n(J/sample)", [f"{e.per_sample_j:,.3g}" if e else "" for e in energy],
+           with_energy)  # fmt: skip
     if price:
-        table.add_column(f"samples/USD\n(at ${price:g}/h)", justify="right")
-    for p in points:
-        tp, step, epoch, flops = p.throughput, p.step_time, p.epoch_time, p.achieved_flops
-        ci = (
-            f"{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}"
-            if tp and tp.ci95_low is not None and tp.ci95_high is not None
-            else "– (1 run)"
-            if tp
-            else ""
-        )
-        status = p.status  # why it failed: a note under the table, not a tall cell
-        row: list[str | Text] = [str(p.devices)] if show_devices else []
-        row += [str(p.batch_size), p.precision]
-        if show_format:
-            row.append(p.memory_format)
-        if show_compile:
-            row.append(p.compile or "none")
-        row += [
-            plain(status, _STATUS_STYLE.get(p.status, "")),
-            f"{tp.value:,.1f}" if tp else "",
-            ci,
-        ]
-        if show_scaling:
-            efficiency = result.scaling_efficiency(p)
-            row.append(f"{efficiency:.0%}" if efficiency is not None else "")
-        row += [
-            _ms(step.median) if step else "",
-            _ms(step.p95) if step else "",
-        ]
-        if epoch_mode:
-            row.append(f"{epoch.mean:,.3f}" if epoch else "")
-        row += [
-            format_bytes(p.peak_memory) if p.measured else "",
-            f"{flops / 1e12:,.3f}" if flops is not None else ("n/a" if p.measured else ""),
-        ]
-        if with_energy:
-            energy = p.energy_summary
-            row += (
-                [f"{energy.mean_power_w:,.1f}", f"{energy.per_sample_j:,.3g}"]
-                if energy
-                else ["", ""]
-            )
-        if price:
-            row.append(f"{tp.value * 3600 / price:,.0f}" if tp else "")
-        table.add_row(*map(plain, row))
+        column(f"samples/USD\n(at ${price:g}/h)", [
+            f"{p.throughput.value * 3600 / price:,.0f}" if p.throughput else "" for p in points
+        ])  # fmt: skip
+
+    left_out = []
+    for header in _DROP_ORDER:
+        if width is None or sum(_width(h, c) for h, c in columns.items()) + 1 <= width:
+            break
+        if header in columns:
+            del columns[header]
+            left_out.append(header.replace("\n", " "))
+    caption = (
+        f"left out at this width: {', '.join(left_out)} (all in the JSON; a wider terminal "
+        "shows them)"
+        if left_out
+        else None
+    )
+    table = Table(
+        title=plain(title(result)), title_justify="left", caption=caption, caption_justify="left"
+    )
+    text_columns = ("precision", "memory format", "compile", "status")
+    for header in columns:
+        table.add_column(header, justify="left" if header in text_columns else "right")
+    for i, p in enumerate(points):
+        row = [plain(cells[i]) for cells in columns.values()]
+        if "status" in columns:
+            row[list(columns).index("status")] = plain(p.status, _STATUS_STYLE.get(p.status, ""))
+        table.add_row(*row)
     return table
 
 
@@ -212,10 +225,10 @@ def max_batch_table(result: Result) -> Table:
     return table
 
 
-def tables(result: Result) -> list[Table]:
+def tables(result: Result, width: int | None = None) -> list[Table]:
     found = []
     if result.points:
-        found.append(points_table(result))
+        found.append(points_table(result, width))
     if result.max_batch:
         found.append(max_batch_table(result))
     return found
