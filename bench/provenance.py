@@ -168,6 +168,24 @@ def bench_source() -> dict[str, Any]:
     return info
 
 
+# World-readable DMI fields that say what machine this is; a cloud VM's product name
+# is often its instance type (AWS: 'c7i.2xlarge'). Serial numbers and UUIDs (root-only
+# anyway) identify one machine and are never recorded.
+_DMI = ("sys_vendor", "product_name")
+
+
+def dmi() -> dict[str, str] | None:
+    found = {}
+    for name in _DMI:
+        try:
+            value = Path("/sys/class/dmi/id", name).read_text().strip()
+        except OSError:
+            continue
+        if value and value.isprintable() and len(value) <= 100:
+            found[name] = value
+    return found or None
+
+
 def cpu_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "model": host.processor() or None,  # replaced by /proc/cpuinfo's name on Linux
@@ -248,6 +266,7 @@ def collect(framework: Framework | None = None, platform: Platform | None = None
             "python_implementation": host.python_implementation(),
             "memory_bytes": _memory_bytes(),
             "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
+            "dmi": dmi(),
         },
         "cpu": cpu_info(),
         "accelerator": _describe(framework, platform),

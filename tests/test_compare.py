@@ -284,3 +284,32 @@ def test_collect_writes_one_row_per_point_with_provenance(two_machines, tmp_path
     assert {r["status"] for r in rows} == {"ok", "oom"}
     assert "## Throughput (samples/s)" in (tmp_path / "out" / "all.md").read_text()
     assert (tmp_path / "out" / "all-max-batch.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("cpu", "dmi", "pricing", "label"),
+    [
+        ({"model": "Intel(R) Xeon(R) Processor", "affinity_cores": 8}, None, None,
+         "Intel(R) Xeon(R) Processor (8 cores)"),
+        ({"model": "Intel(R) Xeon(R) Processor", "logical_cores": 4},
+         {"sys_vendor": "Amazon EC2", "product_name": "c7i.2xlarge"}, None,
+         "Intel(R) Xeon(R) Processor (4 cores) · c7i.2xlarge"),
+        ({"model": "AMD EPYC"}, {"product_name": "Google Compute Engine"}, None, "AMD EPYC"),
+        ({"model": "AMD EPYC", "affinity_cores": 2}, None, {"instance": "n2-standard-2"},
+         "AMD EPYC (2 cores) · n2-standard-2"),
+    ],
+)  # fmt: skip
+def test_cpu_machines_are_told_apart_by_cores_and_instance_type(cpu, dmi, pricing, label):
+    from bench.report.compare import machine_label
+
+    env = {"cpu": cpu, "accelerator": {"accelerator": None}, "host": {"dmi": dmi}}
+    res = Result(config=RunConfig(workload="tiny"), environment=env, pricing=pricing)
+    assert machine_label(res) == label
+
+
+def test_provenance_records_the_machine_type_and_never_a_serial():
+    from bench import provenance
+
+    host = provenance.collect()["host"]
+    assert "dmi" in host
+    assert set(host["dmi"] or {}) <= {"sys_vendor", "product_name"}

@@ -11,6 +11,7 @@ anything that changes what is measured are set apart, each with one line saying 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,27 @@ MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_s
 ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile")
 
 
+# A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
+# generic one ('Google Compute Engine', 'Virtual Machine', 'Standard PC (Q35 ...)').
+_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[0-9]*[a-z]+[0-9]*")
+
+
+def _instance_type(env: dict[str, Any]) -> str | None:
+    product = ((env.get("host") or {}).get("dmi") or {}).get("product_name")
+    return product if isinstance(product, str) and _INSTANCE_TYPE.fullmatch(product) else None
+
+
+def cpu_label(env: dict[str, Any]) -> str | None:
+    """'AMD EPYC (2 cores)': the model and the cores bench could use, so two VMs of one
+    generic model ('Intel(R) Xeon(R) Processor') are not the same machine."""
+    cpu = env.get("cpu") or {}
+    model = cpu.get("model")
+    if not model:
+        return None
+    cores = cpu.get("affinity_cores") or cpu.get("logical_cores")
+    return f"{model} ({cores} cores)" if isinstance(cores, int) and cores > 0 else model
+
+
 def machine_label(res: Result, with_framework: bool = False) -> str:
     env = res.environment or {}
     accelerator = env.get("accelerator") or {}
@@ -37,7 +59,11 @@ def machine_label(res: Result, with_framework: bool = False) -> str:
             f"{count}x {accelerator['accelerator']}" if count > 1 else accelerator["accelerator"]
         )
     else:
-        label = (env.get("cpu") or {}).get("model") or res.config.device
+        label = cpu_label(env) or res.config.device
+        # VMs of one CPU model differ by size: the instance type where it is known.
+        instance = (res.pricing or {}).get("instance") or _instance_type(env)
+        if instance:
+            label += f" · {instance}"
     image = (env.get("image") or {}).get("name")
     if image:
         label += f" [{image}]"
