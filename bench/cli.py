@@ -26,7 +26,7 @@ from rich.text import Text
 
 import bench
 from bench import catalog, files, registry, result, stopping
-from bench.commands import diff, verify
+from bench.commands import diff, suite, verify
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
@@ -36,7 +36,9 @@ from bench.result import Result
 from bench.runner import Runner
 from bench.units import parse_size
 
-COMMANDS = ("run", "list", "show", "rerun", "collect", "compare", "report", "diff", "verify")
+COMMANDS = (
+    "run", "list", "show", "rerun", "suite", "collect", "compare", "report", "diff", "verify"
+)  # fmt: skip
 EXIT_INTERRUPTED = 130
 
 
@@ -362,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
     diff.register(sub)
     verify.register(sub)
+    suite.register(sub)
     return parser
 
 
@@ -454,14 +457,19 @@ def _console(args: argparse.Namespace | None = None) -> Console:
     return console(stderr=bool(getattr(args, "json", False)))
 
 
-def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | None]:
-    """Measure, print the tables, save: the exit status, and the result when it is saved."""
+def run_and_print(
+    config: RunConfig, args: argparse.Namespace, resume: Path | None = None
+) -> tuple[int, Result | None, Path | None]:
+    """Measure, print the tables, save: the exit status, and the result and its file when
+    it is saved. `resume`: an interrupted result of this config to go on with."""
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = Runner(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
         )
+        if resume is not None:
+            runner.resume(resume)
         runner.result.pricing, runner.result.peak_tflops = pricing, args.peak_tflops
         runner.result.label = args.label
         try:
@@ -471,13 +479,13 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
             signame = stop.args[0] if isinstance(stop, stopping.Interrupted) else "SIGINT"
             if runner.path is None:  # stopped before the result file existed
                 _print(console, f"bench: interrupted ({signame}); nothing was measured")
-                return code, None
+                return code, None, None
             if runner.save_error is None:
                 _print(
                     console,
                     f"bench: interrupted ({signame}); finished points are saved in {runner.path}",
                 )
-                return code, outcome
+                return code, outcome, runner.path
         else:
             code = 1 if outcome.failed else 0
     if not runner.writes:  # another machine's node 0 holds the figures and the file
@@ -485,7 +493,7 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
             _print(console, f"{point.label}: {point.status}"
                    + (f": {point.error_line}" if point.status != "ok" else ""))  # fmt: skip
         _print(console, f"node {config.node_rank} of {config.nnodes}: node 0 writes the result")
-        return code, None
+        return code, None, None
     for table in tables(outcome, console.width):
         console.print(table)
     note = notes(outcome)
@@ -501,7 +509,7 @@ def _run(config: RunConfig, args: argparse.Namespace) -> tuple[int, Result | Non
     _print(console, f"result: {runner.path}")
     if args.json:
         print(result.dumps(outcome))
-    return code, outcome
+    return code, outcome, runner.path
 
 
 def _print(console: Console, line: str) -> None:
@@ -512,12 +520,12 @@ def _print(console: Console, line: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return _run(config_from_args(args), args)[0]
+    return run_and_print(config_from_args(args), args)[0]
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     """The old config again, into a new file, then the drift verdict against the old."""
-    code, outcome = _run(result.load(args.file).config, args)
+    code, outcome, _ = run_and_print(result.load(args.file).config, args)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code
     return diff.verdict_after_rerun(_console(args), args.file, outcome)

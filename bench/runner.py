@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from bench import files, launchers, provenance, registry, result
 from bench.config import PointConfig, RunConfig
-from bench.errors import BenchError
+from bench.errors import BenchError, UsageError
 from bench.result import MaxBatch, Point, Probe, Result
 
 Response = dict[str, Any]
@@ -109,6 +109,24 @@ class Runner:
         self.writes = config.node_rank == 0
         self._flops: dict[tuple[Any, ...], float | None] = {}
 
+    def resume(self, path: Path) -> None:
+        """Go on with an interrupted run of the same config, in its own file: what it
+        measured (points, finished max-batch searches) is kept and not measured again."""
+        old = result.load(path)
+        if old.config != self.config:
+            raise UsageError(f"{path}: a run of another config; bench cannot go on with it")
+        old.status, old.finished = "running", None
+        old.max_batch = [m for m in old.max_batch if m.status != "running"]
+        self.result, self.path = old, Path(path)
+
+    def _measured_before(self, point: PointConfig) -> bool:
+        return any(
+            (p.batch_size, p.precision, p.memory_format, p.compile)
+            == (point.batch_size, point.precision, point.memory_format, point.compile)
+            and (point.devices is None or p.devices == point.ranks)
+            for p in self.result.points
+        )
+
     def run(self) -> Result:
         """Measure everything; the file at self.path is complete after every point.
 
@@ -116,7 +134,7 @@ class Runner:
         again after the next point and at the end; `save_error` says if the last failed.
         On several machines only node 0 writes: the others train their ranks of each
         point and hold no figures (rank 0 gathers them)."""
-        if self.writes:
+        if self.writes and self.path is None:  # a resumed run goes on in its own file
             files.require_writable_dir(self.output_dir, "output-dir")
             try:
                 self.path = result.create(self.result, self.output_dir)
@@ -130,8 +148,9 @@ class Runner:
                 self._find_max_batch()
             else:
                 for point in self.config.points():
-                    self.result.points.append(self._measure(point))
-                    self._save()
+                    if not self._measured_before(point):
+                        self.result.points.append(self._measure(point))
+                        self._save()
             self.result.status = "complete"
         except KeyboardInterrupt:
             self.result.status = "interrupted"
@@ -219,6 +238,11 @@ class Runner:
         for precision in config.precisions:
             for fmt in config.memory_formats:
                 for compiler in config.compilers:
+                    if any(
+                        (m.precision, m.memory_format, m.compile) == (precision, fmt, compiler)
+                        for m in self.result.max_batch
+                    ):  # finished before this run was resumed
+                        continue
                     search = MaxBatch(
                         precision=precision,
                         memory_format=fmt,

@@ -6,6 +6,7 @@ import pytest
 
 from bench import result
 from bench.config import RunConfig
+from bench.errors import UsageError
 from bench.report.table import notes
 from bench.runner import Runner, search_max_batch
 
@@ -295,3 +296,33 @@ def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     response = worker.run_point({"point": point.to_dict(), "task": "measure"})
     assert response["status"] == status
     assert response["error"] == "RuntimeError: could not create a primitive"
+
+
+def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_path):
+    config = RunConfig(workload="tiny", batch_sizes=(8, 16, 32))
+    first = Runner(config, tmp_path, spawn=FakeChild(lambda p, n: ok_response()))
+    first.run()
+    partial = json.loads(first.path.read_text())
+    partial["points"] = partial["points"][:1]  # stopped after the first point
+    partial["status"] = "interrupted"
+    first.path.write_text(json.dumps(partial))
+
+    child = FakeChild(lambda p, n: ok_response(0.2))
+    again = Runner(config, tmp_path, spawn=child)
+    again.resume(first.path)
+    outcome = again.run()
+    assert [p.batch_size for p, task in child.calls if task == "measure"] == [16, 32]
+    assert again.path == first.path and len(list(tmp_path.glob("*.json"))) == 1
+    saved = result.load(first.path)
+    assert saved.status == "complete" and [p.batch_size for p in saved.points] == [8, 16, 32]
+    assert outcome.points[0].step_times_s == ((0.1, 0.1, 0.1),)  # kept, not measured again
+
+
+def test_only_a_run_of_the_same_config_can_be_resumed(tmp_path):
+    first = Runner(
+        RunConfig(workload="tiny"), tmp_path, spawn=FakeChild(lambda p, n: ok_response())
+    )
+    first.run()
+    other = Runner(RunConfig(workload="tiny", steps=7), tmp_path, spawn=FakeChild(None))
+    with pytest.raises(UsageError, match="a run of another config"):
+        other.resume(first.path)

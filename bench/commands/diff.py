@@ -14,6 +14,7 @@ from rich.table import Table
 
 from bench import drift, result
 from bench.errors import UsageError
+from bench.report.collect import DIFF_KIND
 from bench.report.table import console as terminal
 from bench.report.text import plain
 
@@ -112,7 +113,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.format == "json":
         drifts = drift.compare(old, new, args.threshold)
         document = {
-            "kind": "bench-diff",
+            "kind": DIFF_KIND,
             "old": str(args.old),
             "new": str(args.new),
             "threshold": args.threshold,

@@ -19,6 +19,8 @@ from bench.report import text
 from bench.result import Result
 
 COMPARISON_KIND = "bench-comparison"  # what `bench compare --format json` writes
+DIFF_KIND = "bench-diff"  # bench diff --format json
+SUITE_STATE_KIND = "bench-suite-state"  # what `bench suite` keeps beside its results
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +63,7 @@ def _bench_output(path: Path) -> bool:
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and (
-        data.get("kind") == COMPARISON_KIND
+        data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND)
         or ("schema_version" not in data and {"baseline", "machines", "points"} <= set(data))
     )
 
@@ -74,7 +76,7 @@ def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
         except result.ResultError:
             if not _bench_output(path):
                 raise
-            warn(f"skipped {path}: a bench comparison, not a result")
+            warn(f"skipped {path}: a bench output (comparison, diff or suite state), not a result")
     if not loaded:
         raise UsageError(f"no result files in {', '.join(map(str, paths))}")
     return loaded

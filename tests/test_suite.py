@@ -1,0 +1,68 @@
+"""bench suite: presets validated before anything runs, one result per run, resumable."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import result
+from bench.cli import main
+from bench.commands import suite
+
+from .conftest import run_bench
+
+
+@pytest.fixture
+def two_runs(tmp_path, monkeypatch):
+    presets = tmp_path / "suites.toml"
+    presets.write_text(
+        '[mini]\ndescription = "two small runs"\nruns = [\n'
+        '  ["tiny", "--batch-size", "8,16", "--steps", "3", "--warmup-steps", "1"],\n'
+        '  ["tiny", "--batch-size", "32", "--steps", "3", "--warmup-steps", "1"],\n]\n'
+    )
+    monkeypatch.setattr(suite, "SUITES_FILE", presets)
+    return tmp_path / "out"
+
+
+def test_every_shipped_preset_parses_into_valid_runs():
+    for preset in suite.suites().values():
+        assert preset.description and preset.runs
+        for run in preset.runs:
+            from bench.cli import build_parser, config_from_args
+
+            config_from_args(build_parser().parse_args(["run", *run, "--device", "cpu"]))
+
+
+def test_a_suite_runs_each_run_into_its_own_result_and_goes_on_after_a_stop(two_runs, capsys):
+    assert main(["suite", "mini", "--device", "cpu", "--output-dir", str(two_runs)]) == 0
+    state = json.loads((two_runs / "suite-mini.json").read_text())
+    assert state["kind"] == "bench-suite-state" and len(state["done"]) == 2
+    first, second = state["done"].values()
+    # as if the second run had been stopped before its one point was measured
+    stopped = Path(second)
+    data = json.loads(stopped.read_text())
+    data["points"], data["status"] = [], "interrupted"
+    stopped.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["suite", "mini", "--device", "cpu", "--output-dir", str(two_runs)]) == 0
+    out = capsys.readouterr().out.replace("\n", "")  # long paths wrap
+    assert "1/2: done before" in out and f"going on with {second}" in out
+    assert result.load(second).status == "complete" and len(result.load(second).points) == 1
+    assert len(list(two_runs.glob("tiny-*.json"))) == 2  # no third file
+    assert result.load(first).status == "complete"
+
+
+def test_a_bad_run_or_name_is_one_line_before_anything_runs(two_runs):
+    done = run_bench("suite", "quik")
+    assert done.returncode == 2 and "unknown suite 'quik' (did you mean 'quick'?)" in done.stderr
+    bad = run_bench("suite", "quick", "--device", "cpu", "--batch-size", "0")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "suite quick, run 'tiny --batch-size 16,32 --repeats 3'" in bad.stderr
+    assert "batch_size: 0 is not allowed" in bad.stderr or "batch-size" in bad.stderr
+
+
+def test_suite_list_names_every_preset():
+    done = run_bench("suite", "list")
+    assert done.returncode == 0
+    for name in ("quick", "cifar-cnn", "tpu-vs-gpu", "gpu-memory-ladder"):
+        assert name in done.stdout
