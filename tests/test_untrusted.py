@@ -182,7 +182,7 @@ def test_a_comparison_lying_in_the_results_folder_is_skipped(tmp_path, capsys):
     assert json.loads(out.read_text())["kind"] == "bench-comparison"
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "r"), "--baseline", V100]) == 0
-    assert f"skipped {out}: a bench comparison" in capsys.readouterr().err
+    assert f"skipped {out}: a bench output" in capsys.readouterr().err
 
 
 def test_an_unreadable_subfolder_is_named_in_a_warning(tmp_path, capsys, monkeypatch):
