@@ -1,14 +1,21 @@
 # Thin aliases for the nox sessions (noxfile.py holds the logic).
+#   make quickstart                  build the image for this host, run `bench suite quick`
 #   make images                      build every image this machine can build
 #   make image IMAGE=cuda            build one
 #   make run IMAGE=cuda ARGS="resnet50 --batch-size 64"
 #   make test | lint | lock IMAGE=cuda | collect | save IMAGE=cuda
-IMAGE ?= cuda
+# Default: the image for this host (cuda, rocm or xeon: images/common/host-image.sh).
+IMAGE ?= $(shell sh images/common/host-image.sh)
 ARGS ?= list
 CI_IMAGES ?= cuda xeon tpu tpu-jax
 
-.PHONY: test lint images image lock run smoke collect save base
+.PHONY: quickstart test lint images image lock run smoke collect save base
 
+quickstart:
+	@if [ "$(IMAGE)" = native ] || ! docker info > /dev/null 2>&1; then \
+		echo "no Docker here: pip install '.[torch]' && bench suite quick"; exit 1; fi
+	nox -s "build(image='$(IMAGE)')"
+	nox -s "run(image='$(IMAGE)')" -- suite quick
 test:
 	nox -s tests
 lint:
