@@ -45,7 +45,8 @@ def test_torchrun_gets_its_own_flags_and_nothing_bench_made():
     one = PointConfig("tiny", devices=2, batch_size=8)
     assert name(one) == "torchrun"
     assert torchrun.command(one)[2:] == [
-        "torch.distributed.run", "--nproc-per-node=2", "--standalone", "--max-restarts=0",
+        "torch.distributed.run", "--nproc-per-node=2", "--standalone", "--local-addr=127.0.0.1",
+        "--max-restarts=0",
         "-m", "bench.worker",
     ]  # fmt: skip
     two = PointConfig(

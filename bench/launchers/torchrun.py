@@ -46,7 +46,9 @@ def command(point: PointConfig) -> list[str]:
     """The torchrun command line of a point: its own flags, nothing bench-made."""
     args = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={point.devices or 1}"]
     if point.nnodes == 1:
-        args.append("--standalone")
+        # Its rendezvous on loopback: torchrun would name it by the host name, which
+        # does not resolve in a container without network (docker --network none).
+        args += ["--standalone", "--local-addr=127.0.0.1"]
     else:
         args += [
             f"--nnodes={point.nnodes}",
@@ -165,13 +167,14 @@ def spawn_ranks(
         env=env,
         start_new_session=True,  # a group of its own: a lingering torchrun is killed whole
     )
-    output = _OutputTail(child.stdout, lines=40)  # type: ignore[arg-type]
+    output = _OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
     output.start()
     try:
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _stop(child)
-        timed_out = f"timed out after {timeout_s:g} s"
+        output.join(timeout=5)
+        timed_out = f"timed out after {timeout_s:g} s; torchrun said:\n{output.text()}"
         return {"status": "error", "error": timed_out, "devices": point.ranks}
     except BaseException:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
         _stop(child)
