@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from bench import oomkill
@@ -23,6 +23,20 @@ from bench.config import PointConfig
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
+
+
+def read_protocol(
+    stream: Iterable[str], on_progress: Progress, on_response: Callable[[Response], None]
+) -> None:
+    """The worker's line protocol (bench.worker.ParentPipe): 'progress PHASE DONE TOTAL'
+    lines, then one 'response JSON' line. Shared by the pipe and the ranks' sockets."""
+    for line in stream:
+        kind, _, rest = line.partition(" ")
+        if kind == "response":
+            on_response(json.loads(rest))
+        elif kind == "progress":
+            phase, done, total = rest.split()
+            on_progress(phase, int(done), int(total))
 
 
 class _ChildPipe(threading.Thread):
@@ -35,13 +49,10 @@ class _ChildPipe(threading.Thread):
 
     def run(self) -> None:
         with os.fdopen(self.fd) as stream:
-            for line in stream:
-                kind, _, rest = line.partition(" ")
-                if kind == "response":
-                    self.response = json.loads(rest)
-                elif kind == "progress":
-                    phase, done, total = rest.split()
-                    self.on_progress(phase, int(done), int(total))
+            read_protocol(stream, self.on_progress, self._respond)
+
+    def _respond(self, response: Response) -> None:
+        self.response = response
 
 
 class _OutputTail(threading.Thread):

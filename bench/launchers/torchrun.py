@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.config import PointConfig
-from bench.launchers.process import _OutputTail
+from bench.launchers.process import _OutputTail, read_protocol
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
@@ -76,13 +76,8 @@ class _RankStream(threading.Thread):
                 return  # not a rank of this point
             rank, local = int(hello[2]), int(hello[3])
             self.ranks.hello(local, rank)
-            for line in stream:
-                kind, _, rest = line.partition(" ")
-                if kind == "response":
-                    self.ranks.respond(local, json.loads(rest))
-                elif kind == "progress" and local == 0:
-                    phase, done, total = rest.split()
-                    self.on_progress(phase, int(done), int(total))
+            # Only local rank 0 sends progress (bench.worker.main_rank).
+            read_protocol(stream, self.on_progress, lambda r: self.ranks.respond(local, r))
 
 
 class _Ranks:
