@@ -10,9 +10,6 @@ Exit status: 0 every point measured; 1 a point failed (the others are saved);
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
-import math
 import os
 import re
 import sys
@@ -22,11 +19,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 import bench
 from bench import catalog, files, registry, result, stopping
-from bench.commands import diff, suite, verify
+from bench.commands import compare, diff, suite, verify
+from bench.commands.options import number as _number
+from bench.commands.options import require_extra
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
@@ -67,7 +65,6 @@ def _list_of(convert: Callable[[str], Any], what: str, allowed: str) -> Callable
 # (Python's int() also takes '٣٢', '１６' and '1_000').
 MAX_WHOLE = 2**31 - 1
 _WHOLE = re.compile(r"-?[0-9]+")
-_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
 
 
 def _strict_int(text: str) -> int:
@@ -84,16 +81,6 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not allowed; use a whole number in digits 0-9, at most {MAX_WHOLE}"
         ) from None
-
-
-def _number(text: str) -> float:
-    """A finite decimal number in ASCII (no 'nan', 'inf', '1e400' or non-ASCII digits)."""
-    value = float(text) if _NUMBER.fullmatch(text) else math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not allowed; use a finite number in digits 0-9 (e.g. 0.5 or 1e-3)"
-        )
-    return value
 
 
 def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
@@ -347,50 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="output prefix: PREFIX.csv and PREFIX.md (default results/summary)",
     )
     collect.set_defaults(func=cmd_collect)
-    compare = sub.add_parser("compare", help="compare machines, normalised to a baseline")
-    _add_comparison_options(compare)
-    compare.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
-    compare.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
-    compare.set_defaults(func=cmd_compare)
-    report = sub.add_parser("report", help="an HTML and Markdown report with charts")
-    _add_comparison_options(report)
-    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
-    report.add_argument(
-        "--train-epochs",
-        type=_number,
-        default=90,
-        help="epochs for the time-and-cost-to-train figures (default 90)",
-    )
-    report.set_defaults(func=cmd_report)
+    compare.register(sub)
     diff.register(sub)
     verify.register(sub)
     suite.register(sub)
     return parser
-
-
-def _price(text: str) -> tuple[str, float]:
-    selector, _, usd = text.rpartition("=")
-    try:
-        return selector, _number(usd)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR") from None
-
-
-def _add_comparison_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", help="result files or folders (searched recursively)")
-    p.add_argument(
-        "--baseline",
-        required=True,
-        help="the machine everything is relative to: part of its label or a file",
-    )
-    p.add_argument(
-        "--price",
-        type=_price,
-        action="append",
-        default=[],
-        metavar="MACHINE=USD",
-        help="hourly price of a machine whose results carry none (repeatable)",
-    )
 
 
 def resolve_device(name: str, framework_name: str = "torch") -> str:
@@ -531,64 +479,6 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     return diff.verdict_after_rerun(_console(args), args.file, outcome)
 
 
-def _comparison(args: argparse.Namespace):
-    from bench.report import compare
-    from bench.report.collect import load_all, warn
-
-    comparison = compare.compare(load_all(args.paths), args.baseline, dict(args.price))
-    for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
-        warn(line)
-    return comparison
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.report import compare
-
-    if args.output:
-        files.require_writable_file(args.output, "output")
-    comparison = _comparison(args)
-    text = {
-        "csv": lambda: compare.to_csv(comparison),
-        "markdown": lambda: compare.to_markdown(comparison),
-        "json": lambda: json.dumps(compare.as_dict(comparison), indent=1) + "\n",
-    }.get(args.format)
-    if text is not None:
-        if args.output:
-            files.replace(args.output, text())
-        else:
-            print(text(), end="")
-        return 0
-    console = _console()
-    for headers, body in (compare.grid(comparison), compare.max_batch_grid(comparison)):
-        if body:
-            title = Text(f"baseline: {comparison.baseline.label}")
-            table = Table(title=title, title_justify="left")
-            for header in headers:
-                table.add_column(plain(header))
-            for row in body:
-                table.add_row(*map(plain, row))
-            console.print(table)
-    _print(console, compare.legend())
-    return 0
-
-
-def _require_report_extra(command: str, *modules: str) -> None:
-    """One line, not a traceback, when an optional library of [report] is missing."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(f"bench {command} needs {', '.join(missing)}: pip install 'bench[report]'")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    _require_report_extra("report", "matplotlib")
-    from bench.report import page
-
-    files.require_writable_dir(args.output, "output")
-    for path in page.write_report(_comparison(args), args.output, args.train_epochs):
-        print(path)
-    return 0
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     from bench.report.collect import load_all
 
@@ -607,7 +497,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    _require_report_extra("collect", "pandas", "tabulate")
+    require_extra("collect", "pandas", "tabulate")
     from bench.report import collect
 
     files.require_writable_dir(args.output.absolute().parent, "output")

@@ -127,6 +127,27 @@ class Estimate:
         return self.ci95_low <= other.ci95_high and other.ci95_low <= self.ci95_high  # type: ignore[operator]
 
 
+def ratio_interval(
+    values: Sequence[float], baseline: Sequence[float]
+) -> tuple[float, float] | None:
+    """95% interval of mean(values) / mean(baseline), two positive quantities measured
+    independently (throughputs of two machines): Welch's t-interval of the difference of
+    the mean logs, exponentiated. It never reaches zero and is asymmetric, as a ratio's
+    is; it holds 1 when the difference may not be real. Its degrees of freedom
+    (Welch-Satterthwaite) are rounded down: a slightly wider, safer interval. None when
+    a side has fewer than two values or a value is not positive."""
+    if min(len(values), len(baseline)) < 2 or min(*values, *baseline) <= 0:
+        return None
+    a, b = [math.log(v) for v in values], [math.log(v) for v in baseline]
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    center = statistics.fmean(a) - statistics.fmean(b)
+    if va + vb == 0:  # no spread on either side: the ratio is exact
+        return math.exp(center), math.exp(center)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile_975(max(1, math.floor(df))) * math.sqrt(va + vb)
+    return math.exp(center - half), math.exp(center + half)
+
+
 def relative_stdev(values: Sequence[float]) -> float | None:
     """Standard deviation over mean; None below two values (no spread to speak of)."""
     if len(values) < 2:

@@ -1,5 +1,6 @@
 """Byte sizes as users write them ("16GiB", "512MB", "1e9") and as tables show them."""
 
+import math
 import re
 
 from bench.errors import UsageError
@@ -45,3 +46,40 @@ def format_bytes(value: float | None) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.2f} {unit}"
     return f"{value:.0f} B"
+
+
+_PREFIXES = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def _three_digits(value: float) -> str:
+    value = float(f"{value:.3g}")
+    if abs(value) >= 100 or value == 0:
+        return f"{value:,.0f}"
+    return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}"
+
+
+def human(value: float | None, unit: str = "") -> str:
+    """Numbers as people read them: '84.3 M samples/$', '5,437 samples/s', '0.0123 J',
+    never scientific notation. Below 10 k every digit of the integer part is kept;
+    from there on three significant digits and a prefix (k, M, G, T)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    prefix = ""
+    if abs(value) >= 9_995:
+        value = float(f"{value:.3g}")
+        for prefix, scale in _PREFIXES:  # noqa: B007 - the one found is used below
+            if abs(value) >= scale:
+                break
+        text = _three_digits(value / scale)
+    elif abs(value) >= 99.95:
+        text = f"{value:,.0f}"
+    else:
+        text = _three_digits(value)
+    return " ".join(part for part in (text, prefix, unit) if part)
+
+
+def axis_tick(value: float) -> str:
+    """An axis label: as `human`, without the zeros that only pad to three digits."""
+    if abs(value) < 9_995:
+        return f"{value:,g}"
+    return re.sub(r"\.0+(?= )", "", human(value))

@@ -86,11 +86,24 @@ def test_throughput_is_normalised_to_the_baseline(two_machines):
     assert rows[256][0].text == "*" and rows[256][1].relative is None  # baseline ran out of memory
 
 
-def test_overlapping_intervals_are_marked_not_significant():
+def test_a_ratio_whose_interval_holds_one_is_marked_not_significant():
     a = machine(V100, [point(64, [95, 100, 105])])
     b = machine(A100, [point(64, [97, 101, 104])])
     rows = cells_by_batch(cmp.compare([(Path("a"), a), (Path("b"), b)], "v100"))
     assert rows[64][1].mark == "~" and rows[64][1].text.endswith("~")
+    low, high = rows[64][1].relative_ci95
+    assert low < 1 < high
+
+
+def test_the_ratio_carries_its_interval(two_machines):
+    comparison = cmp.compare(two_machines, baseline="v100")
+    rows = cells_by_batch(comparison)
+    low, high = rows[64][1].relative_ci95
+    assert 2.85 < low < 3.0 < high < 3.15
+    assert rows[64][0].relative_ci95 is None  # the baseline against itself
+    assert rows[128][1].relative_ci95 is None  # one run each: no interval
+    record = next(r for r in comparison.to_records() if r["batch_size"] == 64 and not r["baseline"])
+    assert (record["relative_ci95_low"], record["relative_ci95_high"]) == (low, high)
 
 
 def test_energy_and_cost_ratios(two_machines):
@@ -213,6 +226,44 @@ def test_report_files_are_real_images_and_html(two_machines, tmp_path):
     )
 
 
+def _labels(fig):
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_report_charts_show_intervals_significance_and_readable_numbers(two_machines):
+    pytest.importorskip("matplotlib")
+    from bench.report import page
+
+    a, b = two_machines[0][1], two_machines[1][1]
+    a.points[1] = point(128, [110, 112, 109])
+    b.points[1] = point(128, [112, 108, 115])  # within noise of the baseline
+    b.max_batch = [MaxBatch("fp32", largest_ok=512, first_failing=None, status="done")]
+    charts = page.charts(cmp.compare(two_machines, baseline="v100"))
+    relative = charts["relative_throughput"]
+    labels = _labels(relative)
+    assert "3.00" in labels and any(t.endswith("~") for t in labels)
+    hatched = [bar for bar in relative.axes[0].patches if bar.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_height() == pytest.approx(112 / 110.33, rel=1e-2)
+    # error bars: one per bar that has an interval
+    assert relative.axes[0].containers[1].errorbar is not None
+    assert "118 k" in _labels(charts["samples_per_dollar"])  # never 1.18e+05
+    assert "≥512" in _labels(charts["max_batch"])  # a search that hit its limit is not 512
+    assert "300" in _labels(charts["throughput"])  # absolute samples/s beside the ratios
+
+
+def test_a_one_machine_report_shows_absolute_figures(two_machines, tmp_path):
+    pytest.importorskip("matplotlib")
+    from bench.report import page
+
+    written = page.write_report(cmp.compare(two_machines[1:], baseline="a100"), tmp_path)
+    names = {p.name for p in written}
+    assert "throughput.png" in names and "relative_throughput.png" not in names
+    md = (tmp_path / "report.md").read_text()
+    assert md.startswith(f"# bench report: {A100}\n") and "machines" not in md.splitlines()[0]
+    assert "| 300 \\[298–302\\] |" in md  # mean [95% interval], samples/s
+    assert "relative_throughput" not in md  # not 'left out': one machine has no ratio
+
+
 def test_price_catalogue():
     assert catalog.pricing("c7i.2xlarge", None)["usd_per_hour"] == 0.357
     assert catalog.pricing("g5.2xlarge", None)["usd_per_hour"] == 1.212
@@ -254,6 +305,24 @@ def test_cli_compare_json(two_machines, tmp_path):
         == 0
     )
     assert json.loads(out.read_text())["baseline"] == V100
+
+
+def test_the_baseline_is_needed_only_for_several_machines(two_machines, tmp_path, capsys):
+    from bench import result
+    from bench.cli import main
+
+    result.create(two_machines[0][1], tmp_path / "one" / "a")
+    assert main(["compare", str(tmp_path / "one")]) == 0  # one machine: its own baseline
+    out = capsys.readouterr().out
+    assert "100 [97.5–103]" in out and "110 (one run)" in out  # absolute samples/s
+    assert "baseline" not in out  # one machine has no ratios
+    result.create(two_machines[1][1], tmp_path / "one" / "b")
+    assert main(["report", str(tmp_path / "one"), "-o", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"bench: error: 2 machines: name the baseline with --baseline (part of a label or a file); "
+        f"machines: {V100}; {A100}"
+    )
 
 
 def test_terminal_table_keeps_bracketed_labels(tmp_path, capsys):

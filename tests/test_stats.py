@@ -2,7 +2,16 @@ import math
 
 import pytest
 
-from bench.stats import Estimate, Summary, percentile, relative_stdev, t_quantile_975, throughput
+from bench.stats import (
+    Estimate,
+    Summary,
+    percentile,
+    ratio_interval,
+    relative_stdev,
+    t_quantile_975,
+    throughput,
+)
+from bench.units import axis_tick, human
 
 
 def test_percentile_interpolates_like_numpy():
@@ -73,3 +82,28 @@ def test_a_throughput_interval_never_goes_below_zero():
     close = Estimate.of([100.0, 102.0, 104.0], "samples/s", positive=True)
     plain = Estimate.of([100.0, 102.0, 104.0], "samples/s")
     assert close.ci95_low == pytest.approx(plain.ci95_low, rel=0.01)
+
+
+def test_the_ratio_interval_is_welchs_on_the_logs():
+    stats = pytest.importorskip("scipy.stats")
+    a, b = [299.0, 300.0, 303.0, 298.0], [99.0, 100.0, 104.0]
+    low, high = ratio_interval(a, b)
+    welch = stats.ttest_ind(
+        [math.log(v) for v in a], [math.log(v) for v in b], equal_var=False
+    ).confidence_interval(0.95)
+    # rounded-down degrees of freedom: the same interval or a little wider, never narrower
+    assert low <= math.exp(welch.low) < math.exp(welch.high) <= high
+    assert low == pytest.approx(math.exp(welch.low), rel=0.01)
+    assert ratio_interval([100.0, 100.0], [50.0, 50.0]) == pytest.approx((2.0, 2.0))  # exact
+    assert ratio_interval([100.0], [50.0, 51.0]) is None  # one run: nothing to test
+    assert ratio_interval([100.0, 0.0], [50.0, 51.0]) is None
+
+
+def test_human_numbers():
+    assert human(84.3e6, "samples/$") == "84.3 M samples/$"
+    assert human(5437) == "5,437" and human(12_345) == "12.3 k"
+    assert human(999_960) == "1.00 M"  # not '1,000 k'
+    assert human(0.0123, "J") == "0.0123 J" and human(99.96) == "100"
+    assert human(None) == "n/a" and human(float("nan")) == "n/a"
+    assert "e" not in human(2.5e15) + human(1e-6)
+    assert axis_tick(0.25) == "0.25" and axis_tick(50_000) == "50 k"

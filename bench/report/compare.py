@@ -21,6 +21,8 @@ from bench import catalog, registry
 from bench.errors import UsageError
 from bench.report.text import csv_cell, markdown, visible
 from bench.result import MaxBatch, Point, Result
+from bench.stats import ratio_interval
+from bench.units import human
 
 # Config fields that must agree between results compared in one row: they change
 # what a number means. Sweep axes are row keys; the device is the machine itself.
@@ -93,7 +95,8 @@ class Cell:
 
     point: Point | None
     relative: float | None = None  # throughput / the baseline's
-    mark: str = ""  # "~": 95% CIs overlap (not significant); "?": a single run, untestable
+    relative_ci95: tuple[float, float] | None = None  # of `relative` (stats.ratio_interval)
+    mark: str = ""  # "~": the ratio's 95% interval holds 1; "?": a single run, untestable
     energy_ratio: float | None = None  # samples per joule / the baseline's
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None
@@ -138,6 +141,8 @@ class Comparison:
                         "ci95_low": tp.ci95_low if tp else None,
                         "ci95_high": tp.ci95_high if tp else None,
                         "relative_throughput": cell.relative,
+                        "relative_ci95_low": cell.relative_ci95[0] if cell.relative_ci95 else None,
+                        "relative_ci95_high": cell.relative_ci95[1] if cell.relative_ci95 else None,
                         "significance": cell.mark or None,
                         "samples_per_joule": energy.samples_per_joule if energy else None,
                         "energy_per_epoch_j": energy.per_epoch_j if energy else None,
@@ -172,7 +177,7 @@ def _measured_like(res: Result) -> tuple[Any, ...]:
 
 
 def _set_apart(
-    loaded: list[tuple[Path, Result]], baseline: str
+    loaded: list[tuple[Path, Result]], baseline: str | None
 ) -> tuple[list[tuple[Path, Result]], list[str]]:
     """Per workload, keep the results measured like the baseline's (or like most of
     them, when the baseline has none of that workload); one line for each other."""
@@ -187,7 +192,8 @@ def _set_apart(
         on_baseline = [
             way
             for way, members in ways.items()
-            if any(baseline.lower() in machine_label(res).lower() for _, res in members)
+            if baseline
+            and any(baseline.lower() in machine_label(res).lower() for _, res in members)
         ]
         reference = (on_baseline or sorted(ways, key=lambda w: -len(ways[w])))[0]
         kept += ways[reference]
@@ -245,10 +251,11 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def compare(
     loaded: list[tuple[Path, Result]],
-    baseline: str,
+    baseline: str | None,
     prices: dict[str, float] | None = None,
 ) -> Comparison:
-    """Group results by machine and line their points up by row key."""
+    """Group results by machine and line their points up by row key. Without a
+    baseline, the only machine is its own; several machines need one named."""
     if not loaded:
         raise UsageError("nothing to compare")
     loaded, set_apart = _set_apart(loaded, baseline)
@@ -264,7 +271,12 @@ def compare(
     for selector, usd in (prices or {}).items():
         target = _select(ordered, selector)
         target.price_per_hour, target.price_source = usd, "given with --price"
-    base = _select(ordered, baseline)
+    if baseline is None and len(ordered) > 1:
+        raise UsageError(
+            f"{len(ordered)} machines: name the baseline with --baseline "
+            f"(part of a label or a file); machines: {'; '.join(m.label for m in ordered)}"
+        )
+    base = ordered[0] if baseline is None else _select(ordered, baseline)
 
     points: dict[tuple[Any, ...], dict[str, Point]] = defaultdict(dict)
     searches: dict[tuple[Any, ...], dict[str, MaxBatch]] = defaultdict(dict)
@@ -309,8 +321,9 @@ def _cell(point: Point | None, base_point: Point | None, machine: Machine, base:
     if tp and base_tp:
         cell.relative = tp.value / base_tp.value
         if machine is not base:
-            testable = tp.ci95_low is not None and base_tp.ci95_low is not None
-            cell.mark = ("~" if tp.overlaps(base_tp) else "") if testable else "?"
+            base_values = base_point.repeat_throughputs() if base_point else []
+            ci = cell.relative_ci95 = ratio_interval(point.repeat_throughputs(), base_values)
+            cell.mark = "?" if ci is None else ("~" if ci[0] <= 1 <= ci[1] else "")
     energy, base_energy = point.energy_summary, base_point.energy_summary if base_point else None
     if energy and base_energy:
         cell.energy_ratio = energy.samples_per_joule / base_energy.samples_per_joule
@@ -338,7 +351,7 @@ def training_cost(
 def legend() -> str:
     return (
         "Throughput relative to the baseline (= 1.00). '*': out of memory (or nothing fits); "
-        "'~': the 95% confidence intervals overlap, the difference may not be real; "
+        "'~': the ratio's 95% confidence interval holds 1, the difference may not be real; "
         "'?': a single run, no interval to test (use --repeats)."
     )
 
@@ -393,6 +406,25 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     return headers, body
 
 
+def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The absolute figures beside the ratios: mean samples/s (global) [95% interval]."""
+    headers = ["workload", "batch", "precision", "format", "compile"]
+    headers += [m.label for m in comparison.machines]
+    body = []
+    for (workload, batch, precision, fmt, compiler), cells in comparison.rows:
+        row = [workload, str(batch), precision, fmt, compiler or "none"]
+        for cell in cells:
+            tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+            if tp is None:
+                row.append(cell.text)
+            elif tp.ci95_low is None or tp.ci95_high is None:
+                row.append(f"{human(tp.value)} (one run)")
+            else:
+                row.append(f"{human(tp.value)} [{human(tp.ci95_low)}–{human(tp.ci95_high)}]")
+        body.append(row)
+    return headers, body
+
+
 def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     headers = [
         "workload",
@@ -423,6 +455,8 @@ def to_markdown(comparison: Comparison) -> str:
     parts = [
         f"Baseline: **{markdown(comparison.baseline.label)}**. {markdown(legend())}",
         markdown_table(*grid(comparison)),
+        "Throughput (samples/s, global): mean [95% interval]",
+        markdown_table(*throughput_grid(comparison)),
     ]
     if comparison.max_batch:
         parts += [

@@ -24,6 +24,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
 from bench import files
 from bench.report.compare import (
@@ -33,9 +34,12 @@ from bench.report.compare import (
     legend,
     markdown_table,
     max_batch_grid,
+    throughput_grid,
     training_cost,
 )
 from bench.report.text import markdown
+from bench.result import MaxBatch
+from bench.units import axis_tick, human
 
 Figure = Any  # matplotlib.figure.Figure
 
@@ -57,48 +61,103 @@ def _by_workload(comparison: Comparison) -> dict[str, list[tuple[tuple[Any, ...]
     return groups
 
 
+def _errors(values: list[float | None], intervals: list[tuple[float, float] | None]) -> Any:
+    """matplotlib's asymmetric yerr; NaN (no bar drawn) where there is no interval."""
+    low, high = [], []
+    for y, ci in zip(values, intervals, strict=True):
+        ok = y is not None and ci is not None
+        low.append(y - ci[0] if ok else math.nan)  # type: ignore[operator,index]
+        high.append(ci[1] - y if ok else math.nan)  # type: ignore[operator,index]
+    return [low, high]
+
+
+_NOT_SIGNIFICANT = "hatched: not significantly different from the baseline ('~')"
+
+
 def _bars(
     comparison: Comparison,
     value: Callable[[Cell], float | None],
     ylabel: str,
     title: str,
-    baseline_line: bool = False,
+    *,
+    interval: Callable[[Cell], tuple[float, float] | None] = lambda c: None,
+    significance: bool = False,
 ) -> Figure | None:
-    """Grouped bars: one panel per workload, one group per row, one bar per machine."""
+    """Grouped bars: one panel per workload, one group per row, one bar per machine.
+    Error bars where `interval` gives a 95% interval; with `significance`, the bars of
+    the baseline's ratio (a dashed line at 1) carry the table's marks and a difference
+    that may not be real is hatched and pale."""
     groups = _by_workload(comparison)
     if not any(value(c) is not None for _, cells in comparison.rows for c in cells):
         return None
     machines = comparison.machines
-    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 3.6 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(groups), 1, figsize=(10, 1.2 + 3.4 * len(groups)), squeeze=False, layout="constrained"
+    )
     width = 0.8 / len(machines)
     for ax, (workload, rows) in zip(axes[:, 0], groups.items(), strict=True):
         for m, machine in enumerate(machines):
             xs = [i + (m - (len(machines) - 1) / 2) * width for i in range(len(rows))]
-            ys = [value(cells[m]) for _, cells in rows]
-            bars = ax.bar(xs, [y or 0 for y in ys], width, label=machine.label)
-            ax.bar_label(bars, [f"{y:.3g}" if y is not None else "" for y in ys], fontsize=7)
-            for x, (_, cells) in zip(xs, rows, strict=True):
-                if cells[m].text == "*":  # out of memory: the 2020 GPU comparison's star
-                    ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
-        if baseline_line:
-            ax.axhline(
-                1.0,
-                color="black",
-                linewidth=1,
-                linestyle="--",
-                label=f"baseline: {comparison.baseline.label}",
+            cells = [row_cells[m] for _, row_cells in rows]
+            ys = [value(c) for c in cells]
+            bars = ax.bar(
+                xs,
+                [y or 0 for y in ys],
+                width,
+                yerr=_errors(ys, [interval(c) for c in cells]),
+                capsize=3,
+                error_kw={"elinewidth": 1},
+                label=machine.label,
             )
+            marks = [c.mark if significance else "" for c in cells]
+            for bar, mark in zip(bars, marks, strict=True):
+                if mark == "~":
+                    bar.set_alpha(0.45)
+                    bar.set_hatch("//")
+            ax.bar_label(
+                bars,
+                [f"{human(y)}{k}" if y is not None else "" for y, k in zip(ys, marks, strict=True)],
+                fontsize=7,
+                padding=2,
+            )
+            for x, c in zip(xs, cells, strict=True):
+                if c.text == "*":  # out of memory: the 2020 GPU comparison's star
+                    ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
+        if significance:
+            ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
         ax.set_xticks(range(len(rows)), [_row_label(key) for key, _ in rows], fontsize=8)
         ax.set_title(f"{workload}: {title}")
         ax.set_ylabel(ylabel)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: axis_tick(y)))
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    notes = (
+        ["error bars: 95% intervals"]
+        if any(interval(c) for _, cells in comparison.rows for c in cells)
+        else []
+    )
+    if significance:
+        notes += [f"dashed: the baseline, {comparison.baseline.label}", _NOT_SIGNIFICANT,
+                  "'?': one run, no interval"]  # fmt: skip
+    fig.legend(loc="outside upper center", ncols=min(len(machines), 3), fontsize=8)
+    if notes:
+        fig.supxlabel("; ".join(notes), fontsize=7)
     return fig
 
 
+def _throughput_interval(cell: Cell) -> tuple[float, float] | None:
+    tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+    if tp is None or tp.ci95_low is None or tp.ci95_high is None:
+        return None
+    return tp.ci95_low, tp.ci95_high
+
+
+def _throughput(cell: Cell) -> float | None:
+    tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+    return tp.value if tp else None
+
+
 def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
-    series: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = {}
+    series: dict[tuple[str, str], dict[str, list[tuple[int, float, float, float]]]] = {}
     for key, cells in comparison.rows:
         workload, batch, precision, fmt, compiler = key
         if fmt != "contiguous" or compiler:
@@ -106,20 +165,34 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         for machine, cell in zip(comparison.machines, cells, strict=True):
             tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
             if tp:
+                low, high = _throughput_interval(cell) or (tp.value, tp.value)
                 series.setdefault((workload, precision), {}).setdefault(machine.label, []).append(
-                    (batch, tp.value)
+                    (batch, tp.value, low, high)
                 )
     series = {k: v for k, v in series.items() if any(len(pts) > 1 for pts in v.values())}
     if not series:
         return None
     cols = min(2, len(series))
     rows = math.ceil(len(series) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False, layout="constrained"
+    )
     for ax, ((workload, precision), machines) in zip(axes.flat, series.items(), strict=False):
         for label, points in machines.items():
             points.sort()
-            ax.plot([b for b, _ in points], [t for _, t in points], marker="o", label=label)
+            batches = [b for b, *_ in points]
+            (line,) = ax.plot(batches, [t for _, t, _, _ in points], marker="o", label=label)
+            ax.fill_between(
+                batches,
+                [low for *_, low, _ in points],
+                [high for *_, high in points],
+                color=line.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: axis_tick(y)))
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel("throughput (samples/s)")
         ax.set_title(f"{workload} {precision}: throughput vs batch size")
@@ -127,14 +200,14 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(series) :]:
         ax.axis("off")
-    fig.tight_layout()
+    fig.supxlabel("shaded: 95% intervals", fontsize=7)
     return fig
 
 
 def _max_batch(comparison: Comparison) -> Figure | None:
     if not comparison.max_batch:
         return None
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = plt.subplots(figsize=(10, 4.4), layout="constrained")
     width = 0.8 / len(comparison.machines)
     for m, machine in enumerate(comparison.machines):
         xs = [
@@ -145,20 +218,36 @@ def _max_batch(comparison: Comparison) -> Figure | None:
         bars = ax.bar(
             xs, [s.largest_ok or 0 if s else 0 for s in found], width, label=machine.label
         )
-        ax.bar_label(
-            bars, [str(s.largest_ok) if s and s.largest_ok else "" for s in found], fontsize=8
-        )
+        for bar, s in zip(bars, found, strict=True):
+            if s and s.largest_ok and not s.first_failing:  # the search stopped at its limit
+                bar.set_hatch("..")
+        ax.bar_label(bars, [_max_batch_text(s) for s in found], fontsize=8)
         for x, s in zip(xs, found, strict=True):
             if s and s.display == "*":
                 ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
     labels = [f"{k[0]}\n{k[1]}" for k, _ in comparison.max_batch]
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_ylabel("largest batch that trains (samples)")
-    ax.set_title("Largest batch per machine ('*': not even the smallest fits)")
-    ax.legend(fontsize=8)
+    ax.set_title("Largest batch per machine")
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
+    fig.legend(loc="outside upper center", ncols=min(len(comparison.machines), 3), fontsize=8)
+    fig.supxlabel(
+        "'*': not even the smallest batch fits; '≥N', dotted: the search stopped at its limit "
+        "with N still training; 'N–M': the largest batch lies in that range "
+        "(the search's resolution)",
+        fontsize=7,
+    )
     return fig
+
+
+def _max_batch_text(search: MaxBatch | None) -> str:
+    if search is None or not search.largest_ok:
+        return ""
+    if not search.first_failing:
+        return f"≥{search.largest_ok}"
+    if search.first_failing - search.largest_ok > 1:  # found to the search's resolution
+        return f"{search.largest_ok}–{search.first_failing - 1}"
+    return str(search.largest_ok)
 
 
 def _energy_per_epoch_or_sample(cell: Cell) -> float | None:
@@ -173,11 +262,18 @@ def charts(comparison: Comparison) -> dict[str, Figure | None]:
         energy = c.point.energy_summary if c.point else None
         return energy.samples_per_joule if energy else None
 
+    several = len(comparison.machines) > 1
     return {
+        "throughput": _bars(
+            comparison, _throughput, "throughput (samples/s)", "throughput (samples/s, global)",
+            interval=_throughput_interval,
+        ),
+        # One machine has nothing to be relative to: its absolute figures say it all.
         "relative_throughput": _bars(
             comparison, lambda c: c.relative, "throughput / baseline",
-            "throughput relative to the baseline", baseline_line=True,
-        ),
+            "throughput relative to the baseline",
+            interval=lambda c: c.relative_ci95, significance=True,
+        ) if several else None,
         "throughput_vs_batch": _throughput_vs_batch(comparison),
         "energy": _bars(
             comparison, _energy_per_epoch_or_sample, "energy (J per epoch, or J per sample)",
@@ -200,10 +296,8 @@ def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], li
         for machine, cell in zip(comparison.machines, cells, strict=True):
             if cell.point and cell.point.status == "ok" and cell.point.throughput:
                 cost = training_cost(cell.point, key[0], epochs, machine.price_per_hour)
-                usd = f"{cost['usd']:,.2f}" if cost["usd"] is not None else "n/a (no price)"
-                body.append(
-                    [key[0], str(key[1]), key[2], machine.label, f"{cost['hours']:,.2f}", usd]
-                )
+                usd = human(cost["usd"]) if cost["usd"] is not None else "n/a (no price)"
+                body.append([key[0], str(key[1]), key[2], machine.label, human(cost["hours"]), usd])
     return headers, body
 
 
@@ -235,7 +329,10 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
                 written.append(path)
             plt.close(fig)
             made[name] = folder / f"{name}.png"
-    tables = [("Throughput relative to the baseline", grid(comparison))]
+    several = len(comparison.machines) > 1
+    tables = [("Throughput (samples/s, global): mean [95% interval]", throughput_grid(comparison))]
+    if several:
+        tables.insert(0, ("Throughput relative to the baseline", grid(comparison)))
     if comparison.max_batch:
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
     tables.append(
@@ -245,16 +342,20 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         )
     )
     notes = [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
+    missing = [name for name in missing if several or name != "relative_throughput"]
     if missing:
         notes.insert(0, f"Charts left out, no result carries their data: {', '.join(missing)}.")
     note = " ".join(notes)
-    title = (
-        f"bench report: {len(comparison.machines)} "
-        f"{'machine' if len(comparison.machines) == 1 else 'machines'}, "
-        f"baseline {comparison.baseline.label}"
-    )
+    if several:
+        title = (
+            f"bench report: {len(comparison.machines)} machines, "
+            f"baseline {comparison.baseline.label}"
+        )
+    else:
+        title = f"bench report: {comparison.baseline.label}"
+    lead = legend() if several else "Absolute figures of one machine."
 
-    md = [f"# {markdown(title)}", markdown(legend()), markdown(note)]
+    md = [f"# {markdown(title)}", markdown(lead), markdown(note)]
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     md += [f"![{name}]({path.name})" for name, path in made.items()]
     written.append(folder / "report.md")
@@ -272,7 +373,7 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
         "img{max-width:100%}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(legend())}</p><p>{html.escape(note)}</p>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(lead)}</p><p>{html.escape(note)}</p>"
         f"{body}{images}</body></html>"
     )
     written.append(folder / "report.html")

@@ -1,0 +1,121 @@
+"""`bench compare PATHS` and `bench report PATHS -o DIR`: machines side by side,
+normalised to a baseline, as tables (terminal, Markdown, CSV, JSON) or as a report with
+charts. The baseline is needed only when there are several machines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from bench import files
+from bench.commands.options import number, require_extra
+from bench.report.table import console
+from bench.report.text import plain
+
+
+def _price(text: str) -> tuple[str, float]:
+    selector, _, usd = text.rpartition("=")
+    try:
+        return selector, number(usd)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR") from None
+
+
+def _add_comparison_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", help="result files or folders (searched recursively)")
+    p.add_argument(
+        "--baseline",
+        help="the machine everything is relative to: part of its label or a file "
+        "(needed when there are several machines)",
+    )
+    p.add_argument(
+        "--price",
+        type=_price,
+        action="append",
+        default=[],
+        metavar="MACHINE=USD",
+        help="hourly price of a machine whose results carry none (repeatable)",
+    )
+
+
+def register(sub: Any) -> None:
+    compare = sub.add_parser("compare", help="compare machines, normalised to a baseline")
+    _add_comparison_options(compare)
+    compare.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    compare.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    compare.set_defaults(func=cmd_compare)
+    report = sub.add_parser("report", help="an HTML and Markdown report with charts")
+    _add_comparison_options(report)
+    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    report.add_argument(
+        "--train-epochs",
+        type=number,
+        default=90,
+        help="epochs for the time-and-cost-to-train figures (default 90)",
+    )
+    report.set_defaults(func=cmd_report)
+
+
+def _comparison(args: argparse.Namespace):  # -> bench.report.compare.Comparison
+    from bench.report import compare
+    from bench.report.collect import load_all, warn
+
+    comparison = compare.compare(load_all(args.paths), args.baseline, dict(args.price))
+    for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
+        warn(line)
+    return comparison
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.report import compare
+
+    if args.output:
+        files.require_writable_file(args.output, "output")
+    comparison = _comparison(args)
+    text = {
+        "csv": lambda: compare.to_csv(comparison),
+        "markdown": lambda: compare.to_markdown(comparison),
+        "json": lambda: json.dumps(compare.as_dict(comparison), indent=1) + "\n",
+    }.get(args.format)
+    if text is not None:
+        if args.output:
+            files.replace(args.output, text())
+        else:
+            print(text(), end="")
+        return 0
+    terminal = console()
+    several = len(comparison.machines) > 1  # one machine has no ratios: its own figures
+    ratios = compare.grid(comparison) if several else ([], [])
+    grids = (
+        (f"baseline: {comparison.baseline.label}", ratios),
+        (
+            "throughput (samples/s, global): mean [95% interval]",
+            compare.throughput_grid(comparison),
+        ),
+        ("largest batch that trains", compare.max_batch_grid(comparison)),
+    )  # fmt: skip
+    for caption, (headers, body) in grids:
+        if body:
+            table = Table(title=plain(caption), title_justify="left")
+            for header in headers:
+                table.add_column(plain(header))
+            for row in body:
+                table.add_row(*map(plain, row))
+            terminal.print(table)
+    if several:
+        terminal.print(plain(compare.legend()), highlight=False)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    require_extra("report", "matplotlib")
+    from bench.report import page
+
+    files.require_writable_dir(args.output, "output")
+    for path in page.write_report(_comparison(args), args.output, args.train_epochs):
+        print(path)
+    return 0
