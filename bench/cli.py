@@ -121,7 +121,9 @@ def _size(text: str) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("workload", help="what to train (see: bench list)")
+    p.add_argument(
+        "workload", help="what to train (see: bench list); a,b runs each in turn, one result each"
+    )
     p.add_argument(
         "--framework",
         default=os.environ.get("BENCH_FRAMEWORK", "torch"),
@@ -467,8 +469,35 @@ def _print(console: Console, line: str) -> None:
         console.print(plain(part), highlight=False)
 
 
+def workload_list(text: str) -> list[str]:
+    """'resnet50,cnn-s' -> both names, each known, none twice."""
+    names = text.split(",")
+    if "" in names or len(set(names)) != len(names):
+        raise UsageError(
+            f"workload: {text!r} is not a list of distinct workloads, e.g. resnet50,cnn-s"
+        )
+    for name in names:
+        registry.workload(name)  # an unknown one is named, with a near name if any
+    return names
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    return run_and_print(config_from_args(args), args)[0]
+    """One workload, or several in turn (`bench run a,b`): one result each. Every
+    config is checked before the first runs; a stop (Ctrl-C, SIGTERM) ends them all,
+    with what the current one measured saved."""
+    names = workload_list(args.workload)
+    if len(names) > 1 and args.json:
+        raise UsageError("--json prints one result: give one workload (each run writes its file)")
+    configs = [config_from_args(argparse.Namespace(**{**vars(args), "workload": n})) for n in names]
+    worst = 0
+    for i, config in enumerate(configs, 1):
+        if len(configs) > 1:
+            _print(_console(args), f"workload {i}/{len(configs)}: {config.workload}")
+        code = run_and_print(config, args)[0]
+        if code >= 128:  # stopped by a signal: nothing more runs
+            return code
+        worst = max(worst, code)
+    return worst
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -556,7 +585,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _no_near_command(word: str) -> None:
     """`bench shw x` is a mistyped command, not a workload called 'shw'."""
-    if word in registry.workloads():
+    if all(name in registry.workloads() for name in word.split(",")):
         return
     near = registry.did_you_mean(word, COMMANDS)
     if near:

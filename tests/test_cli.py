@@ -52,6 +52,15 @@ from .conftest import run_bench
             "seq_len: workload 'tiny' takes no sequence length",
         ),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
+        (["tiny,resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?)"),
+        (["tiny,tiny"], "workload: 'tiny,tiny' is not a list of distinct workloads"),
+        (["tiny,"], "workload: 'tiny,' is not a list of distinct workloads"),
+        (["tiny,cnn-s", "--json"], "--json prints one result: give one workload"),
+        # every config is checked before the first runs: bert-base would run, tiny not
+        (
+            ["bert-base,tiny", "--device", "cpu", "--seq-len", "64"],
+            "seq_len: workload 'tiny' takes no sequence length",
+        ),
         (["show", "does-not-exist.json"], "does-not-exist.json: no such file or folder"),
     ],
 )
@@ -136,6 +145,17 @@ def test_a_label_names_the_run_in_its_file_and_table(tmp_path):
     saved = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert saved["label"] == "before"
     assert "tiny · torch" in done.stdout and "· before" in done.stdout
+
+
+def test_several_workloads_run_in_turn_one_result_each(tmp_path):
+    done = run_bench(
+        "run", "tiny,cnn-s", "--device", "cpu", "--steps", "2", "--batch-size", "8",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    saved = sorted(json.loads(p.read_text())["config"]["workload"] for p in tmp_path.glob("*.json"))
+    assert saved == ["cnn-s", "tiny"]
+    assert "workload 1/2: tiny" in done.stdout and "workload 2/2: cnn-s" in done.stdout
 
 
 @pytest.mark.parametrize("width", [80, 100, 160])
