@@ -64,5 +64,5 @@ def test_a_bad_run_or_name_is_one_line_before_anything_runs(two_runs):
 def test_suite_list_names_every_preset():
     done = run_bench("suite", "list")
     assert done.returncode == 0
-    for name in ("quick", "cifar-cnn", "tpu-vs-gpu", "gpu-memory-ladder"):
+    for name in ("quick", "cifar-cnn", "tpu-vs-gpu", "gpu-memory-ladder", "cpu-ladder"):
         assert name in done.stdout
