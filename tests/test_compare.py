@@ -89,10 +89,13 @@ def test_throughput_is_normalised_to_the_baseline(two_machines):
 def test_a_ratio_whose_interval_holds_one_is_marked_not_significant():
     a = machine(V100, [point(64, [95, 100, 105])])
     b = machine(A100, [point(64, [97, 101, 104])])
-    rows = cells_by_batch(cmp.compare([(Path("a"), a), (Path("b"), b)], "v100"))
+    comparison = cmp.compare([(Path("a"), a), (Path("b"), b)], "v100")
+    rows = cells_by_batch(comparison)
     assert rows[64][1].mark == "~" and rows[64][1].text.endswith("~")
     low, high = rows[64][1].relative_ci95
     assert low < 1 < high
+    headers, _ = cmp.grid(comparison)  # no energy, no price: no columns of n/a
+    assert not [h for h in headers if "vs baseline" in h]
 
 
 def test_the_ratio_carries_its_interval(two_machines):
@@ -107,7 +110,11 @@ def test_the_ratio_carries_its_interval(two_machines):
 
 
 def test_energy_and_cost_ratios(two_machines):
-    rows = cells_by_batch(cmp.compare(two_machines, baseline="v100"))
+    comparison = cmp.compare(two_machines, baseline="v100")
+    headers, body = cmp.grid(comparison)
+    assert headers[-2:] == [f"samples/J vs baseline: {A100}", f"samples/$ vs baseline: {A100}"]
+    assert body[0][-2:] == ["4.00", "2.24"]  # (300 / 4.10) / (100 / 3.06)
+    rows = cells_by_batch(comparison)
     a, b = rows[64]
     # samples per joule: 640/1280 = 0.5 vs 640/320 = 2.0
     assert a.point.energy_summary.samples_per_joule == pytest.approx(0.5)
@@ -259,9 +266,26 @@ def test_a_one_machine_report_shows_absolute_figures(two_machines, tmp_path):
     names = {p.name for p in written}
     assert "throughput.png" in names and "relative_throughput.png" not in names
     md = (tmp_path / "report.md").read_text()
-    assert md.startswith(f"# bench report: {A100}\n") and "machines" not in md.splitlines()[0]
+    assert md.startswith(f"# bench report: 1 machine: {A100}\n")
     assert "| 300 \\[298–302\\] |" in md  # mean [95% interval], samples/s
     assert "relative_throughput" not in md  # not 'left out': one machine has no ratio
+
+
+def test_the_report_says_which_figures_are_less_sure_than_they_look(two_machines, tmp_path):
+    pytest.importorskip("matplotlib")
+    from dataclasses import replace
+
+    from bench.report import page
+
+    before, after = two_machines[0][1], two_machines[0][1]
+    noisy = replace(before.points[0], noise="3 repeats, spread 9.0% > target 3.5%")
+    after = replace(before, points=[noisy], label="after", started="2026-11-22T10:00:00")
+    comparison = cmp.compare([two_machines[0], (Path("after.json"), after)], V100)
+    assert comparison.title == "2 runs on 1 machine"
+    page.write_report(comparison, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert md.startswith(f"# bench report: 2 runs on 1 machine, baseline {V100}\n")
+    assert f"- {V100} · after, resnet50 batch 64 fp32: noisy: 3 repeats, spread 9.0%" in md
 
 
 def test_price_catalogue():

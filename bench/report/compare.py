@@ -122,6 +122,30 @@ class Comparison:
     max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
     set_apart: list[str] = field(default_factory=list)  # one line per result left out
 
+    @property
+    def title(self) -> str:
+        """'2 machines', or '3 runs on 2 machines' when a machine has several columns."""
+        hosts = {machine_label(res) for m in self.machines for _, res in m.results}
+        runs = len(self.machines)
+        machines = f"{len(hosts)} {'machine' if len(hosts) == 1 else 'machines'}"
+        return machines if runs == len(hosts) else f"{runs} runs on {machines}"
+
+    def noise_notes(self) -> list[str]:
+        """Figures less sure than they look: a busy machine, automatic repeats that
+        missed their target; one line per cell."""
+        lines = []
+        for key, cells in self.rows:
+            row = f"{key[0]} batch {key[1]} {key[2]}"
+            for machine, cell in zip(self.machines, cells, strict=True):
+                point = cell.point
+                if point is not None and point.busy_note:
+                    lines.append(
+                        visible(f"{machine.label}, {row}: busy machine: {point.busy_note}")
+                    )
+                if point is not None and point.noise:
+                    lines.append(visible(f"{machine.label}, {row}: noisy: {point.noise}"))
+        return lines
+
     def to_records(self) -> list[dict[str, Any]]:
         """Long format: one record per row and machine (for CSV and JSON)."""
         records = []
@@ -386,22 +410,27 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
 
 
 def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the wide table: rows x machines, then ratio columns."""
+    """Headers and cells of the wide table: rows x machines, then ratio columns (those of
+    energy and cost only where some cell has one)."""
     others = [m for m in comparison.machines if m is not comparison.baseline]
+    cells = [c for _, row in comparison.rows for c in row]
+    ratios = [
+        (what, attr)
+        for what, attr in (("samples/J", "energy_ratio"), ("samples/$", "cost_ratio"))
+        if any(getattr(c, attr) is not None for c in cells)
+    ]
     headers = ["workload", "batch", "precision", "format", "compile"]
     headers += [
         f"{m.label}{' (baseline)' if m is comparison.baseline else ''}" for m in comparison.machines
     ]
-    headers += [f"samples/J vs baseline: {m.label}" for m in others]
-    headers += [f"samples/$ vs baseline: {m.label}" for m in others]
+    headers += [f"{what} vs baseline: {m.label}" for what, _ in ratios for m in others]
     body = []
-    for key, cells in comparison.rows:
+    for key, row_cells in comparison.rows:
         workload, batch, precision, fmt, compiler = key
         row = [workload, str(batch), precision, fmt, compiler or "none"]
-        row += [cell.text for cell in cells]
-        by_machine = dict(zip((m.label for m in comparison.machines), cells, strict=True))
-        row += [_fmt(by_machine[m.label].energy_ratio) for m in others]
-        row += [_fmt(by_machine[m.label].cost_ratio) for m in others]
+        row += [cell.text for cell in row_cells]
+        by_machine = dict(zip((m.label for m in comparison.machines), row_cells, strict=True))
+        row += [_fmt(getattr(by_machine[m.label], attr)) for _, attr in ratios for m in others]
         body.append(row)
     return headers, body
 

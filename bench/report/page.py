@@ -346,16 +346,16 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
     if missing:
         notes.insert(0, f"Charts left out, no result carries their data: {', '.join(missing)}.")
     note = " ".join(notes)
-    if several:
-        title = (
-            f"bench report: {len(comparison.machines)} machines, "
-            f"baseline {comparison.baseline.label}"
-        )
-    else:
-        title = f"bench report: {comparison.baseline.label}"
+    title = f"bench report: {comparison.title}" + (
+        f", baseline {comparison.baseline.label}" if several else f": {comparison.baseline.label}"
+    )
     lead = legend() if several else "Absolute figures of one machine."
 
+    noise = comparison.noise_notes()
+    noise_md = "\n".join(f"- {markdown(line)}" for line in noise)
     md = [f"# {markdown(title)}", markdown(lead), markdown(note)]
+    if noise:
+        md.append(f"Less sure than they look:\n\n{noise_md}")
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     md += [f"![{name}]({path.name})" for name, path in made.items()]
     written.append(folder / "report.md")
@@ -368,13 +368,20 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         for name, path in made.items()
     )
     body = "".join(f"<h2>{html.escape(h)}</h2>{_html_table(*t)}" for h, t in tables)
+    noise_html = (
+        "<p>Less sure than they look:</p><ul>"
+        + "".join(f"<li>{html.escape(line)}</li>" for line in noise)
+        + "</ul>"
+        if noise
+        else ""
+    )
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>bench report</title>"
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 1em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
         "img{max-width:100%}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(lead)}</p><p>{html.escape(note)}</p>"
-        f"{body}{images}</body></html>"
+        f"{noise_html}{body}{images}</body></html>"
     )
     written.append(folder / "report.html")
     files.replace(written[-1], page)
