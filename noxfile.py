@@ -74,7 +74,7 @@ def tests(session: nox.Session) -> None:
     """Run the test suite on the CPU (real training in child processes included)."""
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
-    session.install("-e", ".[torch,jax,report,dev]", "tensorflow-cpu", "keras", *CONSTRAINTS)
+    session.install("-e", ".[torch,jax,report,dev,xeon]", "tensorflow-cpu", "keras", *CONSTRAINTS)
     session.run("pytest", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
 
 
@@ -222,11 +222,12 @@ def smoke(session: nox.Session, image: str) -> None:
     check the result file; without --device cpu, a GPU or TPU image must refuse clearly."""
     _require_docker(session)
     results = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-"))
-    # No device flags: this host may have no GPU runtime (and that is the case to test).
-    run = ["docker", "run", *_run_args(image, results, devices=False), f"bench:{image}"]
-    steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
     meta = _image(image)
     gpu_image = meta["device"] != "cpu"  # a GPU or TPU image
+    # No device flags: this host may have no GPU runtime (and that is the case to test).
+    # A CPU image's flags are its own (bench:xeon's CAP_SYS_NICE for numactl): kept.
+    run = ["docker", "run", *_run_args(image, results, devices=not gpu_image), f"bench:{image}"]
+    steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
     session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)
     (result_file,) = results.glob("*.json")
     data = json.loads(result_file.read_text())
@@ -244,6 +245,20 @@ def smoke(session: nox.Session, image: str) -> None:
         "label lock hash": labels.get("dev.bench.lock.sha256") == lock_sha,
         "label created": labels.get("org.opencontainers.image.created", "").endswith("Z"),
     }
+    # What the image's launcher sets as the runtime axes' defaults (image.toml [runtime]):
+    # every point's child ran with it, the libraries preloaded and the binding applied.
+    for point in data["points"]:
+        applied = point.get("runtime") or {}
+        preload = applied.get("ld_preload") or ""
+        for axis, value in meta.get("runtime", {}).items():
+            checks[f"{axis} {value}"] = point.get(axis) == value
+        library = {"tcmalloc": "libtcmalloc", "jemalloc": "libjemalloc"}
+        if point.get("allocator") in library:
+            checks["allocator preloaded"] = library[point["allocator"]] in preload
+        if point.get("openmp") == "intel":
+            checks["Intel OpenMP preloaded"] = "libiomp5" in preload
+        if point.get("numa") == "on":
+            checks["NUMA bound"] = bool(applied.get("numa_binding"))
     session.log(json.dumps(checks))
     if not all(checks.values()):
         session.error(f"bench:{image}: failed checks: {[k for k, ok in checks.items() if not ok]}")
@@ -261,7 +276,7 @@ def smoke(session: nox.Session, image: str) -> None:
         # Data parallel in the image as users run it (no network, read-only root):
         # torchrun's two gloo ranks meet over loopback and report one point.
         ranks = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-ranks-"))
-        run = ["docker", "run", *_run_args(image, ranks, devices=False), f"bench:{image}"]
+        run = ["docker", "run", *_run_args(image, ranks, devices=not gpu_image), f"bench:{image}"]
         two = [
             "tiny",
             "--device",

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 import bench
-from bench import catalog, files, registry, result, stopping
+from bench import catalog, files, registry, result, runtime, stopping
 from bench.commands import compare, diff, suite, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
@@ -32,6 +32,7 @@ from bench.report.table import console, notes, tables
 from bench.report.text import plain
 from bench.result import Result
 from bench.runner import Runner
+from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.units import parse_size
 
 COMMANDS = (
@@ -166,6 +167,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "(jit_compile); jax always compiles; a list like none,inductor sweeps",
     )
     p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
+    _add_runtime_options(p)
     _add_launch_options(p)
     p.add_argument(
         "--data",
@@ -358,6 +360,26 @@ def resolve_device(name: str, framework_name: str = "torch") -> str:
     return next(p.name for p in ranked if framework.unavailable_reason(p) is None)
 
 
+def _add_runtime_options(p: argparse.ArgumentParser) -> None:
+    """The child's allocator, OpenMP runtime and NUMA binding: sweep axes. Their default
+    is $BENCH_ALLOCATOR, $BENCH_OPENMP, $BENCH_NUMA (bench:xeon sets them), else the
+    child runs as bench was launched."""
+    for option, env, choices, what in (
+        ("--allocator", "BENCH_ALLOCATOR", ALLOCATORS, "memory allocator preloaded in the child"),
+        ("--openmp", "BENCH_OPENMP", OPENMP_RUNTIMES, "OpenMP runtime (gnu: libgomp, intel: "
+         "libiomp5, preloaded)"),
+        ("--numa", "BENCH_NUMA", NUMA_MODES, "bind the child with numactl to one thread per "
+         "physical core and their NUMA nodes"),
+    ):  # fmt: skip
+        p.add_argument(
+            option,
+            type=_choice_list(option[2:], choices),
+            default=os.environ.get(env) or None,
+            help=f"{what}: {', '.join(choices)}; comma-separated for a sweep "
+            f"(default ${env}, else as bench was launched)",
+        )
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     formats = args.memory_format or (("channels_last",) if args.channels_last else ())
     if args.memory_format and args.channels_last:
@@ -399,6 +421,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         memory_limit_bytes=args.memory_limit,
         timeout_s=args.timeout_s,
         seed=args.seed,
+        allocators=args.allocator or (None,),
+        openmps=args.openmp or (None,),
+        numas=args.numa or (None,),
     )
 
 
@@ -414,6 +439,7 @@ def run_and_print(
     it is saved. `resume`: an interrupted result of this config to go on with."""
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
+    runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = Runner(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from bench import registry
 from bench.errors import UsageError
+from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS = ("contiguous", "channels_last")
@@ -84,6 +85,20 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
     if cfg.epoch_samples is not None and cfg.epochs is None:
         raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
     _check_launch(cfg, framework)
+    _check_runtime(cfg)
+
+
+_RUNTIME_AXES = (("allocator", "allocators", ALLOCATORS), ("openmp", "openmps", OPENMP_RUNTIMES),
+                 ("numa", "numas", NUMA_MODES))  # fmt: skip
+
+
+def _check_runtime(cfg: RunConfig | PointConfig) -> None:
+    """Allocator, OpenMP runtime and NUMA binding: known values (None: as launched)."""
+    for one, many, allowed in _RUNTIME_AXES:
+        values = getattr(cfg, many) if isinstance(cfg, RunConfig) else (getattr(cfg, one),)
+        for value in values:
+            if value is not None:
+                _choice(one, value, allowed)
 
 
 def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
@@ -118,6 +133,10 @@ def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
         raise UsageError(f"node_rank: {cfg.node_rank} must be below nnodes {cfg.nnodes}")
 
 
+_AXES = ("batch_sizes", "precisions", "memory_formats", "compilers", "devices", "allocators",
+         "openmps", "numas")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class PointConfig:
     """One measured point: everything the child process needs, and nothing else."""
@@ -145,6 +164,11 @@ class PointConfig:
     nnodes: int = 1  # machines; above 1 every machine runs the same command (torchrun's flags)
     node_rank: int = 0
     rdzv_endpoint: str | None = None  # HOST:PORT of node 0's rendezvous
+    # The child's memory allocator, OpenMP runtime and NUMA binding (launchers.runtime);
+    # None: as bench itself was launched.
+    allocator: str | None = None
+    openmp: str | None = None
+    numa: str | None = None
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -244,9 +268,13 @@ class RunConfig:
     nnodes: int = 1
     node_rank: int = 0
     rdzv_endpoint: str | None = None
+    # Sweep axes of the child's runtime (None: as launched): allocator, OpenMP, NUMA.
+    allocators: tuple[str | None, ...] = (None,)
+    openmps: tuple[str | None, ...] = (None,)
+    numas: tuple[str | None, ...] = (None,)
 
     def __post_init__(self) -> None:
-        for name in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
+        for name in _AXES:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if not self.batch_sizes:
             object.__setattr__(
@@ -267,7 +295,7 @@ class RunConfig:
                 raise UsageError(platform.precision_unsupported(precision) or precision)
         for fmt, compiler in itertools.product(self.memory_formats, self.compilers):
             _check_variant(self.framework, fmt, compiler)
-        for axis in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
+        for axis in _AXES:
             values = getattr(self, axis)
             if not values or len(set(values)) != len(values):
                 raise UsageError(f"{axis}: {list(values)} must be a non-empty list without repeats")
@@ -299,8 +327,9 @@ class RunConfig:
                 "nnodes: several machines need a fixed --repeats and no --find-max-batch "
                 "(run the search on one machine)"
             )
-        if self.find_max_batch and len(self.devices) > 1:
-            raise UsageError("devices: the max-batch search takes one device count, not a sweep")
+        for axis in ("devices", "allocators", "openmps", "numas"):
+            if self.find_max_batch and len(getattr(self, axis)) > 1:
+                raise UsageError(f"{axis}: the max-batch search takes one value, not a sweep")
         # Building every point validates the per-point rules too (e.g. epoch_samples
         # smaller than a batch) before anything runs.
         list(self.points())
@@ -316,15 +345,19 @@ class RunConfig:
     def points(self) -> Iterator[PointConfig]:
         """The sweep, in order: batch size varies fastest, as in the published tables,
         and the device count slowest (a scaling table reads down one config)."""
-        for precision, fmt, compiler, devices, batch in itertools.product(
-            self.precisions, self.memory_formats, self.compilers, self.devices, self.batch_sizes
-        ):
+        for allocator, openmp, numa, precision, fmt, compiler, devices, batch in (
+            itertools.product(self.allocators, self.openmps, self.numas, self.precisions,
+                              self.memory_formats, self.compilers, self.devices, self.batch_sizes)
+        ):  # fmt: skip
             yield self._point(
                 batch_size=batch,
                 precision=precision,
                 memory_format=fmt,
                 compile=compiler,
                 devices=devices,
+                allocator=allocator,
+                openmp=openmp,
+                numa=numa,
             )
 
     def probe(
@@ -338,6 +371,9 @@ class RunConfig:
                 memory_format=memory_format,
                 compile=compile,
                 devices=self.devices[0],
+                allocator=self.allocators[0],
+                openmp=self.openmps[0],
+                numa=self.numas[0],
             ),
             warmup_steps=0,
             steps=self.probe_steps,
@@ -345,7 +381,7 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        for name in ("batch_sizes", "precisions", "memory_formats", "compilers", "devices"):
+        for name in _AXES:
             data[name] = list(data[name])
         return data
 

@@ -51,7 +51,8 @@ class PointDrift:
 
 def _axes(point: Point) -> tuple[Any, ...]:
     # The device count too: one GPU and eight are two measurements, not one that moved.
-    return (point.batch_size, point.precision, point.memory_format, point.compile, point.devices)
+    return (point.batch_size, point.precision, point.memory_format, point.compile, point.devices,
+            point.runtime_label)  # fmt: skip
 
 
 def _samples(old: Point, new: Point) -> tuple[list[float], list[float], str]:

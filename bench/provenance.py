@@ -83,7 +83,10 @@ SPEED_ENV_NAMES = (
     "JAX_ENABLE_X64",
     "JAX_DEFAULT_MATMUL_PRECISION",
     "JAX_COMPILATION_CACHE_DIR",
-    "BENCH_NUMA_BINDING",  # what bench:xeon's launcher applied
+    "BENCH_NUMA_BINDING",  # what bench:xeon's launcher applied (before schema 5)
+    "BENCH_ALLOCATOR",  # the defaults of --allocator, --openmp, --numa (bench:xeon sets them)
+    "BENCH_OPENMP",
+    "BENCH_NUMA",
 )
 # Values that look like credentials are never written, whatever the variable's name:
 # a URL with a password, a private key, a known token format, or a long random string.
@@ -252,6 +255,24 @@ def _describe(framework: Framework | None, platform: Platform | None) -> dict[st
     return framework.describe_devices(platform) if framework else platform.describe()
 
 
+_RUNTIME_LIBRARIES = ("libtcmalloc", "libjemalloc", "libiomp5", "libgomp")
+
+
+def runtime_libraries() -> list[str] | None:
+    """The allocator and OpenMP libraries mapped into this process (from /proc/self/maps):
+    evidence of what --allocator and --openmp really loaded. None where it cannot be read."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    found = {
+        Path(line.split()[-1]).name
+        for line in maps.splitlines()
+        if "/" in line and Path(line.split()[-1]).name.startswith(_RUNTIME_LIBRARIES)
+    }
+    return sorted(found)
+
+
 def collect(framework: Framework | None = None, platform: Platform | None = None) -> dict[str, Any]:
     """Everything that identifies the software and hardware of a measurement."""
     image = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
@@ -273,4 +294,5 @@ def collect(framework: Framework | None = None, platform: Platform | None = None
         "framework": {"name": framework.name, **framework.versions()} if framework else None,
         "image": image if any(image.values()) else None,
         "env": speed_env(),
+        "runtime_libraries": runtime_libraries(),
     }

@@ -21,6 +21,7 @@ from typing import Any
 from bench import files, integrity
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
+from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 from bench.trackers.busy import verdict as busy_verdict
@@ -39,7 +40,11 @@ from bench.trackers.busy import verdict as busy_verdict
 #     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before);
 #     points gain `busy` (per repeat: load, other processes' CPU, CPU clocks, GPU
 #     throttling over the measured window: bench/trackers/busy.py).
-SCHEMA_VERSION = 4
+# 5: points gain `allocator`, `openmp`, `numa` (sweep axes: the child's memory
+#     allocator, OpenMP runtime and NUMA binding; null: as bench was launched) and
+#     `runtime` (what was applied: LD_PRELOAD, the numactl binding or why none);
+#     configs gain `allocators`, `openmps`, `numas`.
+SCHEMA_VERSION = 5
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -65,11 +70,16 @@ def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 4}  # the config's new fields take their defaults
 
 
+def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "schema_version": 5}  # the new fields of points and config: defaults
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -149,12 +159,27 @@ class Point:
     # Why the figure is noisier than asked (--repeats auto that missed its target).
     noise: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # The child's memory allocator, OpenMP runtime and NUMA binding (bench.runtime);
+    # None: as bench was launched. `runtime`: what was applied.
+    allocator: str | None = None
+    openmp: str | None = None
+    numa: str | None = None
+    runtime: dict[str, Any] | None = None
+
+    @property
+    def runtime_label(self) -> str:
+        """'tcmalloc intel-omp numa': the runtime axes that were set ('' for none)."""
+        parts = [self.allocator or ""]
+        parts.append(f"{self.openmp}-omp" if self.openmp else "")
+        parts.append({"on": "numa", "off": "no-numa"}.get(self.numa or "", ""))
+        return " ".join(part for part in parts if part)
 
     @property
     def label(self) -> str:
         variant = variant_label(self.precision, self.memory_format, self.compile)
         spread = f" on {self.devices} devices" if self.devices > 1 else ""
-        return f"batch {self.batch_size} {variant}{spread}"
+        runtime = f" {self.runtime_label}" if self.runtime_label else ""
+        return f"batch {self.batch_size} {variant}{runtime}{spread}"
 
     @property
     def error_line(self) -> str:
@@ -344,6 +369,7 @@ class Point:
             ranks=tuple(r.get("ranks") for r in done) if any(r.get("ranks") for r in done) else (),
             busy=tuple(r.get("busy") for r in done),
             details=first.get("details") or {},
+            runtime=first.get("runtime"),
         )
 
 
@@ -624,7 +650,12 @@ _POINT = {
     "ranks": (_list_of(_optional(_ranks_record)), "a list of rank records or null"),
     "busy": (_list_of(_optional(_busy_record)), "a list of busy-machine records or null"),
     "details": (lambda v: isinstance(v, dict), "an object"),
-}
+    "allocator": (_optional(_one_of(*ALLOCATORS)), "one of " + ", ".join(ALLOCATORS) + " or null"),
+    "openmp": (_optional(_one_of(*OPENMP_RUNTIMES)),
+               "one of " + ", ".join(OPENMP_RUNTIMES) + " or null"),
+    "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
+    "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
+}  # fmt: skip
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
 _PROBE = {
     "batch_size": (_whole(1), "a whole number >= 1"),

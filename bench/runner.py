@@ -120,10 +120,12 @@ class Runner:
         self.result, self.path = old, Path(path)
 
     def _measured_before(self, point: PointConfig) -> bool:
+        def axes(p: Point | PointConfig) -> tuple[Any, ...]:
+            return (p.batch_size, p.precision, p.memory_format, p.compile, p.allocator,
+                    p.openmp, p.numa)  # fmt: skip
+
         return any(
-            (p.batch_size, p.precision, p.memory_format, p.compile)
-            == (point.batch_size, point.precision, point.memory_format, point.compile)
-            and (point.devices is None or p.devices == point.ranks)
+            axes(p) == axes(point) and (point.devices is None or p.devices == point.ranks)
             for p in self.result.points
         )
 
@@ -203,6 +205,9 @@ class Runner:
             "precision": point.precision,
             "memory_format": point.memory_format,
             "compile": point.compile,
+            "allocator": point.allocator,
+            "openmp": point.openmp,
+            "numa": point.numa,
         }
         label = Point(**axes, devices=point.ranks).label  # type: ignore[arg-type]
         flops = self._flops_per_sample(point)

@@ -6,15 +6,19 @@
                one machine or several; bench adds no launcher of its own
 
 The runner calls spawn(); the point says which launcher it needs: more than one rank
-(--devices above 1, or --nnodes above 1) is torchrun. A fleet of cloud instances
-launches whole runs, not points, and lives with the fleet commands.
+(--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
+allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
+A fleet of cloud instances launches whole runs, not points, and lives with the fleet
+commands.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
+from bench import runtime
 from bench.config import PointConfig
 from bench.launchers import process, torchrun
 
@@ -30,6 +34,12 @@ def spawn(
     point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
 ) -> Response:
     """Measure one point (task 'measure') or count its FLOPs ('count_flops')."""
+    child = runtime.child_runtime(point.allocator, point.openmp, point.numa, dict(os.environ))
     if name(point) == "torchrun":
-        return torchrun.spawn_ranks(point, task, on_progress, timeout_s)
-    return process.spawn_worker(point, task, on_progress, timeout_s)
+        response = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
+    else:
+        response = process.spawn_worker(point, task, on_progress, timeout_s, child)
+    if child.record:  # what was applied, and what the child had loaded (its evidence)
+        loaded = (response.get("environment") or {}).get("runtime_libraries")
+        response["runtime"] = {**child.record, "loaded": " ".join(loaded) if loaded else None}
+    return response

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from bench import oomkill
 from bench.config import PointConfig
+from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
@@ -76,17 +77,20 @@ def spawn_worker(
     task: str,
     on_progress: Progress,
     timeout_s: float | None = None,
+    runtime: ChildRuntime | None = None,
 ) -> Response:
-    """Run `python -m bench.worker` for one point and return its response."""
+    """Run `python -m bench.worker` for one point and return its response; `runtime`:
+    its environment and command prefix (bench.runtime), else the parent's."""
+    runtime = runtime or ChildRuntime(dict(os.environ))
     read_fd, write_fd = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-m", "bench.worker"],
+        [*runtime.prefix, sys.executable, "-m", "bench.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         pass_fds=(write_fd,),
-        env={**os.environ, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
+        env={**runtime.env, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
     )
     os.close(write_fd)
     pipe, output = _ChildPipe(read_fd, on_progress), _OutputTail(child.stdout)  # type: ignore[arg-type]

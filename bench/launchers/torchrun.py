@@ -33,6 +33,7 @@ from typing import Any
 
 from bench.config import PointConfig
 from bench.launchers.process import _OutputTail, read_protocol
+from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
@@ -138,15 +139,21 @@ def _stop(child: subprocess.Popen) -> None:
 
 
 def spawn_ranks(
-    point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
+    point: PointConfig,
+    task: str,
+    on_progress: Progress,
+    timeout_s: float | None = None,
+    runtime: ChildRuntime | None = None,
 ) -> Response:
-    """Run one point over torchrun's ranks and return the point's response."""
+    """Run one point over torchrun's ranks and return the point's response; `runtime`:
+    the environment and command prefix of torchrun and its ranks (bench.runtime)."""
+    runtime = runtime or ChildRuntime(dict(os.environ))
     server = socket.create_server(("127.0.0.1", 0))
     token = secrets.token_hex(16)
     listener = _Listener(server, token, on_progress)
     listener.start()
     env = {
-        **os.environ,
+        **runtime.env,
         "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
@@ -154,7 +161,7 @@ def spawn_ranks(
     }
     env.pop("BENCH_REPORT_FD", None)
     child = subprocess.Popen(
-        command(point),
+        [*runtime.prefix, *command(point)],
         stdin=subprocess.PIPE,  # never written: the ranks' lifeline (end-of-file = parent gone)
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -28,7 +28,12 @@ from bench.units import human
 # what a number means. Sweep axes are row keys; the device is the machine itself.
 MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
               "seq_len", "memory_limit_bytes")  # fmt: skip
-ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile")
+ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "runtime")
+
+
+def row_key(workload: str, p: Point) -> tuple[Any, ...]:
+    """A row: the workload and a point's axes, its allocator / OpenMP / NUMA included."""
+    return (workload, p.batch_size, p.precision, p.memory_format, p.compile, p.runtime_label)
 
 
 # A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
@@ -253,10 +258,7 @@ def _columns(loaded: list[tuple[Path, Result]], with_framework: bool) -> dict[st
     for label, results in groups.items():
         held: list[tuple[Machine, set[tuple[Any, ...]]]] = []
         for path, res in sorted(results, key=lambda pr: pr[1].started):
-            keys = {
-                (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile)
-                for p in res.points
-            }
+            keys = {row_key(res.config.workload, p) for p in res.points}
             for machine, taken in held:
                 if not keys & taken:
                     machine.results.append((path, res))
@@ -307,9 +309,7 @@ def compare(
     for machine in ordered:
         for _, res in sorted(machine.results, key=lambda pr: pr[1].started):
             for p in res.points:  # a later result's point replaces an earlier one
-                points[
-                    (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile)
-                ][machine.label] = p
+                points[row_key(res.config.workload, p)][machine.label] = p
             for m in res.max_batch:
                 searches[(res.config.workload, m.precision, m.memory_format, m.compile)][
                     machine.label
@@ -317,7 +317,7 @@ def compare(
 
     rows = []
     # Workload, then precision, format and compiler, then batch size numerically.
-    for key in sorted(points, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[1])):
+    for key in sorted(points, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[5], k[1])):
         base_point = points[key].get(base.label)
         cells = [_cell(points[key].get(m.label), base_point, m, base) for m in ordered]
         rows.append((key, cells))
@@ -409,6 +409,21 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
     }
 
 
+def _with_runtime(comparison: Comparison) -> bool:
+    return any(key[5] for key, _ in comparison.rows)
+
+
+def _axes_headers(comparison: Comparison) -> list[str]:
+    runtime = ["runtime"] if _with_runtime(comparison) else []
+    return ["workload", "batch", "precision", "format", "compile", *runtime]
+
+
+def _axes_cells(key: tuple[Any, ...], comparison: Comparison) -> list[str]:
+    workload, batch, precision, fmt, compiler, runtime = key
+    cells = [workload, str(batch), precision, fmt, compiler or "none"]
+    return [*cells, runtime or "as launched"] if _with_runtime(comparison) else cells
+
+
 def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the wide table: rows x machines, then ratio columns (those of
     energy and cost only where some cell has one)."""
@@ -419,15 +434,14 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         for what, attr in (("samples/J", "energy_ratio"), ("samples/$", "cost_ratio"))
         if any(getattr(c, attr) is not None for c in cells)
     ]
-    headers = ["workload", "batch", "precision", "format", "compile"]
+    headers = _axes_headers(comparison)
     headers += [
         f"{m.label}{' (baseline)' if m is comparison.baseline else ''}" for m in comparison.machines
     ]
     headers += [f"{what} vs baseline: {m.label}" for what, _ in ratios for m in others]
     body = []
     for key, row_cells in comparison.rows:
-        workload, batch, precision, fmt, compiler = key
-        row = [workload, str(batch), precision, fmt, compiler or "none"]
+        row = _axes_cells(key, comparison)
         row += [cell.text for cell in row_cells]
         by_machine = dict(zip((m.label for m in comparison.machines), row_cells, strict=True))
         row += [_fmt(getattr(by_machine[m.label], attr)) for _, attr in ratios for m in others]
@@ -437,11 +451,11 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """The absolute figures beside the ratios: mean samples/s (global) [95% interval]."""
-    headers = ["workload", "batch", "precision", "format", "compile"]
+    headers = _axes_headers(comparison)
     headers += [m.label for m in comparison.machines]
     body = []
-    for (workload, batch, precision, fmt, compiler), cells in comparison.rows:
-        row = [workload, str(batch), precision, fmt, compiler or "none"]
+    for key, cells in comparison.rows:
+        row = _axes_cells(key, comparison)
         for cell in cells:
             tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
             if tp is None:

@@ -45,13 +45,21 @@ Figure = Any  # matplotlib.figure.Figure
 
 
 def _row_label(key: tuple[Any, ...]) -> str:
-    _, batch, precision, fmt, compiler = key
+    _, batch, precision, fmt, compiler, runtime = key
     parts = [f"bs {batch}", precision]
     if fmt != "contiguous":
         parts.append("NHWC")
     if compiler:
         parts.append(compiler)
+    if runtime:
+        parts.append(runtime)
     return "\n".join([" ".join(parts[:2]), *parts[2:]])
+
+
+def _legend(label: str, limit: int = 70) -> str:
+    """A machine's label in a chart legend: long ones (a file may hold anything) cut, so
+    the legend never squeezes the chart away; the tables keep the whole label."""
+    return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
 def _by_workload(comparison: Comparison) -> dict[str, list[tuple[tuple[Any, ...], list[Cell]]]]:
@@ -107,7 +115,7 @@ def _bars(
                 yerr=_errors(ys, [interval(c) for c in cells]),
                 capsize=3,
                 error_kw={"elinewidth": 1},
-                label=machine.label,
+                label=_legend(machine.label),
             )
             marks = [c.mark if significance else "" for c in cells]
             for bar, mark in zip(bars, marks, strict=True):
@@ -159,8 +167,8 @@ def _throughput(cell: Cell) -> float | None:
 def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
     series: dict[tuple[str, str], dict[str, list[tuple[int, float, float, float]]]] = {}
     for key, cells in comparison.rows:
-        workload, batch, precision, fmt, compiler = key
-        if fmt != "contiguous" or compiler:
+        workload, batch, precision, fmt, compiler, runtime = key
+        if fmt != "contiguous" or compiler or runtime:
             continue
         for machine, cell in zip(comparison.machines, cells, strict=True):
             tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
@@ -181,7 +189,9 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         for label, points in machines.items():
             points.sort()
             batches = [b for b, *_ in points]
-            (line,) = ax.plot(batches, [t for _, t, _, _ in points], marker="o", label=label)
+            (line,) = ax.plot(
+                batches, [t for _, t, _, _ in points], marker="o", label=_legend(label)
+            )
             ax.fill_between(
                 batches,
                 [low for *_, low, _ in points],
@@ -216,7 +226,7 @@ def _max_batch(comparison: Comparison) -> Figure | None:
         ]
         found = [searches[m] for _, searches in comparison.max_batch]
         bars = ax.bar(
-            xs, [s.largest_ok or 0 if s else 0 for s in found], width, label=machine.label
+            xs, [s.largest_ok or 0 if s else 0 for s in found], width, label=_legend(machine.label)
         )
         for bar, s in zip(bars, found, strict=True):
             if s and s.largest_ok and not s.first_failing:  # the search stopped at its limit

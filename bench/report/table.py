@@ -82,6 +82,8 @@ def points_table(result: Result, width: int | None = None) -> Table:
     column("memory format", [p.memory_format for p in points],
            any(p.memory_format != "contiguous" for p in points))  # fmt: skip
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
+    column("runtime", [p.runtime_label or "as launched" for p in points],
+           any(p.runtime_label for p in points))  # fmt: skip
     column("status", [p.status for p in points])  # why it failed: a note under the table
     column("throughput\n(samples/s)", [f"{p.throughput.value:,.1f}" if p.throughput else ""
                                         for p in points])  # fmt: skip
@@ -144,9 +146,15 @@ def notes(result: Result) -> str | None:
     ]
     noisy = [f"{p.label}: noisy: {p.noise}" for p in result.points if p.noise]
     noisy += [f"{p.label}: busy machine: {p.busy_note}" for p in result.points if p.busy_note]
+    unbound = [
+        f"{p.label}: NUMA binding asked for, not applied: {why}"
+        for p in result.points
+        if (why := (p.runtime or {}).get("numa_reason"))
+    ]
     differ = (result.environment or {}).get("nodes_differ")
     machines = [f"the machines of this run differ in: {', '.join(differ)}"] if differ else []
-    lines = [*failures, *noisy, *scaling_notes(result), *machines, energy_note(result) or ""]
+    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines,
+             energy_note(result) or ""]  # fmt: skip
     return "\n".join(line for line in lines if line) or None
 
 
