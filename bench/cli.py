@@ -22,7 +22,7 @@ from rich.table import Table
 
 import bench
 from bench import catalog, files, registry, result, runtime, stopping
-from bench.commands import compare, diff, suite, verify
+from bench.commands import compare, diff, ladder, suite, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
@@ -36,7 +36,8 @@ from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.units import parse_size
 
 COMMANDS = (
-    "run", "list", "show", "rerun", "suite", "collect", "compare", "report", "diff", "verify"
+    "run", "list", "show", "rerun", "suite", "ladder", "collect", "compare", "report", "diff",
+    "verify",
 )  # fmt: skip
 EXIT_INTERRUPTED = 130
 
@@ -342,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.register(sub)
     verify.register(sub)
     suite.register(sub)
+    ladder.register(sub)
     return parser
 
 
@@ -433,15 +435,19 @@ def _console(args: argparse.Namespace | None = None) -> Console:
 
 
 def run_and_print(
-    config: RunConfig, args: argparse.Namespace, resume: Path | None = None
+    config: RunConfig,
+    args: argparse.Namespace,
+    resume: Path | None = None,
+    runner_class: type[Runner] = Runner,
 ) -> tuple[int, Result | None, Path | None]:
     """Measure, print the tables, save: the exit status, and the result and its file when
-    it is saved. `resume`: an interrupted result of this config to go on with."""
+    it is saved. `resume`: an interrupted result of this config to go on with;
+    `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder)."""
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
-        runner = Runner(
+        runner = runner_class(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]
         )
         if resume is not None:
@@ -527,8 +533,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """The old config again, into a new file, then the drift verdict against the old."""
-    code, outcome, _ = run_and_print(result.load(args.file).config, args)
+    """The old config again, into a new file, then the drift verdict against the old. A
+    ladder is climbed again (on another machine its path may differ)."""
+    from bench.ladder import LadderRunner
+
+    old = result.load(args.file)
+    climb = LadderRunner if old.ladder else Runner
+    code, outcome, _ = run_and_print(old.config, args, runner_class=climb)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code
     return diff.verdict_after_rerun(_console(args), args.file, outcome)

@@ -40,10 +40,11 @@ from bench.trackers.busy import verdict as busy_verdict
 #     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before);
 #     points gain `busy` (per repeat: load, other processes' CPU, CPU clocks, GPU
 #     throttling over the measured window: bench/trackers/busy.py).
-# 5: points gain `allocator`, `openmp`, `numa` (sweep axes: the child's memory
-#     allocator, OpenMP runtime and NUMA binding; null: as bench was launched) and
-#     `runtime` (what was applied: LD_PRELOAD, the numactl binding or why none);
-#     configs gain `allocators`, `openmps`, `numas`.
+#   5: results gain `ladder` (bench ladder's rungs); points gain `allocator`, `openmp`,
+#     `numa` (sweep axes: the child's memory allocator, OpenMP runtime and NUMA
+#     binding; null: as bench was launched) and `runtime` (what was applied: LD_PRELOAD,
+#     the settings, the numactl binding or why none, the libraries the child had
+#     mapped); configs gain `allocators`, `openmps`, `numas`.
 SCHEMA_VERSION = 5
 
 
@@ -436,6 +437,8 @@ class Result:
     finished: str | None = None
     status: str = "running"  # running, complete, interrupted
     label: str | None = None  # --label: names this run in comparisons ("before", "new driver")
+    # `bench ladder`: its rungs in order, {"rung", "point" (a PointConfig), "kept", "why"}.
+    ladder: list[dict[str, Any]] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
     # Set on load, never written: integrity.OK, EDITED or ABSENT (an older file).
     integrity: str = field(default=integrity.ABSENT, compare=False)
@@ -479,6 +482,7 @@ class Result:
             "pricing": self.pricing,
             "peak_tflops": self.peak_tflops,
             "label": self.label,
+            "ladder": self.ladder,
             "config": self.config.to_dict(),
             "environment": self.environment,
             "points": points,
@@ -499,6 +503,7 @@ class Result:
             finished=data.get("finished"),
             status=data.get("status", "complete"),
             label=data.get("label"),
+            ladder=data.get("ladder", []),
             schema_version=SCHEMA_VERSION,
         )
 
@@ -613,6 +618,17 @@ def _busy_record(value: Any) -> bool:
     return numbers and reasons
 
 
+def _rung(value: Any) -> bool:
+    """What the ladder table reads of a rung."""
+    return (
+        isinstance(value, dict)
+        and _text(value.get("rung"))
+        and _text(value.get("why"))
+        and value.get("kept") in (True, False, None)
+        and isinstance(value.get("point"), dict)
+    )
+
+
 def _power_reading(value: Any) -> bool:
     return (
         isinstance(value, dict)
@@ -686,6 +702,7 @@ _RESULT = {
     "pricing": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
     "peak_tflops": (_optional(_positive), "a positive number or null"),
     "label": (_optional(_text), "text or null"),
+    "ladder": (_list_of(_rung), "a list of ladder rungs {rung, point, kept, why}"),
     "environment": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
 }  # fmt: skip
 _SECTION = _optional(lambda v: isinstance(v, dict))

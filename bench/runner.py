@@ -119,15 +119,27 @@ class Runner:
         old.max_batch = [m for m in old.max_batch if m.status != "running"]
         self.result, self.path = old, Path(path)
 
-    def _measured_before(self, point: PointConfig) -> bool:
+    @staticmethod
+    def _same(measured: Point, point: PointConfig) -> bool:
+        """Whether `measured` is this point's (an interrupted run's, when resuming)."""
+
         def axes(p: Point | PointConfig) -> tuple[Any, ...]:
             return (p.batch_size, p.precision, p.memory_format, p.compile, p.allocator,
                     p.openmp, p.numa)  # fmt: skip
 
-        return any(
-            axes(p) == axes(point) and (point.devices is None or p.devices == point.ranks)
-            for p in self.result.points
+        return axes(measured) == axes(point) and (
+            point.devices is None or measured.devices == point.ranks
         )
+
+    def _measured_before(self, point: PointConfig) -> bool:
+        return any(self._same(p, point) for p in self.result.points)
+
+    def _sweep(self) -> None:
+        """The config's points, in order, each saved once measured."""
+        for point in self.config.points():
+            if not self._measured_before(point):
+                self.result.points.append(self._measure(point))
+                self._save()
 
     def run(self) -> Result:
         """Measure everything; the file at self.path is complete after every point.
@@ -149,10 +161,7 @@ class Runner:
             if self.config.find_max_batch:
                 self._find_max_batch()
             else:
-                for point in self.config.points():
-                    if not self._measured_before(point):
-                        self.result.points.append(self._measure(point))
-                        self._save()
+                self._sweep()
             self.result.status = "complete"
         except KeyboardInterrupt:
             self.result.status = "interrupted"

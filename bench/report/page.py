@@ -37,6 +37,7 @@ from bench.report.compare import (
     throughput_grid,
     training_cost,
 )
+from bench.report.table import is_rung
 from bench.report.text import markdown
 from bench.result import MaxBatch
 from bench.units import axis_tick, human
@@ -260,6 +261,45 @@ def _max_batch_text(search: MaxBatch | None) -> str:
     return str(search.largest_ok)
 
 
+def _ladder(comparison: Comparison) -> Figure | None:
+    """bench ladder's climb (the Xeon CPU study's table as bars): each rung's throughput
+    over the baseline rung, kept changes solid, the others pale and hatched."""
+    climbs = [
+        (machine.label, res) for machine in comparison.machines
+        for _, res in machine.results if res.ladder
+    ]  # fmt: skip
+    if not climbs:
+        return None
+    rows = max(len(res.ladder) for _, res in climbs)
+    fig, axes = plt.subplots(len(climbs), 1, figsize=(10, 1.5 + 0.45 * rows * len(climbs)),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for ax, (label, res) in zip(axes[:, 0], climbs, strict=True):
+        names, values, kept = [], [], []
+        base = None
+        for rung in res.ladder:
+            point = next((p for p in res.points if is_rung(p, rung["point"])), None)
+            tp = point.throughput if point and rung["kept"] is not None else None
+            base = base or tp
+            names.append(rung["rung"] if tp else f"{rung['rung']} (skipped)")
+            values.append(tp.value / base.value if tp and base else 0.0)
+            kept.append(bool(rung["kept"]))
+        bars = ax.barh(range(len(names)), values, color="tab:blue")
+        for bar, keep in zip(bars, kept, strict=True):
+            if not keep:
+                bar.set_alpha(0.4)
+                bar.set_hatch("//")
+        ax.bar_label(bars, [f"{v:.2f}x" if v else "" for v in values], fontsize=7, padding=2)
+        ax.set_yticks(range(len(names)), [_legend(n, 40) for n in names], fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
+        ax.set_xlabel("throughput / the baseline rung (batch 128, fp32)")
+        ax.set_title(_legend(f"{res.config.workload} on {label}: the ladder", 90))
+        ax.grid(axis="x", alpha=0.3)
+    fig.supxlabel("solid: kept (faster beyond noise than the best so far); hatched: left out",
+                  fontsize=7)  # fmt: skip
+    return fig
+
+
 def _energy_per_epoch_or_sample(cell: Cell) -> float | None:
     energy = cell.point.energy_summary if cell.point else None
     if energy is None:
@@ -296,6 +336,7 @@ def charts(comparison: Comparison) -> dict[str, Figure | None]:
             comparison, lambda c: c.samples_per_dollar, "samples per USD", "samples per dollar"
         ),
         "max_batch": _max_batch(comparison),
+        "ladder": _ladder(comparison),
     }  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from bench.report.text import plain
 from bench.result import Point, Result
-from bench.units import format_bytes
+from bench.units import format_bytes, human
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
 
@@ -233,8 +233,45 @@ def max_batch_table(result: Result) -> Table:
     return table
 
 
+def ladder_table(result: Result) -> Table:
+    """bench ladder: each rung, its throughput, its speed over the baseline (the Xeon CPU
+    training study's table), whether it was kept and why."""
+    price = (result.pricing or {}).get("usd_per_hour")
+    table = Table(title=plain("ladder: each change on top of the best so far"),
+                  title_justify="left")  # fmt: skip
+    for header in ("rung", "samples/s", "95% CI", "x baseline", "kept", "why"):
+        table.add_column(header, justify="right" if header[0] in "s9x" else "left")
+    if price:
+        table.add_column("samples/$", justify="right")
+    base = None
+    for rung in result.ladder:
+        point = next((p for p in result.points if is_rung(p, rung["point"])), None)
+        tp = point.throughput if point and rung["kept"] is not None else None
+        base = base or tp
+        low, high = (tp.ci95_low, tp.ci95_high) if tp else (None, None)
+        cells = [
+            rung["rung"],
+            f"{tp.value:,.2f}" if tp else "",
+            f"{low:,.2f}–{high:,.2f}" if low is not None and high is not None else "",
+            f"{tp.value / base.value:.2f}" if tp and base else "",
+            {True: "yes", False: "no", None: "–"}[rung["kept"]],
+            rung["why"],
+        ]
+        if price:
+            cells.append(human(tp.value * 3600 / price) if tp else "")
+        table.add_row(*map(plain, cells))
+    return table
+
+
+def is_rung(point: Point, config: dict) -> bool:
+    keys = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp")
+    return all(getattr(point, k) == config.get(k) for k in keys)
+
+
 def tables(result: Result, width: int | None = None) -> list[Table]:
     found = []
+    if result.ladder:
+        found.append(ladder_table(result))
     if result.points:
         found.append(points_table(result, width))
     if result.max_batch:

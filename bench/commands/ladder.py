@@ -1,0 +1,51 @@
+"""`bench ladder WORKLOAD [RUN OPTIONS]`: the Xeon CPU training study's table, on the
+machine it runs on. From its start (batch 128, fp32) through a batch sweep, then bf16,
+channels_last, the framework's compiler, TCMalloc with Intel OpenMP, each tried on top
+of the best so far and kept only when faster beyond noise (bench.ladder). One result
+file; `bench rerun` climbs it again, `bench report` charts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bench.errors import UsageError
+
+# The ladder sets these itself, rung by rung.
+_SET_BY_THE_LADDER = ("--precision", "--memory-format", "--channels-last", "--compile",
+                      "--allocator", "--openmp", "--find-max-batch", "--devices")  # fmt: skip
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ladder",
+        help="climb the Xeon CPU study's ladder: each optimisation on top of the best so far",
+    )
+    p.add_argument("workload", help="what to train (see: bench list)")
+    p.add_argument(
+        "options",
+        nargs=argparse.REMAINDER,
+        help="bench run options (--device, --batch-size for the sweep, default 32,64,128,256; "
+        "--repeats, default 3; --steps, --instance, ...)",
+    )
+    p.set_defaults(func=cmd_ladder)
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    from bench import cli
+    from bench.ladder import DEFAULT_BATCHES, LadderRunner
+
+    for option in args.options:
+        if option.split("=")[0] in _SET_BY_THE_LADDER:
+            raise UsageError(
+                f"{option.split('=')[0]}: the ladder sets it, rung by rung; "
+                "to sweep it yourself, use bench run"
+            )
+    parsed = cli.build_parser().parse_args(["run", args.workload, *args.options])
+    if parsed.batch_size is None:
+        parsed.batch_size = DEFAULT_BATCHES
+    if not any(option.split("=")[0] == "--repeats" for option in args.options):
+        parsed.repeats = 3  # intervals to decide each rung on
+    config = cli.config_from_args(parsed)
+    return cli.run_and_print(config, parsed, runner_class=LadderRunner)[0]

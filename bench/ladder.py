@@ -1,0 +1,129 @@
+"""The Xeon CPU training study's ladder, climbed by bench on the machine it runs on.
+
+The study started ResNet-50 at batch 128 in fp32, swept the batch size, then added one
+optimisation at a time on top of the best so far: bf16, channels_last, torch.compile,
+TCMalloc with Intel OpenMP. Here every rung is a point like any other (a fresh child
+per repeat); a change is kept only when it is faster beyond noise: the lower end of
+the 95% interval of its ratio to the best so far (stats.ratio_interval) is above 1, or,
+with a single run on either side, when its mean is higher (said to be untested). A
+change that does not apply here (no bf16 on this device, no compiler in this framework,
+a library not installed) is skipped with its reason. Every rung, kept or not, is in
+the result's `ladder`, in order, and its points are the result's points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from bench import registry, runtime
+from bench.config import PointConfig, RunConfig
+from bench.errors import UsageError
+from bench.result import Point
+from bench.runner import Runner
+from bench.stats import ratio_interval
+
+DEFAULT_BATCHES = (32, 64, 128, 256)
+START_BATCH = 128  # the study's baseline: batch 128, fp32
+
+
+def steps(framework: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The changes, in the study's order, each tried on top of the best so far."""
+    compiler = registry.framework(framework).default_compiler
+    return (
+        ("bf16", {"precision": "bf16"}),
+        ("channels_last", {"memory_format": "channels_last"}),
+        (f"compile ({compiler})", {"compile": compiler}),
+        ("TCMalloc + Intel OpenMP", {"allocator": "tcmalloc", "openmp": "intel"}),
+    )
+
+
+def start_batch(config: RunConfig) -> int:
+    return START_BATCH if START_BATCH in config.batch_sizes else config.batch_sizes[0]
+
+
+def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
+    """Why this change cannot be tried here, or None."""
+    if change.get("compile", "") is None:
+        return f"{point.framework} has no compiler to switch on"
+    precision = change.get("precision")
+    platform = registry.platform(point.device)
+    if precision and precision not in platform.precisions:
+        return platform.precision_unsupported(precision) or f"no {precision} on {point.device}"
+    try:
+        dataclasses.replace(point, **change)
+        runtime.check((change.get("allocator"),), (change.get("openmp"),))
+    except UsageError as error:
+        return str(error)
+    return None
+
+
+def verdict(candidate: Point, best: Point) -> tuple[bool, str]:
+    """Keep the change? And the line that says why."""
+    if candidate.status != "ok" or candidate.throughput is None or best.throughput is None:
+        return False, f"{candidate.status}: {candidate.error_line}"
+    ratio = candidate.throughput.value / best.throughput.value
+    interval = ratio_interval(candidate.repeat_throughputs(), best.repeat_throughputs())
+    if interval is None:
+        kept = ratio > 1
+        return kept, f"{ratio:.2f}x the best so far (one run on a side: untested)"
+    kept = interval[0] > 1
+    found = f"{ratio:.2f}x [{interval[0]:.2f}–{interval[1]:.2f}] the best so far"
+    return kept, found + ("" if kept else ": not faster beyond noise")
+
+
+class LadderRunner(Runner):
+    """A Runner whose points are the ladder's rungs, decided as it climbs. Resumable as
+    any run: a rung measured before (an interrupted file) is taken, not measured again."""
+
+    def _sweep(self) -> None:
+        self.result.ladder = []
+        for _ in self._climb():
+            self._save()
+
+    def _take(self, point: PointConfig) -> Point:
+        for measured in self.result.points:
+            if self._same(measured, point):
+                return measured
+        measured = self._measure(point)
+        self.result.points.append(measured)
+        return measured
+
+    def _rung(self, name: str, point: PointConfig, kept: bool | None, why: str) -> None:
+        self.result.ladder.append(
+            {"rung": name, "point": point.to_dict(), "kept": kept, "why": why}
+        )
+
+    def _climb(self) -> Iterator[None]:
+        config = self.config
+        base = next(p for p in config.points() if p.batch_size == start_batch(config))
+        base = dataclasses.replace(base, precision="fp32")
+        best_config, best = base, self._take(base)
+        self._rung("baseline", base, True, "the study's start: batch 128, fp32")
+        yield
+        if best.status != "ok":
+            return
+        for batch in config.batch_sizes:  # the batch sweep, in fp32
+            if batch == base.batch_size:
+                continue
+            candidate = dataclasses.replace(base, batch_size=batch)
+            measured = self._take(candidate)
+            kept, why = verdict(measured, best)
+            if kept:
+                best_config, best = candidate, measured
+            self._rung(f"batch {batch}", candidate, kept, why)
+            yield
+        for name, change in steps(config.framework):
+            reason = not_applicable(best_config, change)
+            if reason:
+                self._rung(name, best_config, None, f"skipped: {reason}")
+                yield
+                continue
+            candidate = dataclasses.replace(best_config, **change)
+            measured = self._take(candidate)
+            kept, why = verdict(measured, best)
+            if kept:
+                best_config, best = candidate, measured
+            self._rung(name, candidate, kept, why)
+            yield

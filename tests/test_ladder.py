@@ -1,0 +1,123 @@
+"""bench ladder: the Xeon CPU study's climb, decided by a fake child with known speeds."""
+
+import pytest
+
+from bench import result, runtime
+from bench.config import RunConfig
+from bench.ladder import LadderRunner, verdict
+from bench.report.table import ladder_table
+from bench.result import Point
+
+from .conftest import run_bench
+from .test_runner import FakeChild, ok_response
+
+RATE = {32: 100.0, 64: 120.0, 128: 110.0, 256: 90.0}  # samples/s in fp32: best at 64
+GAIN = {"bf16": 2.0, "channels_last": 0.9, "inductor": 1.0, "tcmalloc": 1.1}
+
+
+def speed(point) -> float:
+    rate = RATE[point.batch_size]
+    for axis in (point.precision, point.memory_format, point.compile, point.allocator):
+        rate *= GAIN.get(axis, 1.0)
+    return rate
+
+
+def answer(point, n):
+    jitter = 1 + 0.005 * (n % 3 - 1)  # three repeats within +-0.5%
+    return ok_response(step_s=point.batch_size / (speed(point) * jitter))
+
+
+@pytest.fixture
+def libraries(tmp_path, monkeypatch):
+    """TCMalloc and Intel OpenMP 'installed' (the fake child preloads nothing)."""
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    for name in ("libtcmalloc.so.4", "libiomp5.so"):
+        (libs / name).write_bytes(b"")
+    monkeypatch.setattr(runtime, "_library_dirs", lambda: [libs])
+
+
+def climb(tmp_path, **config):
+    config = RunConfig(workload="tiny", batch_sizes=(32, 64, 128, 256), repeats=3, **config)
+    runner = LadderRunner(config, tmp_path, spawn=FakeChild(answer))
+    return runner, runner.run()
+
+
+def test_each_change_is_kept_only_when_faster_beyond_noise(tmp_path, libraries):
+    runner, outcome = climb(tmp_path)
+    rungs = [(r["rung"], r["kept"]) for r in outcome.ladder]
+    assert rungs == [
+        ("baseline", True),  # batch 128 fp32, the study's start
+        ("batch 32", False),
+        ("batch 64", True),  # 120 > 110
+        ("batch 256", False),
+        ("bf16", True),  # on top of batch 64
+        ("channels_last", False),  # slower
+        ("compile (inductor)", False),  # the same speed: within noise
+        ("TCMalloc + Intel OpenMP", True),  # on top of bf16 at batch 64
+    ]
+    last = outcome.ladder[-1]["point"]
+    assert (last["batch_size"], last["precision"], last["memory_format"], last["compile"]) == (
+        64, "bf16", "contiguous", None
+    )  # fmt: skip
+    assert (last["allocator"], last["openmp"]) == ("tcmalloc", "intel")
+    # the file holds the ladder and every measured rung; it loads back
+    saved = result.load(runner.path)
+    assert saved.ladder == outcome.ladder and len(saved.points) == 8
+
+
+def test_a_change_that_does_not_apply_is_skipped_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime, "_library_dirs", lambda: [tmp_path])  # no TCMalloc here
+    _, outcome = climb(tmp_path)
+    skipped = outcome.ladder[-1]
+    assert skipped["kept"] is None and skipped["why"].startswith("skipped: allocator 'tcmalloc'")
+    assert len(outcome.points) == 7  # nothing measured for it
+
+
+def test_the_table_shows_speed_over_the_baseline(tmp_path, libraries):
+    from rich.console import Console
+
+    _, outcome = climb(tmp_path)
+    console = Console(width=200, record=True)
+    console.print(ladder_table(outcome))
+    text = console.export_text()
+    bf16 = next(line for line in text.splitlines() if line.startswith("│ bf16"))
+    # 240 samples/s over the baseline's 110
+    assert "240.00" in bf16 and "2.18" in bf16 and "yes" in bf16
+
+
+def _point(values):
+    steps = tuple((8 / v,) * 3 for v in values)
+    return Point(batch_size=8, precision="fp32", step_times_s=steps)
+
+
+def test_the_verdict_says_how_it_decided():
+    kept, why = verdict(_point([200, 201, 202]), _point([100, 101, 99]))
+    assert kept and why == "2.01x [1.96–2.07] the best so far"
+    kept, why = verdict(_point([100, 104, 97]), _point([100, 101, 99]))
+    assert not kept and why.endswith("not faster beyond noise")
+    kept, why = verdict(_point([120]), _point([100]))
+    assert kept and "untested" in why
+
+
+def test_options_the_ladder_sets_are_refused_in_one_line(tmp_path):
+    done = run_bench("ladder", "tiny", "--device", "cpu", "--precision", "bf16", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "bench: error: --precision: the ladder sets it, rung by rung; to sweep it yourself, "
+        "use bench run"
+    )
+
+
+def test_the_report_draws_the_climb(tmp_path, libraries):
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+
+    from bench.report import compare, page
+
+    _, outcome = climb(tmp_path)
+    chart = page.charts(compare.compare([(Path("l.json"), outcome)], None))["ladder"]
+    labels = [t.get_text() for t in chart.axes[0].texts]
+    assert "1.00x" in labels and "2.18x" in labels  # baseline, then bf16 at batch 64
+    pale = [bar for bar in chart.axes[0].patches if bar.get_hatch()]
+    assert len(pale) == 4  # batch 32, batch 256, channels_last, compile: left out
