@@ -100,7 +100,8 @@ class LadderRunner(Runner):
         base = next(p for p in config.points() if p.batch_size == start_batch(config))
         base = dataclasses.replace(base, precision="fp32")
         best_config, best = base, self._take(base)
-        self._rung("baseline", base, True, "the study's start: batch 128, fp32")
+        start = "the study's start" if base.batch_size == START_BATCH else "the start"
+        self._rung("baseline", base, True, f"{start}: batch {base.batch_size}, fp32")
         yield
         if best.status != "ok":
             return

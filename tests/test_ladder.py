@@ -100,6 +100,25 @@ def test_the_verdict_says_how_it_decided():
     assert kept and "untested" in why
 
 
+def test_the_command_sweeps_the_studys_batches_by_default(monkeypatch):
+    from bench.cli import main
+
+    seen = {}
+
+    def run_and_print(config, args, runner_class):
+        seen["config"], seen["runner"] = config, runner_class
+        return 0, None, None
+
+    monkeypatch.setattr("bench.cli.run_and_print", run_and_print)
+    assert main(["ladder", "tiny", "--device", "cpu"]) == 0
+    assert seen["config"].batch_sizes == (32, 64, 128, 256) and seen["config"].repeats == 3
+    assert seen["runner"] is LadderRunner
+    assert (
+        main(["ladder", "tiny", "--device", "cpu", "--batch-size", "8,16", "--repeats", "1"]) == 0
+    )
+    assert seen["config"].batch_sizes == (8, 16) and seen["config"].repeats == 1
+
+
 def test_options_the_ladder_sets_are_refused_in_one_line(tmp_path):
     done = run_bench("ladder", "tiny", "--device", "cpu", "--precision", "bf16", cwd=tmp_path)
     assert done.returncode == 2

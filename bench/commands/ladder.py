@@ -43,7 +43,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
                 "to sweep it yourself, use bench run"
             )
     parsed = cli.build_parser().parse_args(["run", args.workload, *args.options])
-    if parsed.batch_size is None:
+    if not parsed.batch_size:
         parsed.batch_size = DEFAULT_BATCHES
     if not any(option.split("=")[0] == "--repeats" for option in args.options):
         parsed.repeats = 3  # intervals to decide each rung on
