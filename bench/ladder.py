@@ -70,7 +70,9 @@ def verdict(candidate: Point, best: Point) -> tuple[bool, str]:
         return kept, f"{ratio:.2f}x the best so far (one run on a side: untested)"
     kept = interval[0] > 1
     found = f"{ratio:.2f}x [{interval[0]:.2f}–{interval[1]:.2f}] the best so far"
-    return kept, found + ("" if kept else ": not faster beyond noise")
+    if kept:
+        return True, found
+    return False, found + (": slower" if interval[1] < 1 else ": not faster beyond noise")
 
 
 class LadderRunner(Runner):

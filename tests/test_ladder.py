@@ -96,6 +96,8 @@ def test_the_verdict_says_how_it_decided():
     assert kept and why == "2.01x [1.96–2.07] the best so far"
     kept, why = verdict(_point([100, 104, 97]), _point([100, 101, 99]))
     assert not kept and why.endswith("not faster beyond noise")
+    kept, why = verdict(_point([50, 51, 49]), _point([100, 101, 99]))
+    assert not kept and why.endswith("the best so far: slower")
     kept, why = verdict(_point([120]), _point([100]))
     assert kept and "untested" in why
 
