@@ -144,7 +144,7 @@ def test_space_freed_later_saves_everything(small_disk):
 def test_a_disk_still_full_at_the_end_prints_the_result_and_one_line(
     small_disk, monkeypatch, capsys
 ):
-    def fake_worker(point, task, on_progress, timeout_s=None):
+    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
         if task == "count_flops":
             return {"status": "ok", "flops_per_sample": 1.0}
         if point.batch_size == 8:
