@@ -140,5 +140,12 @@ def test_the_report_draws_the_climb(tmp_path, libraries):
     chart = page.charts(compare.compare([(Path("l.json"), outcome)], None))["ladder"]
     labels = [t.get_text() for t in chart.axes[0].texts]
     assert "1.00x" in labels and "2.18x" in labels  # baseline, then bf16 at batch 64
+    assert chart.axes[0].get_xlabel() == "throughput / the baseline rung (batch 128, fp32)"
     pale = [bar for bar in chart.axes[0].patches if bar.get_hatch()]
     assert len(pale) == 4  # batch 32, batch 256, channels_last, compile: left out
+    # without 128 among the batches, the climb starts from the first one given
+    config = RunConfig(workload="tiny", batch_sizes=(32, 64), repeats=3)
+    other = LadderRunner(config, tmp_path / "b", spawn=FakeChild(answer)).run()
+    assert other.ladder[0]["why"] == "the start: batch 32, fp32"
+    chart = page.charts(compare.compare([(Path("b.json"), other)], None))["ladder"]
+    assert chart.axes[0].get_xlabel() == "throughput / the baseline rung (batch 32, fp32)"

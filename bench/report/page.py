@@ -292,7 +292,8 @@ def _ladder(comparison: Comparison) -> Figure | None:
         ax.set_yticks(range(len(names)), [_legend(n, 40) for n in names], fontsize=8)
         ax.invert_yaxis()
         ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
-        ax.set_xlabel("throughput / the baseline rung (batch 128, fp32)")
+        start = res.ladder[0]["point"]
+        ax.set_xlabel(f"throughput / the baseline rung (batch {start.get('batch_size')}, fp32)")
         ax.set_title(_legend(f"{res.config.workload} on {label}: the ladder", 90))
         ax.grid(axis="x", alpha=0.3)
     fig.supxlabel("solid: kept (faster beyond noise than the best so far); hatched: left out",
