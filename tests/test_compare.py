@@ -109,6 +109,23 @@ def test_the_ratio_carries_its_interval(two_machines):
     assert (record["relative_ci95_low"], record["relative_ci95_high"]) == (low, high)
 
 
+def test_a_device_sweep_keeps_each_count_in_its_own_row():
+    from dataclasses import replace
+
+    one, two = point(64, [100, 101, 99]), replace(point(64, [190, 191, 189]), devices=2)
+    swept = machine(A100, [one, two])
+    swept.config = RunConfig(workload="resnet50", steps=20, devices=(1, 2))
+    other = machine(V100, [replace(point(64, [50, 51, 49]), devices=4)])  # all of its 4
+    comparison = cmp.compare([(Path("a"), swept), (Path("b"), other)], "v100")
+    setups = {key[5]: [c.point.devices if c.point else None for c in cells]
+              for key, cells in comparison.rows}  # fmt: skip
+    # never merged: the sweep's 1 and 2 devices are two rows; an unswept run is the default
+    assert setups == {"1 device": [1, None], "2 devices": [2, None], "": [None, 4]}
+    headers, body = cmp.grid(comparison)
+    assert headers[5] == "setup" and [row[5] for row in body] == ["default", "1 device",
+                                                                   "2 devices"]  # fmt: skip
+
+
 def test_energy_and_cost_ratios(two_machines):
     comparison = cmp.compare(two_machines, baseline="v100")
     headers, body = cmp.grid(comparison)

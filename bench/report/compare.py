@@ -28,12 +28,18 @@ from bench.units import human
 # what a number means. Sweep axes are row keys; the device is the machine itself.
 MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
               "seq_len", "memory_limit_bytes")  # fmt: skip
-ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "runtime")
+ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
 
 
-def row_key(workload: str, p: Point) -> tuple[Any, ...]:
-    """A row: the workload and a point's axes, its allocator / OpenMP / NUMA included."""
-    return (workload, p.batch_size, p.precision, p.memory_format, p.compile, p.runtime_label)
+def row_key(res: Result, p: Point) -> tuple[Any, ...]:
+    """A row: the workload and a point's axes. `setup` holds the rest that tells a
+    result's points apart: the device count where the result swept it (a machine's
+    8 GPUs and another's 4 stay one row when each just used all of its own), and the
+    allocator / OpenMP / NUMA axes where set."""
+    swept = len(set(res.config.devices)) > 1
+    devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
+    setup = " · ".join(part for part in (devices, p.runtime_label) if part)
+    return (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile, setup)
 
 
 # A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
@@ -258,7 +264,7 @@ def _columns(loaded: list[tuple[Path, Result]], with_framework: bool) -> dict[st
     for label, results in groups.items():
         held: list[tuple[Machine, set[tuple[Any, ...]]]] = []
         for path, res in sorted(results, key=lambda pr: pr[1].started):
-            keys = {row_key(res.config.workload, p) for p in res.points}
+            keys = {row_key(res, p) for p in res.points}
             for machine, taken in held:
                 if not keys & taken:
                     machine.results.append((path, res))
@@ -309,7 +315,7 @@ def compare(
     for machine in ordered:
         for _, res in sorted(machine.results, key=lambda pr: pr[1].started):
             for p in res.points:  # a later result's point replaces an earlier one
-                points[row_key(res.config.workload, p)][machine.label] = p
+                points[row_key(res, p)][machine.label] = p
             for m in res.max_batch:
                 searches[(res.config.workload, m.precision, m.memory_format, m.compile)][
                     machine.label
@@ -409,19 +415,19 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def _with_runtime(comparison: Comparison) -> bool:
+def _with_setup(comparison: Comparison) -> bool:
     return any(key[5] for key, _ in comparison.rows)
 
 
 def _axes_headers(comparison: Comparison) -> list[str]:
-    runtime = ["runtime"] if _with_runtime(comparison) else []
-    return ["workload", "batch", "precision", "format", "compile", *runtime]
+    setup = ["setup"] if _with_setup(comparison) else []
+    return ["workload", "batch", "precision", "format", "compile", *setup]
 
 
 def _axes_cells(key: tuple[Any, ...], comparison: Comparison) -> list[str]:
-    workload, batch, precision, fmt, compiler, runtime = key
+    workload, batch, precision, fmt, compiler, setup = key
     cells = [workload, str(batch), precision, fmt, compiler or "none"]
-    return [*cells, runtime or "as launched"] if _with_runtime(comparison) else cells
+    return [*cells, setup or "default"] if _with_setup(comparison) else cells
 
 
 def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:

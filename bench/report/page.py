@@ -46,14 +46,14 @@ Figure = Any  # matplotlib.figure.Figure
 
 
 def _row_label(key: tuple[Any, ...]) -> str:
-    _, batch, precision, fmt, compiler, runtime = key
+    _, batch, precision, fmt, compiler, setup = key
     parts = [f"bs {batch}", precision]
     if fmt != "contiguous":
         parts.append("NHWC")
     if compiler:
         parts.append(compiler)
-    if runtime:
-        parts.append(runtime)
+    if setup:
+        parts.append(setup)
     return "\n".join([" ".join(parts[:2]), *parts[2:]])
 
 
@@ -168,8 +168,8 @@ def _throughput(cell: Cell) -> float | None:
 def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
     series: dict[tuple[str, str], dict[str, list[tuple[int, float, float, float]]]] = {}
     for key, cells in comparison.rows:
-        workload, batch, precision, fmt, compiler, runtime = key
-        if fmt != "contiguous" or compiler or runtime:
+        workload, batch, precision, fmt, compiler, setup = key
+        if fmt != "contiguous" or compiler or setup:
             continue
         for machine, cell in zip(comparison.machines, cells, strict=True):
             tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
