@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.errors import UsageError
-from bench.result import Point, Result
+from bench.result import Point, Result, point_axes
 
 ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.02
@@ -51,8 +51,7 @@ class PointDrift:
 
 def _axes(point: Point) -> tuple[Any, ...]:
     # The device count too: one GPU and eight are two measurements, not one that moved.
-    return (point.batch_size, point.precision, point.memory_format, point.compile, point.devices,
-            point.runtime_label)  # fmt: skip
+    return (*point_axes(point), point.devices)
 
 
 def _samples(old: Point, new: Point) -> tuple[list[float], list[float], str]:

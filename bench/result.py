@@ -95,6 +95,19 @@ class InvalidField(ValueError):
     """A field of a result document that does not hold what bench wrote there."""
 
 
+# What tells one point of a run from another, the device count aside: the same names
+# in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
+POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
+              "numa")  # fmt: skip
+
+
+def point_axes(point: Any) -> tuple[Any, ...]:
+    """The POINT_AXES of a Point, a PointConfig or a dict of one (missing keys: None)."""
+    if isinstance(point, dict):
+        return tuple(point.get(name) for name in POINT_AXES)
+    return tuple(getattr(point, name) for name in POINT_AXES)
+
+
 def variant_label(precision: str, memory_format: str, compile: str | None) -> str:
     """'bf16 channels_last compile=inductor': the axes other than batch size."""
     parts = [precision]

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from bench import files, launchers, provenance, registry, result
 from bench.config import PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
-from bench.result import MaxBatch, Point, Probe, Result
+from bench.result import MaxBatch, Point, Probe, Result, point_axes
 
 Response = dict[str, Any]
 # spawn(point, task, on_progress) -> response; task is "measure" or "count_flops".
@@ -122,12 +122,7 @@ class Runner:
     @staticmethod
     def _same(measured: Point, point: PointConfig) -> bool:
         """Whether `measured` is this point's (an interrupted run's, when resuming)."""
-
-        def axes(p: Point | PointConfig) -> tuple[Any, ...]:
-            return (p.batch_size, p.precision, p.memory_format, p.compile, p.allocator,
-                    p.openmp, p.numa)  # fmt: skip
-
-        return axes(measured) == axes(point) and (
+        return point_axes(measured) == point_axes(point) and (
             point.devices is None or measured.devices == point.ranks
         )
 

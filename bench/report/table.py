@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.report.text import plain
-from bench.result import Point, Result
+from bench.result import Point, Result, point_axes
 from bench.units import format_bytes, human
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
@@ -264,8 +264,7 @@ def ladder_table(result: Result) -> Table:
 
 
 def is_rung(point: Point, config: dict) -> bool:
-    keys = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp")
-    return all(getattr(point, k) == config.get(k) for k in keys)
+    return point_axes(point) == point_axes(config)
 
 
 def tables(result: Result, width: int | None = None) -> list[Table]:
