@@ -37,7 +37,7 @@ from bench.report.compare import (
     throughput_grid,
     training_cost,
 )
-from bench.report.table import is_rung
+from bench.report.table import ladder_rows
 from bench.report.text import markdown
 from bench.result import MaxBatch
 from bench.units import axis_tick, human
@@ -275,13 +275,9 @@ def _ladder(comparison: Comparison) -> Figure | None:
                              squeeze=False, layout="constrained")  # fmt: skip
     for ax, (label, res) in zip(axes[:, 0], climbs, strict=True):
         names, values, kept = [], [], []
-        base = None
-        for rung in res.ladder:
-            point = next((p for p in res.points if is_rung(p, rung["point"])), None)
-            tp = point.throughput if point and rung["kept"] is not None else None
-            base = base or tp
+        for rung, tp, speedup in ladder_rows(res):
             names.append(rung["rung"] if tp else f"{rung['rung']} (skipped)")
-            values.append(tp.value / base.value if tp and base else 0.0)
+            values.append(speedup or 0.0)
             kept.append(bool(rung["kept"]))
         bars = ax.barh(range(len(names)), values, color="tab:blue")
         for bar, keep in zip(bars, kept, strict=True):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
 from bench.report.text import plain
 from bench.result import Point, Result, point_axes
+from bench.stats import Estimate
 from bench.units import format_bytes, human
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}
@@ -233,6 +236,19 @@ def max_batch_table(result: Result) -> Table:
     return table
 
 
+def ladder_rows(result: Result) -> list[tuple[dict[str, Any], Estimate | None, float | None]]:
+    """Each rung of bench ladder with its throughput (None: skipped, or failed) and its
+    speed over the baseline rung; the table and the report's chart read these."""
+    rows: list[tuple[dict[str, Any], Estimate | None, float | None]] = []
+    base = None
+    for rung in result.ladder:
+        point = next((p for p in result.points if is_rung(p, rung["point"])), None)
+        tp = point.throughput if point and rung["kept"] is not None else None
+        base = base or tp
+        rows.append((rung, tp, tp.value / base.value if tp and base else None))
+    return rows
+
+
 def ladder_table(result: Result) -> Table:
     """bench ladder: each rung, its throughput, its speed over the baseline (the Xeon CPU
     training study's table), whether it was kept and why."""
@@ -243,17 +259,13 @@ def ladder_table(result: Result) -> Table:
         table.add_column(header, justify="right" if header[0] in "s9x" else "left")
     if price:
         table.add_column("samples/$", justify="right")
-    base = None
-    for rung in result.ladder:
-        point = next((p for p in result.points if is_rung(p, rung["point"])), None)
-        tp = point.throughput if point and rung["kept"] is not None else None
-        base = base or tp
+    for rung, tp, speedup in ladder_rows(result):
         low, high = (tp.ci95_low, tp.ci95_high) if tp else (None, None)
         cells = [
             rung["rung"],
             f"{tp.value:,.2f}" if tp else "",
             f"{low:,.2f}–{high:,.2f}" if low is not None and high is not None else "",
-            f"{tp.value / base.value:.2f}" if tp and base else "",
+            f"{speedup:.2f}" if speedup is not None else "",
             {True: "yes", False: "no", None: "–"}[rung["kept"]],
             rung["why"],
         ]
