@@ -21,7 +21,7 @@ from bench import catalog, registry
 from bench.errors import UsageError
 from bench.report.text import csv_cell, markdown, visible
 from bench.result import MaxBatch, Point, Result
-from bench.stats import ratio_interval
+from bench.stats import Estimate, ratio_interval
 from bench.units import human
 
 # Config fields that must agree between results compared in one row: they change
@@ -100,6 +100,11 @@ class Machine:
         return self.results[0][1].environment if self.results else None
 
 
+def ok_throughput(point: Point | None) -> Estimate | None:
+    """A point's throughput where it trained; a failed point has none to compare."""
+    return point.throughput if point is not None and point.status == "ok" else None
+
+
 @dataclass
 class Cell:
     """One machine's figures for one row."""
@@ -112,6 +117,10 @@ class Cell:
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None
     mfu: float | None = None
+
+    @property
+    def throughput(self) -> Estimate | None:
+        return ok_throughput(self.point)
 
     @property
     def text(self) -> str:
@@ -334,7 +343,7 @@ def compare(
 
 
 def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
-    tp = point.throughput if point and point.status == "ok" else None
+    tp = ok_throughput(point)
     if tp is None or not machine.price_per_hour:
         return None
     return tp.value * 3600 / machine.price_per_hour
@@ -344,10 +353,7 @@ def _cell(point: Point | None, base_point: Point | None, machine: Machine, base:
     cell = Cell(point)
     if point is None or point.status != "ok":
         return cell
-    tp, base_tp = (
-        point.throughput,
-        base_point.throughput if base_point and base_point.status == "ok" else None,
-    )
+    tp, base_tp = point.throughput, ok_throughput(base_point)
     if tp and base_tp:
         cell.relative = tp.value / base_tp.value
         if machine is not base:
@@ -416,18 +422,19 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
 
 
 def _with_setup(comparison: Comparison) -> bool:
+    """Whether any row has a setup (a device count of a sweep, runtime axes): a column."""
     return any(key[5] for key, _ in comparison.rows)
 
 
-def _axes_headers(comparison: Comparison) -> list[str]:
-    setup = ["setup"] if _with_setup(comparison) else []
+def _axes_headers(with_setup: bool) -> list[str]:
+    setup = ["setup"] if with_setup else []
     return ["workload", "batch", "precision", "format", "compile", *setup]
 
 
-def _axes_cells(key: tuple[Any, ...], comparison: Comparison) -> list[str]:
+def _axes_cells(key: tuple[Any, ...], with_setup: bool) -> list[str]:
     workload, batch, precision, fmt, compiler, setup = key
     cells = [workload, str(batch), precision, fmt, compiler or "none"]
-    return [*cells, setup or "default"] if _with_setup(comparison) else cells
+    return [*cells, setup or "default"] if with_setup else cells
 
 
 def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -440,14 +447,15 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         for what, attr in (("samples/J", "energy_ratio"), ("samples/$", "cost_ratio"))
         if any(getattr(c, attr) is not None for c in cells)
     ]
-    headers = _axes_headers(comparison)
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup)
     headers += [
         f"{m.label}{' (baseline)' if m is comparison.baseline else ''}" for m in comparison.machines
     ]
     headers += [f"{what} vs baseline: {m.label}" for what, _ in ratios for m in others]
     body = []
     for key, row_cells in comparison.rows:
-        row = _axes_cells(key, comparison)
+        row = _axes_cells(key, with_setup)
         row += [cell.text for cell in row_cells]
         by_machine = dict(zip((m.label for m in comparison.machines), row_cells, strict=True))
         row += [_fmt(getattr(by_machine[m.label], attr)) for _, attr in ratios for m in others]
@@ -457,13 +465,14 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """The absolute figures beside the ratios: mean samples/s (global) [95% interval]."""
-    headers = _axes_headers(comparison)
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup)
     headers += [m.label for m in comparison.machines]
     body = []
     for key, cells in comparison.rows:
-        row = _axes_cells(key, comparison)
+        row = _axes_cells(key, with_setup)
         for cell in cells:
-            tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+            tp = cell.throughput
             if tp is None:
                 row.append(cell.text)
             elif tp.ci95_low is None or tp.ci95_high is None:

@@ -154,14 +154,14 @@ def _bars(
 
 
 def _throughput_interval(cell: Cell) -> tuple[float, float] | None:
-    tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+    tp = cell.throughput
     if tp is None or tp.ci95_low is None or tp.ci95_high is None:
         return None
     return tp.ci95_low, tp.ci95_high
 
 
 def _throughput(cell: Cell) -> float | None:
-    tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+    tp = cell.throughput
     return tp.value if tp else None
 
 
@@ -172,7 +172,7 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         if fmt != "contiguous" or compiler or setup:
             continue
         for machine, cell in zip(comparison.machines, cells, strict=True):
-            tp = cell.point.throughput if cell.point and cell.point.status == "ok" else None
+            tp = cell.throughput
             if tp:
                 low, high = _throughput_interval(cell) or (tp.value, tp.value)
                 series.setdefault((workload, precision), {}).setdefault(machine.label, []).append(
@@ -342,7 +342,7 @@ def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], li
     body = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
-            if cell.point and cell.point.status == "ok" and cell.point.throughput:
+            if cell.point and cell.throughput:
                 cost = training_cost(cell.point, key[0], epochs, machine.price_per_hour)
                 usd = human(cost["usd"]) if cost["usd"] is not None else "n/a (no price)"
                 body.append([key[0], str(key[1]), key[2], machine.label, human(cost["hours"]), usd])
