@@ -36,16 +36,16 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     from bench import cli
     from bench.ladder import DEFAULT_BATCHES, LadderRunner
 
-    for option in args.options:
-        if option.split("=")[0] in _SET_BY_THE_LADDER:
+    given = [option.split("=")[0] for option in args.options]  # '--steps=5' is --steps
+    for name in given:
+        if name in _SET_BY_THE_LADDER:
             raise UsageError(
-                f"{option.split('=')[0]}: the ladder sets it, rung by rung; "
-                "to sweep it yourself, use bench run"
+                f"{name}: the ladder sets it, rung by rung; to sweep it yourself, use bench run"
             )
     parsed = cli.build_parser().parse_args(["run", args.workload, *args.options])
     if not parsed.batch_size:
         parsed.batch_size = DEFAULT_BATCHES
-    if not any(option.split("=")[0] == "--repeats" for option in args.options):
+    if "--repeats" not in given:
         parsed.repeats = 3  # intervals to decide each rung on
     config = cli.config_from_args(parsed)
     return cli.run_and_print(config, parsed, runner_class=LadderRunner)[0]
