@@ -1,5 +1,6 @@
 """Drift between two results (bench diff, bench rerun) and result checksums (bench verify)."""
 
+import hashlib
 import importlib.util
 import json
 import random
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from bench import drift, integrity, result
+from bench import archive, drift, integrity, result
 from bench.cli import main
 from bench.commands.diff import EXIT_DRIFT
 from bench.result import MaxBatch, Point
@@ -169,6 +170,48 @@ def test_bench_verify_on_untouched_edited_truncated_and_old_files(tmp_path, caps
     # an edited file still loads, with a warning
     assert result.load(edited).integrity == integrity.EDITED
     assert "was changed after bench wrote it" in capsys.readouterr().err
+
+
+def _sealed_archive(folder, name, content):
+    """An archive as nox -s save / vendor leave it: the file, ARCHIVE.sha256, a manifest."""
+    path = folder / name
+    path.write_bytes(content)
+    digest = hashlib.sha256(content).hexdigest()
+    (folder / f"{name}.sha256").write_text(f"{digest}  {name}\n")
+    manifest = {"archive": name, "archive_sha256": digest, "image": "bench:xeon"}
+    manifest["lock_sha256"] = "9fa7ed450327ff39"
+    archive.manifest_path(path).write_text(json.dumps(manifest))
+    return path
+
+
+def test_bench_verify_on_image_archives(tmp_path, capsys):
+    good = _sealed_archive(tmp_path, "bench-xeon-0.1.0-abc.tar.gz", b"layers" * 1000)
+    edited = _sealed_archive(tmp_path, "bench-xeon-vendor-9fa7ed450327.tar", b"wheels" * 1000)
+    edited.write_bytes(b"wheels" * 999)  # truncated copy
+    bare = tmp_path / "bench-cuda-0.1.0-def.tar.gz"
+    bare.write_bytes(b"no manifest")
+    manifest = tmp_path / "bench-xeon-0.1.0-abc.manifest.json"
+    assert main(["verify", str(good), str(manifest)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].endswith(
+        "abc.tar.gz: ok (bench:xeon, bench-xeon-0.1.0-abc.tar.gz, lock 9fa7ed450327)"
+    )
+    assert lines[1].endswith(
+        "abc.manifest.json: ok (bench:xeon, bench-xeon-0.1.0-abc.tar.gz, lock 9fa7ed450327)"
+    )
+    assert main(["verify", str(edited), str(bare)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].endswith(
+        "9fa7ed450327.tar: EDITED: bench-xeon-vendor-9fa7ed450327.tar's sha256"
+        " is not the one its manifest gives"
+    )
+    assert lines[1].endswith(
+        "def.tar.gz: UNREADABLE: no manifest bench-cuda-0.1.0-def.manifest.json beside it"
+    )
+    # the sidecar alone changed: also reported
+    (tmp_path / f"{good.name}.sha256").write_text("0" * 64)
+    assert main(["verify", str(good)]) == 1
+    assert "EDITED" in capsys.readouterr().out
 
 
 # --- the schema may not change silently --------------------------------------------------

@@ -1,4 +1,5 @@
-"""`bench verify FILE...`: is each result file the one bench wrote?"""
+"""`bench verify FILE...`: is each result file, image or vendor archive the one bench
+(or nox) wrote?"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import integrity, result
+from bench import archive, integrity, result
 from bench.report.text import plain
 
 _SAID = {
@@ -19,8 +20,12 @@ _SAID = {
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("verify", help="check that result files are as bench wrote them")
-    p.add_argument("files", nargs="+", type=Path)
+    p = sub.add_parser(
+        "verify", help="check that result files and image archives are as they were written"
+    )
+    p.add_argument(
+        "files", nargs="+", type=Path, help="result JSON, or archives from nox -s save / vendor"
+    )
     p.set_defaults(func=cmd_verify)
 
 
@@ -29,10 +34,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     console = Console(highlight=False, soft_wrap=True)
     verified = True
     for path in args.files:
-        try:
-            state = _SAID[result.load(path).integrity]
-        except result.ResultError as error:  # truncated, not JSON, invalid fields
-            state = f"UNREADABLE: {error}"
-        verified &= state == "ok"
+        if archive.is_archive(path):
+            ok, state = archive.verify(path)
+        else:
+            try:
+                state = _SAID[result.load(path).integrity]
+            except result.ResultError as error:  # truncated, not JSON, invalid fields
+                state = f"UNREADABLE: {error}"
+            ok = state == "ok"
+        verified &= ok
         console.print(plain(f"{path}: {state}"))
     return 0 if verified else 1
