@@ -3,13 +3,14 @@
 #   make images                      build every image this machine can build
 #   make image IMAGE=cuda            build one
 #   make run IMAGE=cuda ARGS="resnet50 --batch-size 64"
-#   make test | lint | lock IMAGE=cuda | collect | save IMAGE=cuda
+#   make test | lint | lock IMAGE=cuda | collect | save IMAGE=cuda | vendor IMAGE=cuda
+#   make rerun FILE=results/OLD.json  rerun a result in the image it names
 # Default: the image for this host (cuda, rocm or xeon: images/common/host-image.sh).
 IMAGE ?= $(shell sh images/common/host-image.sh)
 ARGS ?= list
 CI_IMAGES ?= cuda xeon tpu tpu-jax
 
-.PHONY: quickstart test lint images image lock run smoke collect save base
+.PHONY: quickstart test lint images image lock run smoke collect save vendor rerun base
 
 quickstart:
 	@if [ "$(IMAGE)" = native ] || ! docker info > /dev/null 2>&1; then \
@@ -36,3 +37,7 @@ collect:
 	nox -s collect
 save:
 	nox -s "save(image='$(IMAGE)')"
+vendor:
+	nox -s "vendor(image='$(IMAGE)')"
+rerun:
+	nox -s rerun -- $(FILE)

@@ -9,18 +9,23 @@ environment variables (named in each docstring) so that make and CI can pass the
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import tarfile
 import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import nox
+
+sys.path.insert(0, str(Path(__file__).parent))
+# bench.archive is stdlib only: this checkout's, installed or not.
+from bench import archive as archives
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -40,10 +45,6 @@ def _pyproject() -> dict[str, Any]:
 
 def _image(name: str) -> dict[str, Any]:
     return tomllib.loads((IMAGES_DIR / name / "image.toml").read_text())
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _git(*args: str) -> str:
@@ -140,7 +141,7 @@ def _build_args(image: str) -> dict[str, str]:
         "BASE_DIGEST": meta["base"].partition("@")[2],
         "BENCH_VERSION": _pyproject()["project"]["version"],
         "BENCH_GIT_COMMIT": (_git("rev-parse", "HEAD") or "unknown") + dirty,
-        "BENCH_LOCK_SHA256": _sha256(lock_file),
+        "BENCH_LOCK_SHA256": archives.sha256(lock_file),
         "BENCH_SOURCE": _public_url(_git("remote", "get-url", "origin")),
         "SOURCE_DATE_EPOCH": epoch,
         "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -153,6 +154,22 @@ def _build_args(image: str) -> dict[str, str]:
     return args
 
 
+def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: str) -> None:
+    """docker build of the common Dockerfile, with the extra CA staged for the build only."""
+    ca_dir = IMAGES_DIR / "common" / "ca"
+    staged = ca_dir / "extra-ca.crt"
+    if os.environ.get("BENCH_CA_BUNDLE"):
+        shutil.copyfile(os.environ["BENCH_CA_BUNDLE"], staged)
+    try:
+        build_args = [f"--build-arg={k}={v}" for k, v in args.items()]
+        session.run(
+            "docker", "build", "-f", str(DOCKERFILE), "-t", tag, *flags, *build_args, str(ROOT),
+            external=True,
+        )  # fmt: skip
+    finally:
+        staged.unlink(missing_ok=True)
+
+
 @nox.session(python=False, default=False)
 @nox.parametrize("image", IMAGES)
 def build(session: nox.Session, image: str) -> None:
@@ -160,29 +177,124 @@ def build(session: nox.Session, image: str) -> None:
 
     Env: BENCH_BASE_IMAGE (a local Debian base instead of the pinned digest, for the
     Debian-based images), BENCH_DEBIAN_MIRROR (default: the
-    dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy).
+    dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy),
+    BENCH_VENDOR_ARCHIVE (an archive from `nox -s vendor`: build from it alone, with
+    --network none).
+    """
+    archive = os.environ.get("BENCH_VENDOR_ARCHIVE")
+    manifest = _vendored(session, Path(archive), image) if archive else None
+    _require_docker(session)
+    args = _build_args(image)
+    if manifest is None:
+        _docker_build(session, f"bench:{image}", args)
+        return
+    vendor = IMAGES_DIR / image / "vendor"  # copied into the image with its folder
+    if vendor.exists():
+        session.error(f"{vendor} is in the way (left by an interrupted build?): remove it")
+    with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=ROOT) as tmp:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")  # no absolute paths, links out or devices
+        base_tag = f"bench-vendor-base:{image}"
+        session.run("docker", "load", "-q", "-i", f"{tmp}/base.tar", external=True)
+        session.run("docker", "tag", manifest["base"]["id"], base_tag, external=True)
+        Path(tmp, "vendor").rename(vendor)
+        base = {"BASE_IMAGE": base_tag, "BASE_NAME": manifest["base"]["name"]}
+        try:
+            _docker_build(session, f"bench:{image}", {**args, **base}, "--network", "none")
+        finally:
+            shutil.rmtree(vendor, ignore_errors=True)
+            subprocess.run(["docker", "rmi", base_tag], capture_output=True)
+
+
+def _vendored(session: nox.Session, archive: Path, image: str) -> Any:
+    """A vendor archive's manifest, once the archive matches it and this checkout's lock."""
+    manifest = _archive_manifest(session, archive)
+    lock_sha = archives.sha256(IMAGES_DIR / image / "requirements.lock")
+    if manifest.get("image") != f"bench:{image}" or manifest.get("lock_sha256") != lock_sha:
+        session.error(
+            f"{archive} vendors {manifest.get('image')} with lock {manifest.get('lock_sha256')},"
+            f" not bench:{image} with images/{image}/requirements.lock ({lock_sha}):"
+            f" check out the commit it was made from, or vendor again"
+        )
+    return manifest
+
+
+@nox.session(python=False, default=False)
+@nox.parametrize("image", IMAGES)
+def vendor(session: nox.Session, image: str) -> None:
+    """Archive what bench:IMAGE's build downloads, to rebuild it offline (dist/).
+
+    One tar for rebuilding the image years later with no network: the base image (docker
+    save), the Debian packages and the locked wheels, as the build fetched and installed them.
+
+    Then: BENCH_VENDOR_ARCHIVE=dist/ARCHIVE nox -s "build(image='IMAGE')". Env: as build.
     """
     _require_docker(session)
-    ca_dir = IMAGES_DIR / "common" / "ca"
-    staged = ca_dir / "extra-ca.crt"
-    if os.environ.get("BENCH_CA_BUNDLE"):
-        shutil.copyfile(os.environ["BENCH_CA_BUNDLE"], staged)
-    try:
-        build_args = [f"--build-arg={k}={v}" for k, v in _build_args(image).items()]
-        session.run(
-            "docker", "build", "-f", str(DOCKERFILE),
-            "-t", f"bench:{image}", *build_args, str(ROOT),
-            external=True,
-        )  # fmt: skip
-    finally:
-        staged.unlink(missing_ok=True)
+    args = _build_args(image)
+    base = _inspect(args["BASE_IMAGE"])
+    if not base:  # bench never pulls
+        session.error(
+            f"the base image {args['BASE_IMAGE']} is not on this machine:"
+            " docker pull it, or build one with nox -s base and set BENCH_BASE_IMAGE"
+        )
+    tag = f"bench-vendor:{image}"
+    _docker_build(session, tag, {**args, "BENCH_VENDOR": "keep"})
+    dist = ROOT / "dist"
+    dist.mkdir(exist_ok=True)
+    archive = dist / f"bench-{image}-vendor-{args['BENCH_LOCK_SHA256'][:12]}.tar"
+    with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=dist) as tmp:
+        work = Path(tmp)
+        container = subprocess.run(["docker", "create", tag], capture_output=True, text=True)
+        try:
+            cid = container.stdout.strip()
+            session.run("docker", "cp", f"{cid}:/opt/bench/image/vendor", str(work), external=True)
+        finally:
+            subprocess.run(["docker", "rm", container.stdout.strip()], capture_output=True)
+            subprocess.run(["docker", "rmi", tag], capture_output=True)
+        session.run("docker", "save", "-o", str(work / "base.tar"), base["Id"], external=True)
+        manifest = {
+            "kind": "bench vendor archive",
+            "image": f"bench:{image}",
+            "lock_sha256": args["BENCH_LOCK_SHA256"],
+            "base": {"name": args["BASE_IMAGE"], "id": base["Id"]},
+            "debian_source": args.get("DEBIAN_MIRROR", "the dated Debian snapshot"),
+            "debs": sorted(p.name for p in (work / "vendor" / "debs").glob("*.deb")),
+            "wheels": sorted(p.name for p in (work / "vendor" / "wheels").iterdir()),
+            "build_with": f"BENCH_VENDOR_ARCHIVE=dist/{archive.name}"
+            f" nox -s \"build(image='{image}')\"",
+        }
+        (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        partial = work / archive.name
+        with tarfile.open(partial, "w") as tar:
+            for name in ("manifest.json", "base.tar", "vendor"):
+                tar.add(work / name, arcname=name)
+        partial.rename(archive)
+    _seal_archive(session, archive, manifest)
 
 
-def _run_args(image: str, results: Path, *, devices: bool = True) -> list[str]:
-    """docker run flags: results volume, no network, read-only root, and (with
-    `devices`) the image's device flags, e.g. --gpus all."""
+def _seal_archive(session: nox.Session, archive: Path, manifest: dict[str, Any]) -> None:
+    """ARCHIVE.sha256 and STEM.manifest.json beside an archive: what `bench verify` and an
+    offline build check it against."""
+    digest = archives.sha256(archive)
+    archive.with_name(f"{archive.name}.sha256").write_text(f"{digest}  {archive.name}\n")
+    sealed = {"archive": archive.name, "archive_sha256": digest, **manifest}
+    archives.manifest_path(archive).write_text(json.dumps(sealed, indent=2) + "\n")
+    session.log(f"{archive} ({archive.stat().st_size / 2**30:.2f} GiB), sha256 {digest}")
+
+
+def _archive_manifest(session: nox.Session, archive: Path) -> Any:
+    """The manifest beside an archive, after checking the archive against it."""
+    verified, said = archives.verify(archive)
+    if not verified:
+        session.error(f"{archive}: {said}")
+    return json.loads(archives.manifest_path(archive).read_text())
+
+
+def _run_args(image: str, results: Path, *, devices: bool = True, ref: str = "") -> list[str]:
+    """docker run flags for bench:IMAGE (or REF, a build of it): results volume, no
+    network, read-only root, and (with `devices`) the image's device flags, e.g. --gpus all."""
     results.mkdir(parents=True, exist_ok=True)
-    image_id = _inspect(f"bench:{image}").get("Id", "")
+    image_id = _inspect(ref or f"bench:{image}").get("Id", "")
     user = []
     if os.getuid() != 0:  # files in ./results belong to whoever ran nox
         user = ["--user", f"{os.getuid()}:{os.getgid()}"]
@@ -216,6 +328,63 @@ def run(session: nox.Session, image: str) -> None:
 
 
 @nox.session(python=False, default=False)
+def rerun(session: nox.Session) -> None:
+    """Rerun a result in the image it was measured in, then its drift verdict.
+
+    nox -s rerun -- OLD.json [bench rerun options, e.g. --label new-driver].
+
+    The image is the one whose id OLD.json recorded: on this machine, else loaded from a
+    `nox -s save` archive in dist/ (checked first). Env: BENCH_RERUN_IMAGE=bench:xeon
+    reruns in another build instead (a rebuild, a newer bench: the verdict names what
+    changed); BENCH_RESULTS as for run.
+    """
+    if not session.posargs:
+        session.error("usage: nox -s rerun -- OLD.json [bench rerun options]")
+    old, options = Path(session.posargs[0]), session.posargs[1:]
+    try:
+        recorded = json.loads(old.read_text())["environment"]["image"] or {}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        session.error(f"{old}: not a bench result ({error!r})")
+    variant = recorded.get("variant")
+    ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded.get("digest")
+    if variant not in IMAGES or not ref:
+        session.error(
+            f"{old} names no bench image it ran in (variant {variant!r}, image id"
+            f" {recorded.get('digest')!r}): rerun it natively with bench rerun {old},"
+            " or name an image with BENCH_RERUN_IMAGE"
+        )
+    _require_docker(session)
+    if not _inspect(ref):
+        _load_saved(session, ref, recorded)
+    results = Path(os.environ.get("BENCH_RESULTS", ROOT / "results"))
+    with tempfile.TemporaryDirectory(prefix="bench-rerun-") as tmp:  # a path -v can take
+        Path(tmp).chmod(0o755)
+        shutil.copyfile(old, Path(tmp, "old.json"))
+        Path(tmp, "old.json").chmod(0o644)
+        run = ["docker", "run", *_run_args(variant, results, ref=ref), "-v", f"{tmp}:/old:ro"]
+        session.run(*run, ref, "rerun", "/old/old.json", *options, external=True)
+
+
+def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -> None:
+    """docker load the archive in dist/ that holds IMAGE_ID, checked; else say what to do."""
+    for manifest_path in sorted((ROOT / "dist").glob("*.manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("image_id") == image_id:
+            archive = manifest_path.with_name(Path(manifest["archive"]).name)
+            _archive_manifest(session, archive)  # its sha256 first
+            session.run("docker", "load", "-i", str(archive), external=True)
+            return
+    variant = recorded.get("variant")
+    session.error(
+        f"{recorded.get('name')} with image id {image_id} (lock"
+        f" {str(recorded.get('lock_sha256'))[:12]}) is not on this machine, and no archive in"
+        f" dist/ holds it: copy its nox -s save archive and manifest into dist/, or rebuild"
+        f" it (nox -s \"build(image='{variant}')\" at the commit the result names) and rerun"
+        f" in the rebuild with BENCH_RERUN_IMAGE=bench:{variant}"
+    )
+
+
+@nox.session(python=False, default=False)
 @nox.parametrize("image", IMAGES)
 def smoke(session: nox.Session, image: str) -> None:
     """Smoke-test bench:IMAGE on the CPU: two resnet50 steps in the image's framework, then
@@ -232,7 +401,7 @@ def smoke(session: nox.Session, image: str) -> None:
     (result_file,) = results.glob("*.json")
     data = json.loads(result_file.read_text())
     labels = _inspect(f"bench:{image}")["Config"]["Labels"] or {}
-    lock_sha = _sha256(IMAGES_DIR / image / "requirements.lock")
+    lock_sha = archives.sha256(IMAGES_DIR / image / "requirements.lock")
     recorded = data["environment"]["image"]
     checks = {
         "every point measured": all(p["status"] == "ok" for p in data["points"]),
@@ -329,11 +498,7 @@ def save(session: nox.Session, image: str) -> None:
     stem = f"bench-{image}-{version}-{inspect['Id'][7:19]}"
     archive = dist / f"{stem}.tar.gz"
     session.run("sh", "-c", f"docker save bench:{image} | gzip -1 > {archive}", external=True)
-    digest = _sha256(archive)
-    (dist / f"{archive.name}.sha256").write_text(f"{digest}  {archive.name}\n")
     manifest = {
-        "archive": archive.name,
-        "archive_sha256": digest,
         "image": f"bench:{image}",
         "image_id": inspect["Id"],
         "repo_digests": inspect.get("RepoDigests", []),
@@ -341,5 +506,4 @@ def save(session: nox.Session, image: str) -> None:
         "labels": labels,
         "load_with": f"docker load -i {archive.name}",
     }
-    (dist / f"{stem}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    session.log(f"{archive} ({archive.stat().st_size / 2**30:.2f} GiB), sha256 {digest}")
+    _seal_archive(session, archive, manifest)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI for the images: make sure a Docker engine answers, build the Debian base locally,
 # then build each image marked ci_build in its image.toml from its real lock and
-# smoke-run it on the CPU (nox -s smoke checks the result file and the labels).
+# smoke-run it on the CPU (nox -s smoke checks the result file and the labels); the one
+# marked ci_offline is also rebuilt with no network from a vendor archive.
+# BENCH_CI_IMAGES="tpu-jax xeon" picks the images instead of ci_build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,15 +23,43 @@ export BENCH_DEBIAN_MIRROR=http://deb.debian.org/debian
 export BENCH_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 docker image inspect "$BENCH_BASE_IMAGE" > /dev/null 2>&1 || python3 -m nox -s base
 
-images=$(python3 -c 'import pathlib, tomllib
+images=${BENCH_CI_IMAGES:-}
+[ -n "$images" ] || images=$(python3 -c 'import pathlib, tomllib
 print(" ".join(p.parent.name for p in sorted(pathlib.Path("images").glob("*/image.toml"))
                if tomllib.loads(p.read_text())["ci_build"]))')
+built() {  # bench:IMAGE built: its build time and size
+    size=$(docker image inspect --format '{{.Size}}' "bench:$1")
+    echo "bench:$1 built$2 in $(( $(date +%s) - start )) s, $(( size / 1048576 )) MiB"
+}
+freeze() { docker run --rm --pull never --network none --entrypoint pip "bench:$1" freeze; }
+lock_label() { docker image inspect --format '{{index .Config.Labels "dev.bench.lock.sha256"}}' "bench:$1"; }
+
+# The offline rebuild (image.toml: ci_offline): vendor what the build downloads, rebuild
+# from that archive alone with --network none, and compare with the online build.
+offline_check() {
+    freeze "$1" > /tmp/bench-freeze-online.txt
+    online_lock=$(lock_label "$1")
+    start=$(date +%s)
+    python3 -m nox -s "vendor(image='$1')"
+    echo "vendored bench:$1 in $(( $(date +%s) - start )) s: $(du -h dist/bench-"$1"-vendor-*.tar | cut -f1)"
+    start=$(date +%s)
+    BENCH_VENDOR_ARCHIVE=$(ls dist/bench-"$1"-vendor-*.tar) python3 -m nox -s "build(image='$1')"
+    built "$1" " offline (--network none)"
+    freeze "$1" | diff /tmp/bench-freeze-online.txt - || { echo "offline: pip freeze differs"; exit 1; }
+    [ "$(lock_label "$1")" = "$online_lock" ] || { echo "offline: lock hash differs"; exit 1; }
+    echo "bench:$1 rebuilt offline: pip freeze ($(wc -l < /tmp/bench-freeze-online.txt) packages) and lock hash $online_lock as online"
+    python3 -m nox -s "smoke(image='$1')"
+    rm -f dist/bench-"$1"-vendor-*
+}
+
 for image in $images; do
     start=$(date +%s)
     python3 -m nox -s "build(image='$image')"
-    size=$(docker image inspect --format '{{.Size}}' "bench:$image")
-    echo "bench:$image built in $(( $(date +%s) - start )) s, $(( size / 1048576 )) MiB"
+    built "$image" ""
     python3 -m nox -s "smoke(image='$image')"
+    if [ "$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb")).get("ci_offline", False))' "images/$image/image.toml")" = True ]; then
+        offline_check "$image"
+    fi
     docker rmi "bench:$image" > /dev/null  # ~6 GB each: keep the disk free
 done
 docker image prune -f > /dev/null

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import DATA
+
 ROOT = Path(__file__).parent.parent
 IMAGES = sorted(p.parent.name for p in (ROOT / "images").glob("*/image.toml"))
 DOCKERFILE = ROOT / "images" / "common" / "Dockerfile"
@@ -127,8 +129,46 @@ def test_nox_lists_sessions_without_docker(tmp_path):
     assert done.returncode == 0, done.stderr
     for image in IMAGES:
         assert f"build(image='{image}')" in done.stdout
-    for session in ("tests", "lint", "collect", "base"):
+    for session in ("tests", "lint", "collect", "base", "rerun"):
         assert f"{session} ->" in done.stdout
+    assert "vendor(image='xeon')" in done.stdout
+
+
+def _nox(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "nox", *args], cwd=ROOT, capture_output=True,
+                          text=True, env=env)  # fmt: skip
+
+
+def test_rerun_session_refuses_a_result_that_names_no_image():
+    done = _nox("-s", "rerun", "--", str(DATA / "result-v5.json"))
+    assert done.returncode != 0
+    assert "names no bench image it ran in" in done.stderr
+    assert "rerun it natively with bench rerun" in done.stderr
+
+
+def test_offline_build_checks_its_archive_before_docker(tmp_path):
+    """A vendor archive that is not the one its manifest describes, or that vendors another
+    lock, is refused in one line before anything is loaded or built."""
+    import hashlib
+    import json
+
+    archive = tmp_path / "bench-xeon-vendor-000000000000.tar"
+    archive.write_bytes(b"not really a tar")
+    manifest = {
+        "archive": archive.name,
+        "archive_sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),
+        "image": "bench:xeon",
+        "lock_sha256": "0" * 64,  # an older lock
+    }
+    (tmp_path / "bench-xeon-vendor-000000000000.manifest.json").write_text(json.dumps(manifest))
+    env = {"BENCH_VENDOR_ARCHIVE": str(archive)}
+    done = _nox("-s", "build(image='xeon')", env=env)
+    assert done.returncode != 0
+    assert f"vendors bench:xeon with lock {'0' * 64}, not bench:xeon" in done.stderr
+    archive.write_bytes(b"damaged")
+    done = _nox("-s", "build(image='xeon')", env=env)
+    assert done.returncode != 0 and "sha256 is not the one its manifest gives" in done.stderr
 
 
 @pytest.mark.parametrize("image", IMAGES)

@@ -9,10 +9,18 @@
 # 3. The image's hash-locked requirements, then bench itself, without network
 #    resolution: pip --require-hashes, --no-deps.
 # 4. An unprivileged user `bench` that owns /results.
+# Both installs read their files from a vendor folder, $image/vendor/{debs,wheels}:
+#   - BENCH_VENDOR=keep (`nox -s vendor`): fetched from the network into it first, and
+#     kept in the image for nox to copy out;
+#   - a vendor folder already there (an offline build, `docker build --network none`):
+#     used as it is, no network at all, then deleted;
+#   - otherwise: fetched into it, then deleted.
 set -eu
 venv=$1
 image=/opt/bench/image
 lock=$image/requirements.lock
+vendor=$image/vendor
+offline=$( [ -d "$vendor" ] && echo yes || echo no)
 ca_dir=/opt/bench/common/ca
 packages=$( [ -f "$image/packages.txt" ] && grep -v '^#' "$image/packages.txt" | tr '\n' ' ' || true)
 
@@ -20,7 +28,7 @@ if [ -n "${BENCH_LOCK_SHA256:-}" ]; then
     echo "$BENCH_LOCK_SHA256  $lock" | sha256sum -c -
 fi
 
-if [ -n "$packages" ]; then
+if [ -n "$packages" ] && [ "$offline" = no ]; then
     . /etc/os-release
     rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*
     if [ -n "${DEBIAN_MIRROR:-}" ]; then
@@ -34,9 +42,14 @@ if [ -n "$packages" ]; then
             "$snapshot" "$DEBIAN_SNAPSHOT" "$VERSION_CODENAME" > /etc/apt/sources.list
     fi
     apt-get update
+    mkdir -p "$vendor/debs/partial"
     # shellcheck disable=SC2086 # one word per package
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates $packages
-    rm -rf /var/lib/apt/lists/*
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --download-only \
+        -o Dir::Cache::archives="$vendor/debs" ca-certificates $packages
+    rm -rf "$vendor/debs/partial" "$vendor/debs/lock" /var/lib/apt/lists/*
+fi
+if [ -n "$packages" ]; then  # local files only: apt resolves them among themselves
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$vendor"/debs/*.deb
 fi
 
 # Trust an extra CA (a TLS-intercepting proxy) for this build's downloads only.
@@ -47,7 +60,10 @@ fi
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_INDEX_URL=https://pypi.org/simple
-"$venv/bin/pip" install --require-hashes --no-deps -r "$lock"
+if [ "$offline" = no ]; then
+    "$venv/bin/pip" download --require-hashes --no-deps -r "$lock" -d "$vendor/wheels"
+fi
+"$venv/bin/pip" install --require-hashes --no-deps --no-index --find-links "$vendor/wheels" -r "$lock"
 "$venv/bin/pip" install --no-deps --no-build-isolation /opt/bench/src
 "$venv/bin/pip" check || true  # report only: the rocm base's own packages are not ours
 
@@ -59,3 +75,4 @@ fi
 mkdir -p /results
 chown bench:bench /results
 rm -rf /tmp/build-ca.pem "$ca_dir" /opt/bench/src
+[ "${BENCH_VENDOR:-}" = keep ] || rm -rf "$vendor"
