@@ -10,6 +10,7 @@ Exit status: 0 every point measured; 1 a point failed (the others are saved);
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -22,7 +23,7 @@ from rich.table import Table
 
 import bench
 from bench import catalog, files, registry, result, runtime, stopping
-from bench.commands import compare, diff, ladder, suite, verify
+from bench.commands import compare, diff, ladder, suite, tune, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
@@ -36,8 +37,8 @@ from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.units import parse_size
 
 COMMANDS = (
-    "run", "list", "show", "rerun", "suite", "ladder", "collect", "compare", "report", "diff",
-    "verify",
+    "run", "list", "show", "rerun", "suite", "ladder", "tune", "collect", "compare", "report",
+    "diff", "verify",
 )  # fmt: skip
 EXIT_INTERRUPTED = 130
 
@@ -344,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.register(sub)
     suite.register(sub)
     ladder.register(sub)
+    tune.register(sub)
     return parser
 
 
@@ -438,7 +440,7 @@ def run_and_print(
     config: RunConfig,
     args: argparse.Namespace,
     resume: Path | None = None,
-    runner_class: type[Runner] = Runner,
+    runner_class: Callable[..., Runner] = Runner,
 ) -> tuple[int, Result | None, Path | None]:
     """Measure, print the tables, save: the exit status, and the result and its file when
     it is saved. `resume`: an interrupted result of this config to go on with;
@@ -534,11 +536,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     """The old config again, into a new file, then the drift verdict against the old. A
-    ladder is climbed again (on another machine its path may differ)."""
+    ladder is climbed again, a tune searches again (on another machine their paths may
+    differ)."""
     from bench.ladder import LadderRunner
+    from bench.tune import TuneRunner
 
     old = result.load(args.file)
-    climb = LadderRunner if old.ladder else Runner
+    climb: Callable[..., Runner] = LadderRunner if old.ladder else Runner
+    if old.tune:  # the same grid, budget and seed
+        climb = functools.partial(TuneRunner, budget_s=old.tune["budget_s"])
     code, outcome, _ = run_and_print(old.config, args, runner_class=climb)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code

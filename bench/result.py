@@ -45,7 +45,9 @@ from bench.trackers.busy import verdict as busy_verdict
 #     binding; null: as bench was launched) and `runtime` (what was applied: LD_PRELOAD,
 #     the settings, the numactl binding or why none, the libraries the child had
 #     mapped); configs gain `allocators`, `openmps`, `numas`.
-SCHEMA_VERSION = 5
+#   6: results gain `tune` (bench tune's rounds of successive halving: every probe as a
+#     point, the budget and why it stopped; null for other runs).
+SCHEMA_VERSION = 6
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -75,12 +77,17 @@ def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 5}  # the new fields of points and config: defaults
 
 
+def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "tune": None, "schema_version": 6}
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
+    5: _v5_to_v6,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -452,6 +459,9 @@ class Result:
     label: str | None = None  # --label: names this run in comparisons ("before", "new driver")
     # `bench ladder`: its rungs in order, {"rung", "point" (a PointConfig), "kept", "why"}.
     ladder: list[dict[str, Any]] = field(default_factory=list)
+    # `bench tune`: {"budget_s", "eta", "seed", "stopped", "rounds": [{"round", "steps",
+    # "warmup_steps", "repeats", "of", "points": [Point JSON]}]} (bench.tune).
+    tune: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     # Set on load, never written: integrity.OK, EDITED or ABSENT (an older file).
     integrity: str = field(default=integrity.ABSENT, compare=False)
@@ -496,6 +506,7 @@ class Result:
             "peak_tflops": self.peak_tflops,
             "label": self.label,
             "ladder": self.ladder,
+            "tune": self.tune,
             "config": self.config.to_dict(),
             "environment": self.environment,
             "points": points,
@@ -517,6 +528,7 @@ class Result:
             status=data.get("status", "complete"),
             label=data.get("label"),
             ladder=data.get("ladder", []),
+            tune=data.get("tune"),
             schema_version=SCHEMA_VERSION,
         )
 
@@ -642,6 +654,23 @@ def _rung(value: Any) -> bool:
     )
 
 
+def _tune(value: Any) -> bool:
+    """What bench show reads of a tune record (its points are checked as points)."""
+    rounds = value.get("rounds") if isinstance(value, dict) else None
+    return (
+        isinstance(rounds, list)
+        and _positive(value.get("budget_s"))
+        and _optional(_text)(value.get("stopped"))
+        and all(
+            isinstance(r, dict)
+            and _whole(1)(r.get("round"))
+            and _whole(1)(r.get("steps"))
+            and isinstance(r.get("points"), list)
+            for r in rounds
+        )
+    )
+
+
 def _power_reading(value: Any) -> bool:
     return (
         isinstance(value, dict)
@@ -716,6 +745,7 @@ _RESULT = {
     "peak_tflops": (_optional(_positive), "a positive number or null"),
     "label": (_optional(_text), "text or null"),
     "ladder": (_list_of(_rung), "a list of ladder rungs {rung, point, kept, why}"),
+    "tune": (_optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}"),
     "environment": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
 }  # fmt: skip
 _SECTION = _optional(lambda v: isinstance(v, dict))
@@ -791,6 +821,9 @@ def validate(data: Any) -> dict[str, Any]:
         for r, energy in enumerate(point.get("energy", [])):
             if energy is not None:
                 _check_fields(energy, _ENERGY, f"{where}.energy[{r}]", required=tuple(_ENERGY))
+    for r, tuned in enumerate((data.get("tune") or {}).get("rounds", [])):
+        for i, point in enumerate(tuned["points"]):
+            _check_fields(point, _POINT, f"tune.rounds[{r}].points[{i}]", required=_POINT_REQUIRED)
     for i, search in enumerate(data.get("max_batch", [])):
         _check_fields(search, _MAX_BATCH, f"max_batch[{i}]", required=("precision",))
         for j, probe in enumerate(search.get("probes", [])):

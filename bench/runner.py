@@ -201,9 +201,10 @@ class Runner:
             self._flops[key] = response.get("flops_per_sample")
         return self._flops[key]
 
-    def _measure(self, point: PointConfig) -> Point:
-        """All repeats of one point: a fixed count, or automatic until the spread is small."""
-        config = self.config
+    def _measure(self, point: PointConfig, repeats: int | None = None) -> Point:
+        """All repeats of one point: a fixed count (`repeats`, else the config's), or
+        automatic until the spread is small."""
+        config = dataclasses.replace(self.config, repeats=repeats) if repeats else self.config
         axes = {
             "batch_size": point.batch_size,
             "precision": point.precision,

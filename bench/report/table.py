@@ -156,7 +156,12 @@ def notes(result: Result) -> str | None:
     ]
     differ = (result.environment or {}).get("nodes_differ")
     machines = [f"the machines of this run differ in: {', '.join(differ)}"] if differ else []
-    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines,
+    stopped = (
+        [f"tune stopped early: {(result.tune or {}).get('stopped')}"]
+        if (result.tune or {}).get("stopped")
+        else []
+    )
+    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines, *stopped,
              energy_note(result) or ""]  # fmt: skip
     return "\n".join(line for line in lines if line) or None
 
@@ -275,6 +280,23 @@ def ladder_table(result: Result) -> Table:
     return table
 
 
+def tune_table(result: Result) -> Table:
+    """bench tune: each round of successive halving, what it probed and its best."""
+    table = Table(title=plain("tune: successive halving, the best third of each round goes on"),
+                  title_justify="left")  # fmt: skip
+    for header in ("round", "steps", "runs", "probed", "ok", "best", "samples/s"):
+        table.add_column(header, justify="left" if header == "best" else "right")
+    for record in (result.tune or {}).get("rounds", []):
+        points = [Point.from_json(p) for p in record["points"]]
+        ok = [p for p in points if p.throughput]
+        best = max(ok, key=lambda p: p.throughput.value, default=None)  # type: ignore[union-attr]
+        cells = [record["round"], record["steps"], record.get("repeats", 1),
+                 f"{len(points)} of {record.get('of', len(points))}", len(ok),
+                 best.label if best else "", f"{best.throughput.value:,.1f}" if best else ""]  # type: ignore[union-attr]  # fmt: skip
+        table.add_row(*(plain(str(c)) for c in cells))
+    return table
+
+
 def is_rung(point: Point, config: dict) -> bool:
     return point_axes(point) == point_axes(config)
 
@@ -283,6 +305,8 @@ def tables(result: Result, width: int | None = None) -> list[Table]:
     found = []
     if result.ladder:
         found.append(ladder_table(result))
+    if result.tune:
+        found.append(tune_table(result))
     if result.points:
         found.append(points_table(result, width))
     if result.max_batch:

@@ -1,0 +1,131 @@
+"""`bench tune WORKLOAD [--budget 20m] [RUN OPTIONS]`: the fastest configuration of a grid
+within a time budget, by successive halving (bench.tune). The grid is the run options'
+sweep axes; an axis not given takes every value that applies here (batch 32 to 256, the
+device's reduced precisions, both memory formats, the framework's compiler, and on a
+CPU the allocators and OpenMP runtimes installed). One result file: the finalists are
+its points, every probe is in its `tune` record; it ends with the winner as a command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+from typing import Any
+
+from bench.errors import UsageError
+
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def budget(text: str) -> float:
+    """'20m', '90s', '1.5h' or plain seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a positive time such as 20m, 90s or 1.5h"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune", help="find the fastest configuration within a time budget (successive halving)"
+    )
+    p.add_argument("workload", help="what to train (see: bench list)")
+    p.add_argument("--budget", type=budget, default=20 * 60.0,
+                   help="soft time budget, e.g. 20m (default), 90s, 1.5h")  # fmt: skip
+    p.add_argument(
+        "options",
+        nargs=argparse.REMAINDER,
+        help="bench run options: sweep axes narrow the grid (--batch-size 64,128 ...); "
+        "--steps and --repeats (default 3) are the finalists' measurement",
+    )
+    p.set_defaults(func=cmd_tune)
+
+
+def _given(options: list[str]) -> set[str]:
+    return {option.split("=")[0] for option in options if option.startswith("--")}
+
+
+def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
+    """The values of every axis the user did not give, that apply on this device."""
+    from bench import registry, runtime
+    from bench.tune import DEFAULT_BATCHES
+
+    framework = registry.framework(config.framework)
+    platform = registry.platform(config.device)
+    axes: dict[str, Any] = {}
+    if "--batch-size" not in given:
+        low = registry.workload(config.workload).min_batch_size
+        axes["batch_sizes"] = tuple(b for b in DEFAULT_BATCHES if b >= low)
+    if "--precision" not in given:
+        reduced = ("bf16",) if config.device == "cpu" else ("bf16", "fp16")
+        axes["precisions"] = ("fp32", *(p for p in reduced if p in platform.precisions))
+    if not given & {"--memory-format", "--channels-last"}:
+        axes["memory_formats"] = framework.memory_formats
+    if "--compile" not in given and framework.default_compiler:
+        axes["compilers"] = (None, framework.default_compiler)
+    if config.device == "cpu":
+        for flag, field, axis, values in (
+            ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),
+            ("--openmp", "openmps", "openmp", ("gnu", "intel")),
+        ):
+            if flag in given or (axis == "openmp" and config.framework != "torch"):
+                continue
+            installed = []
+            for value in values:
+                try:
+                    runtime.library(axis, value)
+                    installed.append(value)
+                except UsageError:
+                    pass
+            axes[field] = tuple(installed)
+    return axes
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from bench import cli
+    from bench.report.text import plain
+    from bench.tune import TuneRunner, command_line
+
+    # --budget may come after the workload too, among the run options.
+    own = argparse.ArgumentParser(prog="bench tune", add_help=False)
+    own.add_argument("--budget", type=budget, default=args.budget)
+    known, options = own.parse_known_args(args.options)
+    given = _given(options)
+    for flag in ("--find-max-batch", "--epochs", "--resume"):
+        if flag in given:
+            raise UsageError(f"{flag}: not with bench tune, which measures steps; use bench run")
+    parsed = cli.build_parser().parse_args(["run", args.workload, *options])
+    if "--repeats" not in given:
+        parsed.repeats = 3  # the finalists' intervals
+    config = cli.config_from_args(parsed)
+    config = dataclasses.replace(config, **default_axes(config, given))
+    console = cli._console(parsed)
+    grid = len(list(config.points()))
+    cli._print(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
+    runner = functools.partial(TuneRunner, budget_s=known.budget)
+    code, outcome, _ = cli.run_and_print(config, parsed, runner_class=runner)
+    if outcome is not None and outcome.points and outcome.points[0].throughput:
+        best = outcome.points[0]
+        said = f"best: {best.label}, {best.throughput.value:,.1f} samples/s"  # type: ignore[union-attr]
+        if len(outcome.points) > 1:
+            said += f"; {versus_runner_up(best, outcome.points[1])}"
+        console.print(plain(said))
+        console.print(plain(f"  {command_line(best, config)}"))
+    return code
+
+
+def versus_runner_up(best: Any, second: Any) -> str:
+    """The winner's ratio to the runner-up, with its interval: is the order beyond noise?"""
+    from bench.stats import ratio_interval
+
+    ratio = best.throughput.value / second.throughput.value
+    interval = ratio_interval(best.repeat_throughputs(), second.repeat_throughputs())
+    if interval is None:
+        return f"{ratio:.2f}x the runner-up (one run a side: untested)"
+    verdict = "faster beyond noise" if interval[0] > 1 else "not faster beyond noise"
+    return f"{ratio:.2f}x [{interval[0]:.2f}–{interval[1]:.2f}] the runner-up: {verdict}"
