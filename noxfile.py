@@ -198,7 +198,8 @@ def build(session: nox.Session, image: str) -> None:
         session.run("docker", "load", "-q", "-i", f"{tmp}/base.tar", external=True)
         session.run("docker", "tag", manifest["base"]["id"], base_tag, external=True)
         Path(tmp, "vendor").rename(vendor)
-        base = {"BASE_IMAGE": base_tag, "BASE_NAME": manifest["base"]["name"]}
+        base = {"BASE_IMAGE": base_tag, "BASE_NAME": manifest["base"]["name"],
+                "BASE_DIGEST": manifest["base"]["digest"]}  # fmt: skip
         try:
             _docker_build(session, f"bench:{image}", {**args, **base}, "--network", "none")
         finally:
@@ -244,19 +245,18 @@ def vendor(session: nox.Session, image: str) -> None:
     archive = dist / f"bench-{image}-vendor-{args['BENCH_LOCK_SHA256'][:12]}.tar"
     with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=dist) as tmp:
         work = Path(tmp)
-        container = subprocess.run(["docker", "create", tag], capture_output=True, text=True)
+        cid = str(session.run("docker", "create", tag, silent=True, external=True)).strip()
         try:
-            cid = container.stdout.strip()
             session.run("docker", "cp", f"{cid}:/opt/bench/image/vendor", str(work), external=True)
         finally:
-            subprocess.run(["docker", "rm", container.stdout.strip()], capture_output=True)
+            subprocess.run(["docker", "rm", cid], capture_output=True)
             subprocess.run(["docker", "rmi", tag], capture_output=True)
         session.run("docker", "save", "-o", str(work / "base.tar"), base["Id"], external=True)
         manifest = {
             "kind": "bench vendor archive",
             "image": f"bench:{image}",
             "lock_sha256": args["BENCH_LOCK_SHA256"],
-            "base": {"name": args["BASE_IMAGE"], "id": base["Id"]},
+            "base": {"name": args["BASE_IMAGE"], "id": base["Id"], "digest": args["BASE_DIGEST"]},
             "debian_source": args.get("DEBIAN_MIRROR", "the dated Debian snapshot"),
             "debs": sorted(p.name for p in (work / "vendor" / "debs").glob("*.deb")),
             "wheels": sorted(p.name for p in (work / "vendor" / "wheels").iterdir()),
@@ -368,9 +368,12 @@ def rerun(session: nox.Session) -> None:
 def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -> None:
     """docker load the archive in dist/ that holds IMAGE_ID, checked; else say what to do."""
     for manifest_path in sorted((ROOT / "dist").glob("*.manifest.json")):
-        manifest = json.loads(manifest_path.read_text())
-        if manifest.get("image_id") == image_id:
-            archive = manifest_path.with_name(Path(manifest["archive"]).name)
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours: bench verify says what is wrong with it
+        if isinstance(manifest, dict) and manifest.get("image_id") == image_id:
+            archive = manifest_path.with_name(Path(str(manifest.get("archive"))).name)
             _archive_manifest(session, archive)  # its sha256 first
             session.run("docker", "load", "-i", str(archive), external=True)
             return

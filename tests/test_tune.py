@@ -6,7 +6,8 @@ import json
 import pytest
 
 from bench import result, tune
-from bench.commands.tune import budget, versus_runner_up
+from bench.commands.options import duration
+from bench.commands.tune import versus_runner_up
 from bench.config import RunConfig
 from bench.tune import TuneRunner, command_line
 
@@ -112,7 +113,7 @@ def test_the_budget_stops_round_one_and_later_rounds(tmp_path, monkeypatch):
     ("text", "seconds"), [("20m", 1200), ("90s", 90), ("1.5h", 5400), ("45", 45)]
 )
 def test_budget_accepts_times_with_units(text, seconds):
-    assert budget(text) == seconds
+    assert duration(text) == seconds
 
 
 def test_tune_on_the_cpu_prints_the_winner_as_a_command(tmp_path):

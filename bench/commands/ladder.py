@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bench.commands.options import workload_and_run_options
 from bench.errors import UsageError
 
 # The ladder sets these itself, rung by rung.
@@ -22,11 +23,9 @@ def register(sub: Any) -> None:
         "ladder",
         help="climb the Xeon CPU study's ladder: each optimisation on top of the best so far",
     )
-    p.add_argument("workload", help="what to train (see: bench list)")
-    p.add_argument(
-        "options",
-        nargs=argparse.REMAINDER,
-        help="bench run options (--device, --batch-size for the sweep, default 32,64,128,256; "
+    workload_and_run_options(
+        p,
+        "bench run options (--device, --batch-size for the sweep, default 32,64,128,256; "
         "--repeats, default 3; --steps, --instance, ...)",
     )
     p.set_defaults(func=cmd_ladder)

@@ -27,3 +27,23 @@ def require_extra(command: str, *modules: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise UsageError(f"bench {command} needs {', '.join(missing)}: pip install 'bench[report]'")
+
+
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*")
+_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration(text: str) -> float:
+    """Seconds from '20m', '90s', '1.5h' or plain seconds."""
+    match = _DURATION.fullmatch(text)
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a positive time such as 20m, 90s or 1.5h"
+        )
+    return float(match.group(1)) * _SECONDS[match.group(2) or "s"]
+
+
+def workload_and_run_options(parser: argparse.ArgumentParser, options_help: str) -> None:
+    """WORKLOAD, then every bench run option (commands that build on a run: ladder, tune)."""
+    parser.add_argument("workload", help="what to train (see: bench list)")
+    parser.add_argument("options", nargs=argparse.REMAINDER, help=options_help)

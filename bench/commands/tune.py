@@ -10,35 +10,21 @@ from __future__ import annotations
 
 import argparse
 import functools
-import re
 from typing import Any
 
+from bench.commands.options import duration, workload_and_run_options
 from bench.errors import UsageError
-
-_UNITS = {"s": 1, "m": 60, "h": 3600}
-
-
-def budget(text: str) -> float:
-    """'20m', '90s', '1.5h' or plain seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not match or float(match.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a positive time such as 20m, 90s or 1.5h"
-        )
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "tune", help="find the fastest configuration within a time budget (successive halving)"
     )
-    p.add_argument("workload", help="what to train (see: bench list)")
-    p.add_argument("--budget", type=budget, default=20 * 60.0,
+    p.add_argument("--budget", type=duration, default=20 * 60.0,
                    help="soft time budget, e.g. 20m (default), 90s, 1.5h")  # fmt: skip
-    p.add_argument(
-        "options",
-        nargs=argparse.REMAINDER,
-        help="bench run options: sweep axes narrow the grid (--batch-size 64,128 ...); "
+    workload_and_run_options(
+        p,
+        "bench run options: sweep axes narrow the grid (--batch-size 64,128 ...); "
         "--steps and --repeats (default 3) are the finalists' measurement",
     )
     p.set_defaults(func=cmd_tune)
@@ -93,7 +79,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     # --budget may come after the workload too, among the run options.
     own = argparse.ArgumentParser(prog="bench tune", add_help=False)
-    own.add_argument("--budget", type=budget, default=args.budget)
+    own.add_argument("--budget", type=duration, default=args.budget)
     known, options = own.parse_known_args(args.options)
     given = _given(options)
     for flag in ("--find-max-batch", "--epochs", "--resume"):
