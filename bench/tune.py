@@ -108,7 +108,7 @@ class TuneRunner(Runner):
                 reverse=True,
             )
             self.result.points = [m for _, m in ranked]
-            if final or len(ranked) <= 1:
+            if final or not ranked:  # a lone survivor is still measured in full
                 break
             survivors = [p for p, _ in ranked[: max(1, math.ceil(len(ranked) / ETA))]]
             steps = min(steps * ETA, config.steps)

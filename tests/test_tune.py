@@ -88,6 +88,20 @@ def test_a_failing_probe_drops_out_with_its_reason(tmp_path):
     assert all(p.batch_size != 256 and p.status == "ok" for p in outcome.points)
 
 
+def test_a_lone_survivor_is_still_measured_in_full(tmp_path):
+    def only_one_fits(point, n):
+        if (point.batch_size, point.precision, point.memory_format, point.compile) != (
+            32, "fp32", "contiguous", None
+        ):  # fmt: skip
+            return {"status": "oom", "error": "out of memory"}
+        return answer(point, n)
+
+    _, outcome, _ = search(tmp_path, answer=only_one_fits)
+    last = outcome.tune["rounds"][-1]
+    assert (last["of"], last["steps"], last["repeats"]) == (1, 20, 3)
+    assert len(outcome.points) == 1 and len(outcome.points[0].repeat_throughputs()) == 3
+
+
 def test_the_budget_stops_round_one_and_later_rounds(tmp_path, monkeypatch):
     """A fake clock: each probe takes 10 s of overhead plus its steps."""
     clock = [0.0]
