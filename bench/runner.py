@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from bench import files, launchers, provenance, registry, result
 from bench.config import PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
-from bench.result import MaxBatch, Point, Probe, Result, point_axes
+from bench.result import POINT_AXES, MaxBatch, Point, Probe, Result, point_axes
 
 Response = dict[str, Any]
 # spawn(point, task, on_progress) -> response; task is "measure" or "count_flops".
@@ -205,20 +205,12 @@ class Runner:
         """All repeats of one point: a fixed count (`repeats`, else the config's), or
         automatic until the spread is small."""
         config = dataclasses.replace(self.config, repeats=repeats) if repeats else self.config
-        axes = {
-            "batch_size": point.batch_size,
-            "precision": point.precision,
-            "memory_format": point.memory_format,
-            "compile": point.compile,
-            "allocator": point.allocator,
-            "openmp": point.openmp,
-            "numa": point.numa,
-        }
-        label = Point(**axes, devices=point.ranks).label  # type: ignore[arg-type]
+        axes = dict(zip(POINT_AXES, point_axes(point), strict=True))
+        label = Point(**axes, devices=point.ranks).label
         flops = self._flops_per_sample(point)
         wanted = config.repeats or config.max_repeats
         responses: list[Response] = []
-        measured = Point(**axes)  # type: ignore[arg-type]
+        measured = Point(**axes)
         while len(responses) < wanted:
             self.reporter.start(
                 f"{label} (repeat {len(responses) + 1})", point.warmup_steps + point.measured_steps
