@@ -40,11 +40,6 @@ def _stopped(tune: dict[str, Any], why: str) -> None:
     tune["stopped"] = f"{tune['stopped']}; {why}" if tune["stopped"] else why
 
 
-def _step_s(point: Point) -> float:
-    tp = point.throughput
-    return point.batch_size / tp.value if tp and tp.value else 0.0
-
-
 class TuneRunner(Runner):
     """A Runner whose points are the final round's, ranked; `budget_s`: the soft budget."""
 
@@ -112,7 +107,6 @@ class TuneRunner(Runner):
                 break
             survivors = [p for p, _ in ranked[: max(1, math.ceil(len(ranked) / ETA))]]
             steps = min(steps * ETA, config.steps)
-        self._save()
 
     @staticmethod
     def _predict(last: tuple[float, int, int, Point], steps: int, repeats: int) -> float:
@@ -120,7 +114,7 @@ class TuneRunner(Runner):
         its child overhead (wall time less its steps) plus the new steps at its pace."""
         wall, last_steps, last_repeats, point = last
         per_run = wall / last_repeats
-        step_s = _step_s(point)
+        step_s = point.step_time.mean if point.step_time else 0.0
         overhead = max(per_run - last_steps * step_s, 0.0)
         return repeats * (overhead + steps * step_s)
 

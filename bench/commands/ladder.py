@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench.commands.options import workload_and_run_options
+from bench.commands.options import option_names, workload_and_run_options
 from bench.errors import UsageError
 
 # The ladder sets these itself, rung by rung.
@@ -35,7 +35,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     from bench import cli
     from bench.ladder import DEFAULT_BATCHES, LadderRunner
 
-    given = [option.split("=")[0] for option in args.options]  # '--steps=5' is --steps
+    given = option_names(args.options)
     for name in given:
         if name in _SET_BY_THE_LADDER:
             raise UsageError(

@@ -47,3 +47,8 @@ def workload_and_run_options(parser: argparse.ArgumentParser, options_help: str)
     """WORKLOAD, then every bench run option (commands that build on a run: ladder, tune)."""
     parser.add_argument("workload", help="what to train (see: bench list)")
     parser.add_argument("options", nargs=argparse.REMAINDER, help=options_help)
+
+
+def option_names(options: list[str]) -> list[str]:
+    """The options named in a list of run arguments, in order ('--steps=5' is --steps)."""
+    return [option.split("=")[0] for option in options if option.startswith("--")]

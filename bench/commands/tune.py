@@ -12,7 +12,7 @@ import argparse
 import functools
 from typing import Any
 
-from bench.commands.options import duration, workload_and_run_options
+from bench.commands.options import duration, option_names, workload_and_run_options
 from bench.errors import UsageError
 
 
@@ -28,10 +28,6 @@ def register(sub: Any) -> None:
         "--steps and --repeats (default 3) are the finalists' measurement",
     )
     p.set_defaults(func=cmd_tune)
-
-
-def _given(options: list[str]) -> set[str]:
-    return {option.split("=")[0] for option in options if option.startswith("--")}
 
 
 def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
@@ -81,7 +77,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     own = argparse.ArgumentParser(prog="bench tune", add_help=False)
     own.add_argument("--budget", type=duration, default=args.budget)
     known, options = own.parse_known_args(args.options)
-    given = _given(options)
+    given = set(option_names(options))
     for flag in ("--find-max-batch", "--epochs", "--resume"):
         if flag in given:
             raise UsageError(f"{flag}: not with bench tune, which measures steps; use bench run")

@@ -156,12 +156,9 @@ def notes(result: Result) -> str | None:
     ]
     differ = (result.environment or {}).get("nodes_differ")
     machines = [f"the machines of this run differ in: {', '.join(differ)}"] if differ else []
-    stopped = (
-        [f"tune stopped early: {(result.tune or {}).get('stopped')}"]
-        if (result.tune or {}).get("stopped")
-        else []
-    )
-    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines, *stopped,
+    stopped = (result.tune or {}).get("stopped")
+    tune = [f"tune stopped early: {stopped}"] if stopped else []
+    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines, *tune,
              energy_note(result) or ""]  # fmt: skip
     return "\n".join(line for line in lines if line) or None
 
