@@ -56,8 +56,36 @@ class _SyntheticSamples:
 
         sample = self.offset + index  # each rank its own samples
         generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + sample)
-        inputs, targets = self.impl.make_batch(self.point.spec, self.point, 1, generator)
-        return inputs[0], targets[0]
+        batch = self.impl.make_batch(self.point.spec, self.point, 1, generator)
+        return _tree_map(lambda tensor: tensor[0], batch)
+
+
+def _tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
+    """`function` on every tensor of a batch: a tensor, or tuples, lists and dicts of them
+    (detection targets are a dict of boxes, labels and masks)."""
+    if isinstance(batch, tuple | list):
+        return type(batch)(_tree_map(function, item) for item in batch)
+    if isinstance(batch, dict):
+        return {key: _tree_map(function, item) for key, item in batch.items()}
+    return function(batch)
+
+
+def _describe(optimizer: Any) -> str:
+    """'SGD(lr=0.01, momentum=0.9)': the optimiser and its settings that are not zero."""
+    settings = ", ".join(
+        f"{name}={optimizer.defaults[name]}"
+        for name in ("lr", "momentum", "betas", "weight_decay")
+        if optimizer.defaults.get(name)
+    )
+    return f"{type(optimizer).__name__}({settings})"
+
+
+def _model_loss(impl: Any) -> Callable[[Any, Any, Any], Any]:
+    """The training loss of a workload: its own `train_loss(model, inputs, targets)` when
+    the model computes its losses (detection, GANs), else `loss(model(inputs), targets)`."""
+    if hasattr(impl, "train_loss"):
+        return impl.train_loss
+    return lambda model, inputs, targets: impl.loss(model(inputs), targets)
 
 
 class TorchSession(Session):
@@ -68,6 +96,7 @@ class TorchSession(Session):
 
         self.point, self.platform, self.rank = point, platform, rank
         self.impl = point.spec.implementation("torch")
+        self.train_loss = _model_loss(self.impl)
         # Each rank trains its share of the GLOBAL batch, on its own data.
         self.devices = rank.world_size if rank else 1
         self.batch_size = point.batch_size // self.devices
@@ -99,7 +128,13 @@ class TorchSession(Session):
         if rank is not None:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        # SGD with momentum, unless the workload trains with its own (GANs: Adam).
+        make_optimizer = getattr(self.impl, "optimizer", None)
+        self.optimizer = (
+            make_optimizer(model.parameters())
+            if make_optimizer
+            else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        )
         self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
         self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
@@ -107,7 +142,7 @@ class TorchSession(Session):
         self.batches = self._batches()
         self.details = {
             "threads": torch.get_num_threads(),
-            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "optimizer": _describe(self.optimizer),
             "grad_scaler": self.scaler is not None,
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
@@ -122,15 +157,18 @@ class TorchSession(Session):
                 "launcher": "torchrun",
             }
 
-    def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+    def _to_device(self, batch: Any) -> Any:
         import torch
 
-        tensor = tensor.to(self.device, non_blocking=True)
-        if self.channels_last and tensor.dim() == 4:
-            tensor = tensor.contiguous(memory_format=torch.channels_last)
-        return tensor
+        def move(tensor: torch.Tensor) -> torch.Tensor:
+            tensor = tensor.to(self.device, non_blocking=True)
+            if self.channels_last and tensor.dim() == 4:
+                tensor = tensor.contiguous(memory_format=torch.channels_last)
+            return tensor
 
-    def _batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return _tree_map(move, batch)
+
+    def _batches(self) -> Iterator[tuple[Any, Any]]:
         import torch
 
         point = self.point
@@ -165,7 +203,7 @@ class TorchSession(Session):
         with torch.autocast(
             self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None
         ):
-            loss = self.impl.loss(self.model(inputs), targets)
+            loss = self.train_loss(self.model, inputs, targets)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -225,8 +263,8 @@ class TorchSession(Session):
         inputs, targets = self.impl.make_batch(self.point.spec, self.point, batch, generator)
         counter = FlopCounterMode(display=False)
         with counter:
-            self.impl.loss(
-                self.eager_model(self._to_device(inputs)), self._to_device(targets)
+            self.train_loss(
+                self.eager_model, self._to_device(inputs), self._to_device(targets)
             ).backward()
         self.optimizer.zero_grad(set_to_none=True)
         return counter.get_total_flops() / batch

@@ -5,6 +5,12 @@ from here and only write build_model:
   build_model(spec, point) -> torch.nn.Module
   make_batch(spec, point, batch_size, generator) -> (inputs, targets), on the CPU
   loss(outputs, targets) -> scalar tensor
+A model that computes its own losses from inputs and targets (torchvision's detection
+models, a GAN's generator and discriminators) provides instead of `loss`:
+  train_loss(model, inputs, targets) -> scalar tensor, calling model(...) once
+A workload that trains with its own optimiser (SGD with momentum otherwise) provides:
+  optimizer(parameters) -> torch.optim.Optimizer
+Inputs and targets are tensors, or tuples and dicts of tensors (boxes, labels, masks).
 """
 
 from __future__ import annotations
