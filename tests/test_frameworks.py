@@ -25,7 +25,8 @@ FRAMEWORKS = [
     )
     for name, module in (("tensorflow", "tensorflow"), ("jax", "jax"))
 ]
-WORKLOADS = ["tiny", "cnn-s", "cnn-m", "cnn-l", "cnn-xl", "resnet50", "resnet50-cifar", "bert-base"]
+WORKLOADS = ["tiny", "cnn-s", "cnn-m", "cnn-l", "cnn-xl", "resnet50", "resnet50-cifar", "bert-base",
+             "bert-large"]  # fmt: skip
 
 COUNT_SCRIPT = """
 import json, sys
@@ -62,6 +63,7 @@ def test_every_workload_has_the_torch_parameter_count_within_one_percent(framewo
         assert abs(counts[name] - reference) / reference < 0.01, (name, counts[name], reference)
     # Where the architectures are written layer for layer, the counts are exact.
     assert counts["bert-base"] == 109_514_298 and counts["cnn-xl"] == 1_662_794
+    assert counts["bert-large"] == 335_174_458
 
 
 @pytest.mark.slow

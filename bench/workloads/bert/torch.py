@@ -1,43 +1,41 @@
-"""BERT-base for masked-token training, initialised locally (nothing downloaded)."""
+"""BERT (base or large) for masked-token training, initialised locally (nothing downloaded)."""
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.workloads.bert_base import (
-    FFN,
-    HEADS,
-    HIDDEN,
-    LAYERS,
-    MASK_FRACTION,
-    MASK_TOKEN,
-    MAX_POSITIONS,
-)
+from bench.workloads.bert import MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS, SIZES, Size
 
 
 class BertForMaskedLM(nn.Module):
-    def __init__(self, vocab: int) -> None:
+    def __init__(self, vocab: int, size: Size) -> None:
         super().__init__()
-        self.words = nn.Embedding(vocab, HIDDEN)
-        self.positions = nn.Embedding(MAX_POSITIONS, HIDDEN)
-        self.segments = nn.Embedding(2, HIDDEN)
-        self.embed_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
+        hidden = size.hidden
+        self.words = nn.Embedding(vocab, hidden)
+        self.positions = nn.Embedding(MAX_POSITIONS, hidden)
+        self.segments = nn.Embedding(2, hidden)
+        self.embed_norm = nn.LayerNorm(hidden, eps=1e-12)
         self.dropout = nn.Dropout(0.1)
         layer = nn.TransformerEncoderLayer(
-            HIDDEN,
-            HEADS,
-            FFN,
+            hidden,
+            size.heads,
+            size.ffn,
             dropout=0.1,
             activation="gelu",
             batch_first=True,
             layer_norm_eps=1e-12,  # post-LN, as BERT
         )
-        self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.encoder = nn.TransformerEncoder(layer, size.layers, enable_nested_tensor=False)
         self.head = nn.Sequential(
-            nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.LayerNorm(HIDDEN, eps=1e-12)
+            nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden, eps=1e-12)
         )
-        self.decoder = nn.Linear(HIDDEN, vocab)
+        self.decoder = nn.Linear(hidden, vocab)
         self.decoder.weight = self.words.weight  # tied input and output embeddings, as BERT
+        for module in self.modules():  # BERT's initialisation: N(0, 0.02), zero biases
+            if isinstance(module, nn.Linear | nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], device=tokens.device)
@@ -47,7 +45,7 @@ class BertForMaskedLM(nn.Module):
 
 
 def build_model(spec, point) -> nn.Module:
-    return BertForMaskedLM(spec.num_classes)
+    return BertForMaskedLM(spec.num_classes, SIZES[spec.name])
 
 
 def make_batch(spec, point, batch_size: int, generator: torch.Generator):

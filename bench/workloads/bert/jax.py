@@ -1,19 +1,11 @@
-"""BERT-base for masked-token training in Flax, the same layers as torch.py."""
+"""BERT (base or large) for masked-token training in Flax, the same layers as torch.py."""
 
 import flax.linen as nn
 import jax.numpy as jnp
 import optax
 
 from bench.workloads._numpy import IGNORE, masked_token_batch
-from bench.workloads.bert_base import (
-    FFN,
-    HEADS,
-    HIDDEN,
-    LAYERS,
-    MASK_FRACTION,
-    MASK_TOKEN,
-    MAX_POSITIONS,
-)
+from bench.workloads.bert import MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS, SIZES, Size
 
 _EPS = 1e-12  # BERT's layer-norm epsilon
 
@@ -21,34 +13,37 @@ _EPS = 1e-12  # BERT's layer-norm epsilon
 class EncoderLayer(nn.Module):
     """Post-LN transformer layer, as BERT and torch.nn.TransformerEncoderLayer."""
 
+    size: Size
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, x, train: bool):
         dropout = nn.Dropout(0.1, deterministic=not train)
         attended = nn.MultiHeadDotProductAttention(
-            HEADS, dtype=self.dtype, dropout_rate=0.1, deterministic=not train
+            self.size.heads, dtype=self.dtype, dropout_rate=0.1, deterministic=not train
         )(x)
         x = nn.LayerNorm(_EPS, dtype=self.dtype)(x + dropout(attended))
-        hidden = nn.gelu(nn.Dense(FFN, dtype=self.dtype)(x), approximate=False)
-        hidden = nn.Dense(HIDDEN, dtype=self.dtype)(hidden)
+        hidden = nn.gelu(nn.Dense(self.size.ffn, dtype=self.dtype)(x), approximate=False)
+        hidden = nn.Dense(self.size.hidden, dtype=self.dtype)(hidden)
         return nn.LayerNorm(_EPS, dtype=self.dtype)(x + dropout(hidden))
 
 
 class BertForMaskedLM(nn.Module):
     vocab: int
+    size: Size
     dtype: jnp.dtype
 
     @nn.compact
     def __call__(self, tokens, train: bool = True):
-        words = nn.Embed(self.vocab, HIDDEN, dtype=self.dtype)
-        positions = nn.Embed(MAX_POSITIONS, HIDDEN, dtype=self.dtype)(jnp.arange(tokens.shape[1]))
-        segments = nn.Embed(2, HIDDEN, dtype=self.dtype)(jnp.zeros_like(tokens))
+        hidden = self.size.hidden
+        words = nn.Embed(self.vocab, hidden, dtype=self.dtype)
+        positions = nn.Embed(MAX_POSITIONS, hidden, dtype=self.dtype)(jnp.arange(tokens.shape[1]))
+        segments = nn.Embed(2, hidden, dtype=self.dtype)(jnp.zeros_like(tokens))
         x = words(tokens) + positions[None] + segments
         x = nn.Dropout(0.1, deterministic=not train)(nn.LayerNorm(_EPS, dtype=self.dtype)(x))
-        for _ in range(LAYERS):
-            x = EncoderLayer(self.dtype)(x, train)
-        x = nn.gelu(nn.Dense(HIDDEN, dtype=self.dtype)(x), approximate=False)
+        for _ in range(self.size.layers):
+            x = EncoderLayer(self.size, self.dtype)(x, train)
+        x = nn.gelu(nn.Dense(hidden, dtype=self.dtype)(x), approximate=False)
         x = nn.LayerNorm(_EPS, dtype=self.dtype)(x)
         # The output projection is the word embedding, transposed (tied, as BERT).
         bias = self.param("decoder_bias", nn.initializers.zeros, (self.vocab,))
@@ -56,7 +51,7 @@ class BertForMaskedLM(nn.Module):
 
 
 def build_model(spec, point, dtype) -> nn.Module:
-    return BertForMaskedLM(spec.num_classes, dtype)
+    return BertForMaskedLM(spec.num_classes, SIZES[spec.name], dtype)
 
 
 def make_batch(spec, point, batch_size: int, seed: int):

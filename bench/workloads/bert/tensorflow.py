@@ -1,18 +1,10 @@
-"""BERT-base for masked-token training in Keras 3, the same layers as torch.py."""
+"""BERT (base or large) for masked-token training in Keras 3, the same layers as torch.py."""
 
 import keras
 from keras import layers, ops
 
 from bench.workloads._numpy import IGNORE, masked_token_batch
-from bench.workloads.bert_base import (
-    FFN,
-    HEADS,
-    HIDDEN,
-    LAYERS,
-    MASK_FRACTION,
-    MASK_TOKEN,
-    MAX_POSITIONS,
-)
+from bench.workloads.bert import MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS, SIZES, Size
 
 _EPS = 1e-12  # BERT's layer-norm epsilon
 
@@ -20,12 +12,14 @@ _EPS = 1e-12  # BERT's layer-norm epsilon
 class EncoderLayer(layers.Layer):
     """Post-LN transformer layer, as BERT and torch.nn.TransformerEncoderLayer."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, size: Size, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.attention = layers.MultiHeadAttention(HEADS, HIDDEN // HEADS, dropout=0.1)
+        self.attention = layers.MultiHeadAttention(
+            size.heads, size.hidden // size.heads, dropout=0.1
+        )
         self.attention_norm = layers.LayerNormalization(epsilon=_EPS)
-        self.ffn_in = layers.Dense(FFN, activation="gelu")
-        self.ffn_out = layers.Dense(HIDDEN)
+        self.ffn_in = layers.Dense(size.ffn, activation="gelu")
+        self.ffn_out = layers.Dense(size.hidden)
         self.ffn_norm = layers.LayerNormalization(epsilon=_EPS)
         self.dropout = layers.Dropout(0.1)
 
@@ -37,15 +31,15 @@ class EncoderLayer(layers.Layer):
 
 
 class BertForMaskedLM(keras.Model):
-    def __init__(self, vocab: int, **kwargs) -> None:
+    def __init__(self, vocab: int, size: Size, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.words = layers.Embedding(vocab, HIDDEN)
-        self.positions = layers.Embedding(MAX_POSITIONS, HIDDEN)
-        self.segments = layers.Embedding(2, HIDDEN)
+        self.words = layers.Embedding(vocab, size.hidden)
+        self.positions = layers.Embedding(MAX_POSITIONS, size.hidden)
+        self.segments = layers.Embedding(2, size.hidden)
         self.embed_norm = layers.LayerNormalization(epsilon=_EPS)
         self.dropout = layers.Dropout(0.1)
-        self.encoder = [EncoderLayer() for _ in range(LAYERS)]
-        self.head = layers.Dense(HIDDEN, activation="gelu")
+        self.encoder = [EncoderLayer(size) for _ in range(size.layers)]
+        self.head = layers.Dense(size.hidden, activation="gelu")
         self.head_norm = layers.LayerNormalization(epsilon=_EPS)
         self.vocab = vocab
 
@@ -71,7 +65,7 @@ class BertForMaskedLM(keras.Model):
 
 
 def build_model(spec, point) -> keras.Model:
-    model = BertForMaskedLM(spec.num_classes)
+    model = BertForMaskedLM(spec.num_classes, SIZES[spec.name])
     model(ops.zeros((1, spec.input_shape(point.seq_len)[0]), dtype="int32"))  # create weights
     return model
 
