@@ -75,7 +75,9 @@ def tests(session: nox.Session) -> None:
     """Run the test suite on the CPU (real training in child processes included)."""
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
-    session.install("-e", ".[torch,jax,report,dev,xeon]", "tensorflow-cpu", "keras", *CONSTRAINTS)
+    session.install(
+        "-e", ".[torch,jax,report,dev,xeon,zoo]", "tensorflow-cpu", "keras", *CONSTRAINTS
+    )
     session.run("pytest", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
 
 

@@ -47,7 +47,9 @@ from bench.trackers.busy import verdict as busy_verdict
 #     mapped); configs gain `allocators`, `openmps`, `numas`.
 #   6: results gain `tune` (bench tune's rounds of successive halving: every probe as a
 #     point, the budget and why it stopped; null for other runs).
-SCHEMA_VERSION = 6
+#   7: points gain `unit_throughput` (derived: tokens/s or pixels/s where the workload
+#     has such a unit; details.per_sample records how many a sample holds).
+SCHEMA_VERSION = 7
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +83,10 @@ def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "tune": None, "schema_version": 6}
 
 
+def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "schema_version": 7}  # points gained unit_throughput, derived on load
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
@@ -88,6 +94,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     3: _v3_to_v4,
     4: _v4_to_v5,
     5: _v5_to_v6,
+    6: _v6_to_v7,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -324,6 +331,18 @@ class Point:
             return None
         return self.flops_per_sample * self.throughput.value
 
+    @property
+    def unit_throughput(self) -> tuple[float, str] | None:
+        """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
+        one besides samples (the worker records how many a sample holds)."""
+        per_sample = self.details.get("per_sample")
+        if not isinstance(per_sample, dict) or self.throughput is None:
+            return None
+        count, unit = per_sample.get("count"), per_sample.get("unit")
+        if not isinstance(count, int) or not isinstance(unit, str):
+            return None
+        return self.throughput.value * count, f"{unit}/s"
+
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         # Derived figures, for readers of the file; recomputed (not read) on load.
@@ -334,6 +353,8 @@ class Point:
         data["epoch_time"] = dataclasses.asdict(epoch) if epoch else None
         data["peak_memory"] = {"value": self.peak_memory, "unit": "B", "kind": self.memory_kind}
         data["achieved_flops"] = {"value": self.achieved_flops, "unit": "FLOP/s"}
+        per_unit = self.unit_throughput
+        data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
         energy = self.energy_summary
         data["energy_summary"] = (
             {**dataclasses.asdict(energy), "samples_per_joule": energy.samples_per_joule,

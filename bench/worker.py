@@ -92,6 +92,9 @@ def measure(
         "epoch_times_s": None,
         "details": {**session.details, "step_clock": timer.kind},
     }
+    units = point.spec.units_per_sample(point.seq_len)
+    if units:
+        record["details"]["per_sample"] = {"unit": units[0], "count": units[1]}
     sources, unavailable = energy_sources
     energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
     # bench's own processes: the parent and everything under it (ranks, workers).

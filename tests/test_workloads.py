@@ -21,6 +21,16 @@ PARAMETERS = {
     "resnet50": 25_557_032,  # torchvision's ResNet-50
     "resnet50-cifar": 23_528_522,
     "bert-base": 109_514_298,  # BERT-base with a tied masked-LM head, no pooler
+    "bert-large": 335_174_458,
+    # The model zoo of the 2020 GPU comparison, and today's transformers.
+    "gpt2": 124_439_808,  # GPT-2 small, exactly as published (tied embeddings)
+    "gpt2-medium": 354_823_168,
+    "vit-b16": 86_567_656,  # torchvision's ViT-B/16
+    "nasnet-large": 88_753_150,  # timm's nasnetalarge
+    "maskrcnn": 44_454_513,  # torchvision's, from scratch (batch norm trains)
+    "deeplabv3": 39_638_355,  # torchvision's, 19 classes, no auxiliary head
+    "transformer-big": 214_249_472,  # the paper's 213 M with a 37k shared vocabulary
+    "pix2pixhd": 188_149_957,  # global generator 182.5 M + two discriminators 5.6 M
 }
 
 

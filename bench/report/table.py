@@ -46,6 +46,8 @@ def title(result: Result) -> str:
 # Columns a narrow terminal drops first (the rest always stay): details before figures.
 _DROP_ORDER = (
     "step p95\n(ms)",
+    "throughput\n(pixels/s)",
+    "throughput\n(tokens/s)",
     "model\nTFLOP/s",
     "mean\npower (W)",
     "peak\nmemory",
@@ -91,6 +93,10 @@ def points_table(result: Result, width: int | None = None) -> Table:
     column("throughput\n(samples/s)", [f"{p.throughput.value:,.1f}" if p.throughput else ""
                                         for p in points])  # fmt: skip
     column("95% CI\n(samples/s)", [ci(p) for p in points])
+    per_unit = [p.unit_throughput for p in points]
+    units = {u[1] for u in per_unit if u}
+    header = f"throughput\n({', '.join(sorted(units))})"
+    column(header, [human(u[0]) if u else "" for u in per_unit], bool(units))
     column("scaling\nefficiency", [f"{e:.0%}" if e is not None else "" for e in efficiency],
            any(e is not None for e in efficiency))  # fmt: skip
     steps = [p.step_time for p in points]

@@ -29,6 +29,9 @@ class WorkloadSpec:
     # Sequence workloads take --seq-len; None means the option does not apply.
     default_seq_len: int | None = None
     max_seq_len: int | None = None
+    # Throughput's natural unit besides samples: sequences count tokens (--seq-len per
+    # sample; a translation pair its target's); "pixels" counts height x width per sample.
+    per_sample_unit: str | None = None
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
 
@@ -41,6 +44,14 @@ class WorkloadSpec:
         if self.takes_seq_len:
             return (seq_len or self.default_seq_len,)  # type: ignore[return-value]
         return self.sample_shape
+
+    def units_per_sample(self, seq_len: int | None = None) -> tuple[str, int] | None:
+        """('tokens', 1024): the natural unit of one sample and how many it holds."""
+        if self.takes_seq_len:
+            return "tokens", self.input_shape(seq_len)[0]
+        if self.per_sample_unit == "pixels":
+            return "pixels", self.sample_shape[-2] * self.sample_shape[-1]
+        return None
 
     def frameworks(self) -> tuple[str, ...]:
         """Frameworks that implement this workload: the framework modules in its folder."""

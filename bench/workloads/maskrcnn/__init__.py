@@ -1,0 +1,19 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="maskrcnn",
+        description=(
+            "Mask R-CNN ResNet-50-FPN (torchvision) on COCO-shaped 800x1333 images, "
+            "each with synthetic boxes and masks"
+        ),
+        task="instance-segmentation",
+        num_classes=91,  # COCO's category ids, background included, as torchvision
+        sample_shape=(3, 800, 1333),
+        default_batch_size=2,
+        epoch_samples=118_287,  # COCO 2017 train
+        dataset="synthetic COCO-shaped images, boxes and masks",
+    ),
+)
+
+OBJECTS = 8  # objects per image: a typical COCO image holds about seven

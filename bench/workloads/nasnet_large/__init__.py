@@ -1,0 +1,15 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="nasnet-large",
+        description="NASNet-A Large (timm's nasnetalarge) at 331x331, as the 2020 GPU comparison",
+        task="image-classification",
+        num_classes=1000,
+        sample_shape=(3, 331, 331),
+        default_batch_size=16,
+        min_batch_size=2,  # batch norm
+        epoch_samples=1_281_167,
+        dataset="synthetic ImageNet-shaped images",
+    ),
+)

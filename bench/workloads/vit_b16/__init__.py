@@ -1,0 +1,14 @@
+from bench.workloads.base import WorkloadSpec
+
+WORKLOADS = (
+    WorkloadSpec(
+        name="vit-b16",
+        description="ViT-B/16 (torchvision): 12 layers, hidden 768, 16x16 patches, ImageNet at 224",
+        task="image-classification",
+        num_classes=1000,
+        sample_shape=(3, 224, 224),
+        default_batch_size=64,
+        epoch_samples=1_281_167,  # the ImageNet-1k training set
+        dataset="synthetic ImageNet-shaped images",
+    ),
+)
