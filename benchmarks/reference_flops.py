@@ -1,5 +1,5 @@
 """Write bench/data/reference_flops.json: PyTorch's model FLOPs per sample for every
-workload at its default input shape.
+workload that TensorFlow or JAX also implements, at its default input shape.
 
 TensorFlow and JAX use PyTorch's count of the same workload as their model FLOPs (one
 definition for MFU in every framework). Where PyTorch is installed they count it live
@@ -22,6 +22,13 @@ from bench.config import PointConfig
 OUT = Path(__file__).parents[1] / "bench" / "data" / "reference_flops.json"
 
 
+def needs_reference(spec) -> bool:
+    """PyTorch counts it and another framework runs it (the zoo's PyTorch-only models,
+    pix2pixhd at 2048x1024 among them, are counted live where they run)."""
+    frameworks = set(spec.frameworks())
+    return "torch" in frameworks and bool(frameworks - {"torch"})
+
+
 def count(workload: str) -> float:
     spec = registry.workload(workload)
     point = PointConfig(workload=workload, batch_size=max(2, spec.min_batch_size))
@@ -34,7 +41,7 @@ def count(workload: str) -> float:
 def main() -> None:
     entries = []
     for name, spec in sorted(registry.workloads().items()):
-        if "torch" not in spec.frameworks():
+        if not needs_reference(spec):
             continue
         flops = count(name)
         entries.append(

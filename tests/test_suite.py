@@ -66,3 +66,34 @@ def test_suite_list_names_every_preset():
     assert done.returncode == 0
     for name in ("quick", "cifar-cnn", "tpu-vs-gpu", "gpu-memory-ladder", "cpu-ladder"):
         assert name in done.stdout
+
+
+def test_a_matrix_runs_each_run_per_value_and_compare_gives_each_its_column(
+    tmp_path, monkeypatch, capsys
+):
+    """The memory ladder's mechanism: one run per emulated card, labelled with its size,
+    and bench compare lines the largest batches up by card, one column each (results
+    of max-batch searches alone are not set apart for their different caps)."""
+    presets = tmp_path / "suites.toml"
+    presets.write_text(
+        '[ladder]\ndescription = "max batch per card"\n'
+        'runs = [["tiny", "--find-max-batch", "--max-batch-limit", "16", "--steps", "2",'
+        ' "--warmup-steps", "1"]]\n'
+        'matrix = { "--memory-limit" = ["1GiB", "4GiB"] }\n'
+    )
+    monkeypatch.setattr(suite, "SUITES_FILE", presets)
+    out = tmp_path / "out"
+    runs = suite.suites()["ladder"].runs
+    assert [run[-4:] for run in runs] == [
+        ("--memory-limit", "1GiB", "--label", "memory-limit 1GiB"),
+        ("--memory-limit", "4GiB", "--label", "memory-limit 4GiB"),
+    ]
+    assert main(["suite", "ladder", "--device", "cpu", "--output-dir", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(out), "--baseline", "4GiB"]) == 0
+    table = capsys.readouterr().out.replace("\n", " ")
+    assert "set apart" not in table
+    assert "memory-limit 1GiB" in table and "memory-limit 4GiB" in table
+    loaded = [result.load(p) for p in out.glob("tiny-*.json")]
+    assert sorted(r.config.memory_limit_bytes for r in loaded) == [2**30, 4 * 2**30]
+    assert all(r.max_batch[0].status == "done" for r in loaded)

@@ -1,16 +1,18 @@
 """`bench suite NAME [RUN OPTIONS]`: a named preset of runs, one result each, resumable.
 
-The presets live in bench/data/suites.toml. Every run of the suite is parsed and
-validated before the first one starts. Results go to --output-dir (default
-results/suite-NAME); a state file there (suite-NAME.json, rewritten atomically after
-every run) records where each run's result is, so the same command again after a
-Ctrl-C, a SIGTERM or a reboot skips the finished runs and goes on with an interrupted
-one in its own file, keeping its measured points.
+The presets live in bench/data/suites.toml; a preset's `matrix` runs each of its runs
+once per value of an option (the memory ladder: once per emulated card size). Every run
+of the suite is parsed and validated before the first one starts. Results go to
+--output-dir (default results/suite-NAME); a state file there (suite-NAME.json,
+rewritten atomically after every run) records where each run's result is, so the same
+command again after a Ctrl-C, a SIGTERM or a reboot skips the finished runs and goes on
+with an interrupted one in its own file, keeping its measured points.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import tomllib
 from dataclasses import dataclass
@@ -35,10 +37,23 @@ class Suite:
     runs: tuple[tuple[str, ...], ...]
 
 
+def _expand(runs: list[list[str]], matrix: dict[str, list[str]]) -> tuple[tuple[str, ...], ...]:
+    """Every run once per combination of the matrix's option values, each labelled with
+    its values ('memory-limit 16GiB') so bench compare gives each its own column."""
+    combinations = list(itertools.product(*([(k, v) for v in vs] for k, vs in matrix.items())))
+    expanded = []
+    for run in runs:
+        for combination in combinations:
+            options = [part for pair in combination for part in pair]
+            label = ", ".join(f"{k.lstrip('-')} {v}" for k, v in combination)
+            expanded.append((*run, *options, *(("--label", label) if combination else ())))
+    return tuple(expanded)
+
+
 def suites() -> dict[str, Suite]:
     data = tomllib.loads(SUITES_FILE.read_text())
     return {
-        name: Suite(name, entry["description"], tuple(tuple(run) for run in entry["runs"]))
+        name: Suite(name, entry["description"], _expand(entry["runs"], entry.get("matrix", {})))
         for name, entry in data.items()
     }
 

@@ -217,7 +217,10 @@ def _select(machines: list[Machine], selector: str) -> Machine:
 
 
 def _measured_like(res: Result) -> tuple[Any, ...]:
-    return tuple(getattr(res.config, name) for name in MUST_MATCH)
+    """What must agree; a result of max-batch searches alone may differ in its memory
+    cap: the cap is what the memory ladder compares (each card a labelled column)."""
+    names = MUST_MATCH if res.points else tuple(n for n in MUST_MATCH if n != "memory_limit_bytes")
+    return tuple(getattr(res.config, name) for name in names)
 
 
 def _set_apart(
