@@ -80,12 +80,23 @@ def test_create_never_overwrites(tmp_path):
 @pytest.mark.parametrize("fixture", sorted(p.name for p in DATA.glob("result-v*.json")))
 def test_every_schema_fixture_still_loads(fixture):
     loaded = result.load(DATA / fixture)
-    assert loaded.config.workload == "tiny"
+    assert loaded.config.workload == ("gpt2" if fixture == "result-v7.json" else "tiny")
     assert loaded.environment["framework"]["name"] == "torch"
     for point in loaded.points:
         assert point.status == "ok" and point.throughput.value > 0
     for search in loaded.max_batch:
         assert search.status == "done" and search.largest_ok
+
+
+def test_a_sequence_workload_reports_tokens_per_second():
+    """The v7 fixture is a real gpt2 run at --seq-len 32: tokens/s = samples/s x 32."""
+    data = json.loads((DATA / "result-v7.json").read_text())
+    loaded = result.load(DATA / "result-v7.json")
+    for stored, point in zip(data["points"], loaded.points, strict=True):
+        assert point.details["per_sample"] == {"unit": "tokens", "count": 32}
+        value, unit = point.unit_throughput
+        assert unit == "tokens/s" and value == pytest.approx(32 * point.throughput.value)
+        assert stored["unit_throughput"] == {"value": value, "unit": "tokens/s"}
 
 
 def test_fixture_v1_has_the_documented_fields(fixture_v1):
