@@ -26,7 +26,7 @@ FRAMEWORKS = [
     for name, module in (("tensorflow", "tensorflow"), ("jax", "jax"))
 ]
 WORKLOADS = ["tiny", "cnn-s", "cnn-m", "cnn-l", "cnn-xl", "resnet50", "resnet50-cifar", "bert-base",
-             "bert-large"]  # fmt: skip
+             "bert-large", "gpt2"]  # fmt: skip
 
 COUNT_SCRIPT = """
 import json, sys
@@ -63,7 +63,22 @@ def test_every_workload_has_the_torch_parameter_count_within_one_percent(framewo
         assert abs(counts[name] - reference) / reference < 0.01, (name, counts[name], reference)
     # Where the architectures are written layer for layer, the counts are exact.
     assert counts["bert-base"] == 109_514_298 and counts["cnn-xl"] == 1_662_794
-    assert counts["bert-large"] == 335_174_458
+    assert counts["bert-large"] == 335_174_458 and counts["gpt2"] == 124_439_808
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_gpt2_learns_next_tokens_and_reports_tokens_per_second(tmp_path, framework):
+    done = run_bench(
+        "gpt2", "--framework", framework, "--device", "cpu", "--seq-len", "16",
+        "--batch-size", "4", "--steps", "4", "--warmup-steps", "1", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    point = only_result(tmp_path)["points"][0]
+    assert point["status"] == "ok", point["error"]
+    assert point["loss_last"][0] < point["loss_first"][0] < 12  # ln(50,257) = 10.8 at start
+    assert point["unit_throughput"]["unit"] == "tokens/s"
+    assert point["unit_throughput"]["value"] == pytest.approx(16 * point["throughput"]["value"])
 
 
 @pytest.mark.slow

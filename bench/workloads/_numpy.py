@@ -27,3 +27,11 @@ def masked_token_batch(
     masked = rng.random(shape) < fraction
     targets = np.where(masked, tokens, IGNORE).astype(np.int32)
     return np.where(masked, mask_token, tokens).astype(np.int32), targets
+
+
+def next_token_batch(spec, point, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random token sequences; each position's target is the next token (causal LM)."""
+    rng = np.random.default_rng(seed)
+    length = spec.input_shape(point.seq_len)[0] + 1
+    tokens = rng.integers(0, spec.num_classes, (batch_size, length), dtype=np.int32)
+    return tokens[:, :-1], tokens[:, 1:]

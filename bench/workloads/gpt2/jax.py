@@ -1,0 +1,61 @@
+"""GPT-2 in Flax, the same layers and initialisation as torch.py. Attention is
+jax.nn.dot_product_attention with is_causal=True: cuDNN's fused kernel where XLA picks
+it (no dropout on the attention weights, which that kernel does not take)."""
+
+from functools import partial
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from bench.workloads._numpy import next_token_batch
+from bench.workloads.gpt2 import CONTEXT, SIZES, Size
+
+_init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
+
+
+class Block(nn.Module):
+    size: Size
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        hidden, heads = self.size.hidden, self.size.heads
+        dense = partial(nn.DenseGeneral, dtype=self.dtype, kernel_init=_init)
+        dropout = nn.Dropout(0.1, deterministic=not train)
+        h = nn.LayerNorm(1e-5, dtype=self.dtype)(x)
+        q, k, v = (dense((heads, hidden // heads))(h) for _ in range(3))
+        attended = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        x = x + dropout(dense(hidden, axis=(-2, -1))(attended))
+        h = nn.LayerNorm(1e-5, dtype=self.dtype)(x)
+        h = nn.gelu(dense(4 * hidden)(h), approximate=True)
+        return x + dropout(dense(hidden)(h))
+
+
+class GPT2(nn.Module):
+    vocab: int
+    size: Size
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, tokens, train: bool = True):
+        words = nn.Embed(self.vocab, self.size.hidden, dtype=self.dtype, embedding_init=_init)
+        positions = nn.Embed(CONTEXT, self.size.hidden, dtype=self.dtype, embedding_init=_init)
+        x = words(tokens) + positions(jnp.arange(tokens.shape[1]))[None]
+        x = nn.Dropout(0.1, deterministic=not train)(x)
+        for _ in range(self.size.layers):
+            x = Block(self.size, self.dtype)(x, train)
+        return words.attend(nn.LayerNorm(1e-5, dtype=self.dtype)(x))  # tied output layer
+
+
+def build_model(spec, point, dtype) -> nn.Module:
+    return GPT2(spec.num_classes, SIZES[spec.name], dtype)
+
+
+def make_batch(spec, point, batch_size: int, seed: int):
+    return next_token_batch(spec, point, batch_size, seed)
+
+
+def loss(logits, targets):
+    return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
