@@ -26,7 +26,7 @@ FRAMEWORKS = [
     for name, module in (("tensorflow", "tensorflow"), ("jax", "jax"))
 ]
 WORKLOADS = ["tiny", "cnn-s", "cnn-m", "cnn-l", "cnn-xl", "resnet50", "resnet50-cifar", "bert-base",
-             "bert-large", "gpt2"]  # fmt: skip
+             "bert-large", "gpt2", "vit-b16"]  # fmt: skip
 
 COUNT_SCRIPT = """
 import json, sys
@@ -64,6 +64,7 @@ def test_every_workload_has_the_torch_parameter_count_within_one_percent(framewo
     # Where the architectures are written layer for layer, the counts are exact.
     assert counts["bert-base"] == 109_514_298 and counts["cnn-xl"] == 1_662_794
     assert counts["bert-large"] == 335_174_458 and counts["gpt2"] == 124_439_808
+    assert counts["vit-b16"] == 86_567_656
 
 
 @pytest.mark.slow

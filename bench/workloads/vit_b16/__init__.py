@@ -12,3 +12,7 @@ WORKLOADS = (
         dataset="synthetic ImageNet-shaped images",
     ),
 )
+
+# ViT-B/16 (Dosovitskiy et al. 2021), as torchvision builds it: pre-LN encoder layers,
+# a class token, learned positions, no dropout.
+PATCH, HIDDEN, LAYERS, HEADS, MLP, EPS = 16, 768, 12, 12, 3072, 1e-6

@@ -4,17 +4,18 @@ scaled_dot_product_attention where the hardware has a kernel for it."""
 import torchvision
 
 from bench.workloads._torch import loss, make_batch
+from bench.workloads.vit_b16 import HEADS, HIDDEN, LAYERS, MLP, PATCH
 
 __all__ = ["build_model", "loss", "make_batch"]
 
 
 def build_model(spec, point):
     return torchvision.models.VisionTransformer(
-        image_size=spec.input_shape()[-1],  # ViT-B/16's sizes, at the workload's (square) size
-        patch_size=16,
-        num_layers=12,
-        num_heads=12,
-        hidden_dim=768,
-        mlp_dim=3072,
+        image_size=spec.input_shape()[-1],  # the workload's (square) size
+        patch_size=PATCH,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        mlp_dim=MLP,
         num_classes=spec.num_classes,
     )
