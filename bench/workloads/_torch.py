@@ -29,3 +29,13 @@ def make_batch(spec, point, batch_size: int, generator: torch.Generator):
 
 def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(outputs, targets)
+
+
+def normal_init(model: torch.nn.Module, std: float = 0.02) -> None:
+    """BERT's and GPT-2's initialisation: linear and embedding weights N(0, std), linear
+    biases zero."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear | torch.nn.Embedding):
+            torch.nn.init.normal_(module.weight, std=std)
+        if isinstance(module, torch.nn.Linear) and module.bias is not None:
+            torch.nn.init.zeros_(module.bias)

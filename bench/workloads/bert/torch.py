@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.workloads._torch import normal_init
 from bench.workloads.bert import MASK_FRACTION, MASK_TOKEN, MAX_POSITIONS, SIZES, Size
 
 
@@ -31,11 +32,7 @@ class BertForMaskedLM(nn.Module):
         )
         self.decoder = nn.Linear(hidden, vocab)
         self.decoder.weight = self.words.weight  # tied input and output embeddings, as BERT
-        for module in self.modules():  # BERT's initialisation: N(0, 0.02), zero biases
-            if isinstance(module, nn.Linear | nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
+        normal_init(self)  # BERT's initialisation
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], device=tokens.device)

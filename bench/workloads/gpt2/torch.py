@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.workloads._torch import normal_init
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
 
@@ -47,11 +48,7 @@ class GPT2(nn.Module):
         self.dropout = nn.Dropout(0.1)
         self.blocks = nn.ModuleList(Block(size) for _ in range(size.layers))
         self.norm = nn.LayerNorm(size.hidden)
-        for module in self.modules():  # GPT-2's initialisation: N(0, 0.02), zero biases
-            if isinstance(module, nn.Linear | nn.Embedding):
-                nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear):
-                nn.init.zeros_(module.bias)
+        normal_init(self)  # GPT-2's initialisation
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], device=tokens.device)
