@@ -7,10 +7,12 @@ from functools import partial
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
-from bench.workloads._numpy import next_token_batch
+from bench.workloads._flax import loss
+from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
+
+__all__ = ["build_model", "loss", "make_batch"]
 
 _init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
 
@@ -51,11 +53,3 @@ class GPT2(nn.Module):
 
 def build_model(spec, point, dtype) -> nn.Module:
     return GPT2(spec.num_classes, SIZES[spec.name], dtype)
-
-
-def make_batch(spec, point, batch_size: int, seed: int):
-    return next_token_batch(spec, point, batch_size, seed)
-
-
-def loss(logits, targets):
-    return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()

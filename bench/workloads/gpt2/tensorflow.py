@@ -4,8 +4,11 @@ Keras's MultiHeadAttention with a causal mask (fused where the backend has a ker
 import keras
 from keras import layers, ops
 
-from bench.workloads._numpy import next_token_batch
+from bench.workloads._keras import loss
+from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
+
+__all__ = ["build_model", "loss", "make_batch"]
 
 _EPS = 1e-5
 
@@ -59,12 +62,3 @@ def build_model(spec, point) -> keras.Model:
     model = GPT2(spec.num_classes, SIZES[spec.name])
     model(ops.zeros((1, spec.input_shape(point.seq_len)[0]), dtype="int32"))  # create weights
     return model
-
-
-def make_batch(spec, point, batch_size: int, seed: int):
-    return next_token_batch(spec, point, batch_size, seed)
-
-
-def loss(logits, targets):
-    per_token = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
-    return ops.mean(per_token)
