@@ -93,6 +93,14 @@ def peak_flops(
     return _cpu_peak(env.get("cpu") or {}, precision)
 
 
+def in_reference_flops(spec: Any) -> bool:
+    """Whether the reference table holds `spec`: PyTorch counts it and TensorFlow or JAX
+    also run it (a PyTorch-only workload, pix2pixhd at 2048x1024 among them, is counted
+    live where it runs)."""
+    frameworks = set(spec.frameworks())
+    return "torch" in frameworks and bool(frameworks - {"torch"})
+
+
 def reference_flops(workload: str, input_shape: tuple[int, ...]) -> float | None:
     """PyTorch's FLOP count per sample for `workload` at this input shape, from the table
     in bench/data/reference_flops.json (for frameworks run where PyTorch is not)."""

@@ -16,17 +16,10 @@ from pathlib import Path
 
 import torch
 
-from bench import registry
+from bench import catalog, registry
 from bench.config import PointConfig
 
 OUT = Path(__file__).parents[1] / "bench" / "data" / "reference_flops.json"
-
-
-def needs_reference(spec) -> bool:
-    """PyTorch counts it and another framework runs it (the zoo's PyTorch-only models,
-    pix2pixhd at 2048x1024 among them, are counted live where they run)."""
-    frameworks = set(spec.frameworks())
-    return "torch" in frameworks and bool(frameworks - {"torch"})
 
 
 def count(workload: str) -> float:
@@ -41,7 +34,7 @@ def count(workload: str) -> float:
 def main() -> None:
     entries = []
     for name, spec in sorted(registry.workloads().items()):
-        if not needs_reference(spec):
+        if not catalog.in_reference_flops(spec):
             continue
         flops = count(name)
         entries.append(
