@@ -24,7 +24,7 @@ OUT = Path(__file__).parents[1] / "bench" / "data" / "reference_flops.json"
 
 def count(workload: str) -> float:
     spec = registry.workload(workload)
-    point = PointConfig(workload=workload, batch_size=max(2, spec.min_batch_size))
+    point = PointConfig(workload=workload, batch_size=spec.min_batch_size)
     session = registry.framework("torch").prepare(point, registry.platform("cpu"))
     flops = session.count_flops()
     assert flops is not None

@@ -68,3 +68,19 @@ def test_natural_units_are_recorded_per_sample():
     assert registry.workload("transformer-big").units_per_sample() == ("tokens", 128)
     assert registry.workload("pix2pixhd").units_per_sample() == ("pixels", 2048 * 1024)
     assert registry.workload("maskrcnn").units_per_sample() is None  # images are samples
+
+
+@pytest.mark.parametrize(("name", "smallest"), [("maskrcnn", 1), ("deeplabv3", 2)])
+def test_flops_are_counted_at_the_smallest_batch(monkeypatch, name, smallest):
+    """Where only one sample fits (pix2pixHD at 2048x1024 on a small card), the count
+    must not need two."""
+    session = _session(monkeypatch, name, batch_size=smallest)
+    sizes = []
+    make_batch = session.impl.make_batch
+    monkeypatch.setattr(
+        session.impl,
+        "make_batch",
+        lambda spec, point, size, gen: sizes.append(size) or make_batch(spec, point, size, gen),
+    )
+    assert session.count_flops() > 0
+    assert sizes == [smallest]

@@ -252,13 +252,14 @@ class TorchSession(Session):
         """Forward + backward FLOPs per sample, counted by PyTorch's FlopCounterMode.
 
         It counts matmuls, convolutions and attention (2 FLOPs per multiply-add), not
-        elementwise work: the usual 'model FLOPs'. Counted at batch 2 (batch norm
-        needs more than one value per channel) on the eager model, before warm-up.
+        elementwise work: the usual 'model FLOPs'. Counted on the eager model, before
+        warm-up, at the workload's smallest batch: where only one sample fits on the
+        device, the count still runs (2 where batch norm needs two values per channel).
         """
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
-        batch = 2
+        batch = self.point.spec.min_batch_size
         generator = torch.Generator().manual_seed(self.point.seed)
         inputs, targets = self.impl.make_batch(self.point.spec, self.point, batch, generator)
         counter = FlopCounterMode(display=False)
