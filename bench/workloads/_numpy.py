@@ -35,3 +35,24 @@ def next_token_batch(spec, point, batch_size: int, seed: int) -> tuple[np.ndarra
     length = spec.input_shape(point.seq_len)[0] + 1
     tokens = rng.integers(0, spec.num_classes, (batch_size, length), dtype=np.int32)
     return tokens[:, :-1], tokens[:, 1:]
+
+
+def translation_batch(spec, point, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source and target sentences of --seq-len tokens (never the padding id 0), stacked
+    as inputs of shape (batch, 2, length): the source, then the target shifted right
+    behind a start token. The targets are the target tokens themselves."""
+    rng = np.random.default_rng(seed)
+    length = spec.input_shape(point.seq_len)[0]
+    source = rng.integers(1, spec.num_classes, (batch_size, length), dtype=np.int32)
+    target = rng.integers(1, spec.num_classes, (batch_size, length + 1), dtype=np.int32)
+    return np.stack([source, target[:, :-1]], axis=1), target[:, 1:]
+
+
+def sinusoids(length: int, width: int) -> np.ndarray:
+    """The Transformer's sinusoidal position table, (length, width) float32: sines in
+    the even columns, cosines in the odd ones."""
+    position = np.arange(length, dtype=np.float64)[:, None]
+    rate = np.exp(np.arange(0, width, 2) * (-np.log(10_000.0) / width))
+    table = np.zeros((length, width), dtype=np.float64)
+    table[:, 0::2], table[:, 1::2] = np.sin(position * rate), np.cos(position * rate)
+    return table.astype(np.float32)

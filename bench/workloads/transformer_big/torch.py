@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.workloads._numpy import sinusoids
 from bench.workloads.transformer_big import (
     D_MODEL,
     DROPOUT,
@@ -20,16 +21,8 @@ from bench.workloads.transformer_big import (
 )
 
 
-def _sinusoids(length: int, device: torch.device) -> torch.Tensor:
-    position = torch.arange(length, device=device, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, D_MODEL, 2, device=device) * (-math.log(10_000.0) / D_MODEL))
-    table = torch.zeros(length, D_MODEL, device=device)
-    table[:, 0::2], table[:, 1::2] = torch.sin(position * rate), torch.cos(position * rate)
-    return table
-
-
 class TransformerBig(nn.Module):
-    def __init__(self, vocab: int) -> None:
+    def __init__(self, vocab: int, max_len: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab, D_MODEL, padding_idx=PAD)
         # Scaled by sqrt(D_MODEL) on the way in, unit-sized there; logits of unit size out.
@@ -40,10 +33,13 @@ class TransformerBig(nn.Module):
             D_MODEL, HEADS, LAYERS, LAYERS, FFN, DROPOUT, batch_first=True
         )
         self.dropout = nn.Dropout(DROPOUT)
+        self.positions: torch.Tensor
+        table = torch.from_numpy(sinusoids(max_len, D_MODEL))
+        self.register_buffer("positions", table, persistent=False)
 
     def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
         scaled = self.embedding(tokens) * math.sqrt(D_MODEL)
-        return self.dropout(scaled + _sinusoids(tokens.shape[1], tokens.device))
+        return self.dropout(scaled + self.positions[: tokens.shape[1]])
 
     def forward(self, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         source, target_in = pair
@@ -57,7 +53,7 @@ class TransformerBig(nn.Module):
 
 
 def build_model(spec, point) -> nn.Module:
-    return TransformerBig(spec.num_classes)
+    return TransformerBig(spec.num_classes, spec.max_seq_len)
 
 
 def make_batch(spec, point, batch_size: int, generator: torch.Generator):
