@@ -76,7 +76,7 @@ def tests(session: nox.Session) -> None:
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
     session.install(
-        "-e", ".[torch,jax,report,dev,xeon,zoo]", "tensorflow-cpu", "keras", *CONSTRAINTS
+        "-e", ".[torch,jax,report,dev,xeon,zoo,fleet]", "tensorflow-cpu", "keras", *CONSTRAINTS
     )
     session.run("pytest", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
 

@@ -23,7 +23,7 @@ from rich.table import Table
 
 import bench
 from bench import catalog, files, registry, result, runtime, stopping
-from bench.commands import compare, diff, ladder, suite, tune, verify
+from bench.commands import compare, diff, fleet, ladder, suite, tune, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
 from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
@@ -38,7 +38,7 @@ from bench.units import parse_size
 
 COMMANDS = (
     "run", "list", "show", "rerun", "suite", "ladder", "tune", "collect", "compare", "report",
-    "diff", "verify",
+    "diff", "verify", "fleet",
 )  # fmt: skip
 EXIT_INTERRUPTED = 130
 
@@ -346,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.register(sub)
     ladder.register(sub)
     tune.register(sub)
+    fleet.register(sub)
     return parser
 
 

@@ -22,11 +22,13 @@ def number(text: str) -> float:
     return value
 
 
-def require_extra(command: str, *modules: str) -> None:
-    """One line, not a traceback, when an optional library of [report] is missing."""
+def require_extra(command: str, *modules: str, extra: str = "report") -> None:
+    """One line, not a traceback, when an optional library of an extra is missing."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise UsageError(f"bench {command} needs {', '.join(missing)}: pip install 'bench[report]'")
+        raise UsageError(
+            f"bench {command} needs {', '.join(missing)}: pip install 'bench[{extra}]'"
+        )
 
 
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*")

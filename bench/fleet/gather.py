@@ -1,0 +1,90 @@
+"""`bench fleet collect`: bring every target's result files into one local folder
+(FOLDER/TARGET/*.json) and say which target produced none.
+
+A local-folder fleet copies each cluster's /bench-results/TARGET back with rsync over
+the SSH names SkyPilot sets up for its clusters; a bucket is copied with its cloud's
+own tool (aws s3 sync, gcloud storage rsync). Copies only add files: a result already
+here is never deleted or truncated by a failed copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from bench import result
+from bench.errors import UsageError
+from bench.fleet import tasks
+from bench.fleet.config import Fleet
+
+# The tool that copies a bucket down, per scheme (argv: source, then destination).
+_BUCKET_TOOLS = {
+    "s3": ["aws", "s3", "sync"],
+    "gs": ["gcloud", "storage", "rsync", "--recursive"],
+}
+
+
+def local_folder(fleet: Fleet) -> Path:
+    """Where the fleet's results are gathered: the folder itself, or one beside the
+    fleet file for a bucket."""
+    if fleet.bucket:
+        return fleet.path.with_name(f"{fleet.path.stem}-results")
+    return Path(fleet.results)
+
+
+def fetch_commands(fleet: Fleet, state: dict[str, dict]) -> list[list[str]]:
+    """The copies to run, in order (nothing to run for a target never launched)."""
+    folder = local_folder(fleet)
+    if fleet.bucket:
+        scheme = fleet.results.split("://")[0]
+        if scheme not in _BUCKET_TOOLS:
+            raise UsageError(
+                f"bench fleet collect cannot copy {scheme}:// buckets itself; copy "
+                f"{fleet.results} into {folder} with your tool, then: bench fleet collect "
+                f"{fleet.path} --no-fetch"
+            )
+        return [[*_BUCKET_TOOLS[scheme], fleet.results.rstrip("/"), str(folder)]]
+    return [
+        ["rsync", "-a", f"{launched['cluster']}:{tasks.RESULTS}/{name}/", str(folder / name)]
+        for name, launched in state.items()
+        if "cluster" in launched
+    ]
+
+
+def fetch(commands: list[list[str]], say) -> list[str]:
+    """Run the copies; returns one line per copy that failed (the others still run)."""
+    failed = []
+    for argv in commands:
+        if shutil.which(argv[0]) is None:
+            raise UsageError(
+                f"bench fleet collect needs {argv[0]} on PATH to run: {' '.join(argv)}"
+            )
+        Path(argv[-1]).mkdir(parents=True, exist_ok=True)
+        say(" ".join(argv))
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            failed.append(f"{' '.join(argv)}: exit {done.returncode}: {last}")
+    return failed
+
+
+def results_by_target(fleet: Fleet) -> tuple[dict[str, list[Path]], list[str]]:
+    """Each target's result files, and one line per file that is not a result (a
+    suite's state file is neither: it is passed over)."""
+    from bench.report.collect import SUITE_STATE_KIND
+
+    folder = local_folder(fleet)
+    found: dict[str, list[Path]] = {}
+    problems = []
+    for target in fleet.targets:
+        found[target.name] = []
+        for path in sorted((folder / target.name).glob("*.json")):
+            try:
+                result.load(path)
+            except UsageError as error:
+                if SUITE_STATE_KIND not in path.read_text(errors="replace")[:200]:
+                    problems.append(f"{path}: {error}")
+                continue
+            found[target.name].append(path)
+    return found, problems
