@@ -170,8 +170,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     selector = str(baseline[0]) if baseline else None
     if fleet.baseline and not baseline:
         out.print(plain(f"fleet {fleet.name}: the baseline {fleet.baseline} has no result"))
-    several = len({p.parent for p in present}) > 1
-    common = {"paths": [str(folder)], "price": [], "baseline": selector if several else None}
+    common = {"paths": [str(folder)], "price": [], "baseline": selector}
     compare.cmd_compare(argparse.Namespace(**common, format="table", output=None))
     try:
         require_extra("report", "matplotlib")

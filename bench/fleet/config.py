@@ -58,7 +58,7 @@ class Target:
 
     @property
     def tpu(self) -> bool:
-        """A Cloud TPU VM: the image cannot be the task's own; docker runs it there."""
+        """A Cloud TPU VM (its runtime named in the task; docker reaches it privileged)."""
         return (self.accelerators or "").lower().startswith("tpu-")
 
     @property
@@ -79,9 +79,6 @@ class Fleet:
     def bucket(self) -> bool:
         return self.results.split("://")[0] in BUCKET_SCHEMES and "://" in self.results
 
-    def target(self, name: str) -> Target:
-        return next(t for t in self.targets if t.name == name)
-
 
 def _text(where: str, value: Any, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
     if not isinstance(value, str) or not value or (pattern and not pattern.fullmatch(value)):
@@ -100,10 +97,12 @@ def _unknown(where: str, data: dict[str, Any], known: set[str]) -> None:
 def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
     """Each command parsed as `bench` parses it (run or suite), before anything starts."""
     from bench import cli, registry
+    from bench.commands.options import option_names
     from bench.commands.suite import suites
 
     if not isinstance(value, list) or not value:
         raise UsageError(f"{where}: give a non-empty list of bench commands, e.g. ['run tiny']")
+    parser = cli.build_parser()
     parsed = []
     for i, command in enumerate(value):
         here = f"{where}[{i}]"
@@ -113,16 +112,16 @@ def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
             raise UsageError(f"{here}: {error}") from None
         if argv and argv[0] not in ("run", "suite"):
             argv.insert(0, "run")  # `resnet50 ...` is `run resnet50 ...`, as on the command line
-        for option in argv:
-            if option.split("=")[0] in FLEET_OPTIONS:
-                raise UsageError(f"{here}: {option.split('=')[0]} is set by the fleet per target")
+        for option in option_names(argv):
+            if option in FLEET_OPTIONS:
+                raise UsageError(f"{here}: {option} is set by the fleet per target")
         try:
             if argv[0] == "suite":
                 if len(argv) < 2 or argv[1] not in suites():
                     raise UsageError(f"unknown suite; choose from: {', '.join(suites())}")
-                cli.build_parser().parse_args(["run", "tiny", *argv[2:]])  # its run options
+                parser.parse_args(["run", "tiny", *argv[2:]])  # its run options
             else:
-                registry.workload(cli.build_parser().parse_args(argv).workload)
+                registry.workload(parser.parse_args(argv).workload)
         except UsageError as error:
             raise UsageError(f"{here} ({command!r}): {error}") from None
         parsed.append(tuple(argv))

@@ -70,9 +70,9 @@ def fetch(commands: list[list[str]], say) -> list[str]:
 
 
 def results_by_target(fleet: Fleet) -> tuple[dict[str, list[Path]], list[str]]:
-    """Each target's result files, and one line per file that is not a result (a
-    suite's state file is neither: it is passed over)."""
-    from bench.report.collect import SUITE_STATE_KIND
+    """Each target's result files, and one line per file that is not a result (bench's
+    own outputs, a suite's state file among them, are passed over)."""
+    from bench.report.collect import is_bench_output
 
     folder = local_folder(fleet)
     found: dict[str, list[Path]] = {}
@@ -83,7 +83,7 @@ def results_by_target(fleet: Fleet) -> tuple[dict[str, list[Path]], list[str]]:
             try:
                 result.load(path)
             except UsageError as error:
-                if SUITE_STATE_KIND not in path.read_text(errors="replace")[:200]:
+                if not is_bench_output(path):
                     problems.append(f"{path}: {error}")
                 continue
             found[target.name].append(path)

@@ -87,8 +87,10 @@ def _cluster_states(sky: Any, names: list[str]) -> dict[str, str]:
 
 def statuses(fleet: Fleet) -> dict[str, str]:
     """Each target's state as SkyPilot reports it ('not launched' where none)."""
-    sky = _sky()
-    state = load_state(fleet)
+    return _statuses(_sky(), fleet, load_state(fleet))
+
+
+def _statuses(sky: Any, fleet: Fleet, state: dict[str, dict[str, Any]]) -> dict[str, str]:
     jobs = _job_states(sky, [s["job_id"] for s in state.values() if "job_id" in s])
     clusters = _cluster_states(sky, [s["cluster"] for s in state.values() if "cluster" in s])
     said = {}
@@ -120,7 +122,7 @@ def launch(fleet: Fleet, plan_dir: Path, say: Any) -> dict[str, str]:
     each decision as it is made. Returns target -> what was done."""
     sky = _sky()
     state = load_state(fleet)
-    now = statuses(fleet) if state else {}
+    now = _statuses(sky, fleet, state)
     done = {}
     for target in fleet.targets:
         current = now.get(target.name, "not launched")

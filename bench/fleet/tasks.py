@@ -18,6 +18,7 @@ import shlex
 from typing import Any
 
 from bench import catalog
+from bench.errors import UsageError
 from bench.fleet.config import Fleet, Target
 
 RESULTS = "/bench-results"  # on the machine
@@ -43,10 +44,12 @@ def price_per_hour(target: Target) -> tuple[float | None, str]:
     key = price_key(target)
     if key is None:
         return None, "not in bench's price catalogue: set price_per_hour"
-    entry = catalog.instances()[key]
-    if entry.get("on_demand") is None:
-        return None, f"the catalogue has no on-demand price for {key}"
-    return entry["on_demand"] * target.nodes, f"catalogue: {key}, {entry['date']}"
+    try:
+        priced = catalog.pricing(key, None)  # what the run records with --instance
+    except UsageError as error:  # known, but with no on-demand price
+        return None, str(error)
+    assert priced is not None  # an instance was named
+    return priced["usd_per_hour"] * target.nodes, f"catalogue: {key}, {priced['date']}"
 
 
 def _device_args(target: Target) -> list[str]:

@@ -55,7 +55,7 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def _bench_output(path: Path) -> bool:
+def is_bench_output(path: Path) -> bool:
     """Whether a JSON file is one of bench's own outputs other than a result (what
     `bench compare --format json -o` writes, which users keep beside their results)."""
     try:
@@ -74,7 +74,7 @@ def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
         try:
             loaded.append((path, result.load(path)))
         except result.ResultError:
-            if not _bench_output(path):
+            if not is_bench_output(path):
                 raise
             warn(f"skipped {path}: a bench output (comparison, diff or suite state), not a result")
     if not loaded:
