@@ -26,7 +26,7 @@ from bench import catalog, files, registry, result, runtime, stopping
 from bench.commands import compare, diff, fleet, ladder, suite, tune, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
-from bench.config import DATA_SOURCES, MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
+from bench.config import MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
@@ -173,18 +173,37 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     _add_launch_options(p)
     p.add_argument(
         "--data",
-        choices=DATA_SOURCES,
         default="synthetic",
-        help="synthetic: one batch made on the device (default); loader: a real DataLoader",
+        metavar="SOURCE",
+        help="synthetic: one batch made on the device (default); loader: synthetic samples "
+        "through a real DataLoader; cifar10:PATH or imagenet:PATH: train on a real dataset "
+        "in its published layout, a whole epoch at a time, with top-1 after each",
     )
     p.add_argument(
-        "--num-workers", type=_whole, default=0, help="DataLoader workers with --data loader"
+        "--num-workers",
+        type=_whole,
+        default=0,
+        help="input pipeline workers with --data loader or a dataset (default 0: in the "
+        "training process)",
+    )
+    p.add_argument(
+        "--train-to",
+        type=_number,
+        metavar="TOP1",
+        help="with a dataset: stop once top-1 on its validation split reaches TOP1 "
+        "(e.g. 0.94), at most --max-epochs epochs; records time, energy and cost to it",
     )
     p.add_argument(
         "--warmup-steps", type=_whole, help="unmeasured steps first (default 5; 0 in epoch mode)"
     )
     p.add_argument("--steps", type=_whole, default=20, help="measured steps (default 20)")
-    p.add_argument("--epochs", type=_whole, help="epoch mode: time N epochs, summarise epochs 2..N")
+    p.add_argument(
+        "--epochs",
+        "--max-epochs",
+        type=_whole,
+        help="epoch mode: time N epochs, summarise epochs 2..N (with --train-to: the most "
+        "epochs to train)",
+    )
     p.add_argument(
         "--epoch-samples", type=_whole, help="samples per epoch (default: the dataset's size)"
     )
@@ -429,6 +448,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         allocators=args.allocator or (None,),
         openmps=args.openmp or (None,),
         numas=args.numa or (None,),
+        train_to=args.train_to,
     )
 
 

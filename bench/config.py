@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
 
-from bench import registry
+from bench import datasets, registry
 from bench.errors import UsageError
 from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS = ("contiguous", "channels_last")
-DATA_SOURCES = ("synthetic", "loader")
+DATA_SOURCES = ("synthetic", "loader")  # or a dataset, KIND:PATH (bench.datasets)
 
 
 def _positive(name: str, value: int | None, *, zero_ok: bool = False) -> None:
@@ -58,8 +58,11 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         )
     framework = registry.framework(cfg.framework)
     registry.platform(cfg.device)
-    _choice("data", cfg.data, DATA_SOURCES)
-    if cfg.data not in framework.data_sources:
+    dataset = datasets.parse(cfg.data)
+    if dataset is None:
+        _choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in datasets.KINDS))
+    source = "dataset" if dataset else cfg.data
+    if source not in framework.data_sources:
         raise UsageError(
             f"data: {cfg.data!r} is not available with {framework.name}; "
             f"choose from: {', '.join(framework.data_sources)}"
@@ -73,8 +76,9 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         _positive(name, getattr(cfg, name))
     for name in ("warmup_steps", "num_workers", "seed"):
         _positive(name, getattr(cfg, name), zero_ok=True)
-    if cfg.num_workers and cfg.data != "loader":
-        raise UsageError("num_workers: only applies with data 'loader' (a real DataLoader)")
+    if cfg.num_workers and source == "synthetic":
+        raise UsageError("num_workers: only applies with a loader or a dataset (--data)")
+    _check_dataset(cfg, dataset is not None)
     if cfg.seq_len is not None:
         if not spec.takes_seq_len:
             raise UsageError(f"seq_len: workload {spec.name!r} takes no sequence length")
@@ -86,6 +90,43 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
     _check_launch(cfg, framework)
     _check_runtime(cfg)
+
+
+def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
+    """Training on a real dataset (and to a target accuracy): whole epochs, every step
+    counted toward accuracy, one process."""
+    if cfg.train_to is not None:
+        if (
+            isinstance(cfg.train_to, bool)
+            or not isinstance(cfg.train_to, int | float)
+            or not (0 < cfg.train_to <= 1)
+        ):
+            raise UsageError(
+                f"train_to: {cfg.train_to!r} is not allowed; use a top-1 accuracy between "
+                "0 and 1 (e.g. 0.94)"
+            )
+        if not dataset:
+            raise UsageError(
+                "train_to: needs a real dataset to evaluate on "
+                f"(--data {'|'.join(k + ':PATH' for k in datasets.KINDS)})"
+            )
+    if not dataset:
+        return
+    if cfg.epochs is None:
+        raise UsageError(
+            "epochs: training on a dataset needs --epochs N (with --train-to: the most "
+            "epochs to try, also spelled --max-epochs)"
+        )
+    if cfg.epoch_samples is not None:
+        raise UsageError("epoch_samples: an epoch on a dataset is the whole training split")
+    if cfg.warmup_steps:
+        raise UsageError(
+            "warmup_steps: on a dataset every step trains toward accuracy; epoch 1 holds "
+            "the start-up costs (throughput reads epochs 2..N)"
+        )
+    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
+    if cfg.nnodes > 1 or any(count not in (None, 1) for count in counts):
+        raise UsageError("data: a dataset trains in one process for now (no --devices, --nnodes)")
 
 
 _RUNTIME_AXES = (("allocator", "allocators", ALLOCATORS), ("openmp", "openmps", OPENMP_RUNTIMES),
@@ -149,7 +190,7 @@ class PointConfig:
     memory_format: str = ""  # empty: the framework's default (contiguous for torch)
     compile: str | None = None  # a compiler (torch.compile backend, tensorflow 'xla'), or None
     threads: int | None = None
-    data: str = "synthetic"
+    data: str = "synthetic"  # synthetic, loader, or a dataset KIND:PATH
     num_workers: int = 0
     warmup_steps: int = 5
     steps: int = 20
@@ -169,6 +210,9 @@ class PointConfig:
     allocator: str | None = None
     openmp: str | None = None
     numa: str | None = None
+    # Train on the dataset until top-1 on its validation split reaches this (at most
+    # `epochs` epochs); None: train `epochs` epochs, evaluating after each.
+    train_to: float | None = None
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -189,9 +233,9 @@ class PointConfig:
             default = registry.framework(self.framework).memory_formats[0]
             object.__setattr__(self, "memory_format", default)
         _check_variant(self.framework, self.memory_format, self.compile)
-        if self.epochs is not None and self.epoch_samples is None:
+        if self.epochs is not None and self.epoch_samples is None and not self.dataset:
             object.__setattr__(self, "epoch_samples", self.spec.epoch_samples)
-        if self.epochs is not None and self.epoch_samples < self.batch_size:  # type: ignore[operator]
+        if self.epoch_samples is not None and self.epoch_samples < self.batch_size:
             raise UsageError(
                 f"epoch_samples: {self.epoch_samples} is smaller than one batch ({self.batch_size})"
             )
@@ -201,21 +245,27 @@ class PointConfig:
         return registry.workload(self.workload)
 
     @property
+    def dataset(self) -> datasets.DataRef | None:
+        """The real dataset this point trains on, or None (synthetic data)."""
+        return datasets.parse(self.data)
+
+    @property
     def ranks(self) -> int:
         """Processes that train this point together (the world size)."""
         return (self.devices or 1) * self.nnodes
 
     @property
     def steps_per_epoch(self) -> int | None:
-        """Whole batches per epoch; the remainder is dropped so every step has one shape."""
-        if self.epochs is None:
+        """Whole batches per epoch; the remainder is dropped so every step has one shape.
+        None on a dataset: its size is known once the child has read it."""
+        if self.epochs is None or self.epoch_samples is None:
             return None
-        return self.epoch_samples // self.batch_size  # type: ignore[operator]
+        return self.epoch_samples // self.batch_size
 
     @property
     def measured_steps(self) -> int:
         if self.epochs is not None:
-            return self.epochs * self.steps_per_epoch  # type: ignore[operator]
+            return self.epochs * (self.steps_per_epoch or 0)
         return self.steps
 
     def to_dict(self) -> dict[str, Any]:
@@ -272,6 +322,7 @@ class RunConfig:
     allocators: tuple[str | None, ...] = (None,)
     openmps: tuple[str | None, ...] = (None,)
     numas: tuple[str | None, ...] = (None,)
+    train_to: float | None = None
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -284,7 +335,8 @@ class RunConfig:
             default = registry.framework(self.framework).memory_formats[:1]
             object.__setattr__(self, "memory_formats", default)
         if self.warmup_steps is None:
-            object.__setattr__(self, "warmup_steps", 0 if self.epochs is not None else 5)
+            epoch_mode = self.epochs is not None or datasets.parse(self.data) is not None
+            object.__setattr__(self, "warmup_steps", 0 if epoch_mode else 5)
         _check_common(self)
         for batch in self.batch_sizes:
             _positive("batch_size", batch)

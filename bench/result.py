@@ -49,7 +49,11 @@ from bench.trackers.busy import verdict as busy_verdict
 #     point, the budget and why it stopped; null for other runs).
 #   7: points gain `unit_throughput` (derived: tokens/s or pixels/s where the workload
 #     has such a unit; details.per_sample records how many a sample holds).
-SCHEMA_VERSION = 7
+#   8: training on a real dataset: points gain `input_wait_s` (per repeat, per step: time
+#     blocked on the next batch) and `accuracy` (per repeat: the target and top-1 after
+#     each epoch with its training and evaluation time); `to_accuracy` is derived from
+#     them. Configs gain `train_to`.
+SCHEMA_VERSION = 8
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +91,13 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 7}  # points gained unit_throughput, derived on load
 
 
+def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("input_wait_s", [])
+        point.setdefault("accuracy", [])
+    return {**data, "schema_version": 8}
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
@@ -95,6 +106,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     4: _v4_to_v5,
     5: _v5_to_v6,
     6: _v6_to_v7,
+    7: _v7_to_v8,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -154,6 +166,60 @@ class EnergySummary:
 
 
 @dataclass(frozen=True)
+class ToAccuracy:
+    """Training to a target top-1, derived from the per-epoch records of the repeats.
+    Times are wall clock from the first step: training plus each epoch's evaluation,
+    as MLPerf and DAWNBench count time to train. Units: s, J."""
+
+    target: float | None
+    repeats: int
+    reached: int  # repeats that reached the target
+    epochs_to_target: float | None  # mean over the repeats that reached it
+    time_to_target_s: float | None
+    energy_to_target_j: float | None  # None unless every such repeat measured energy
+    best_top1: float
+    curve: list[float]  # top-1 after each epoch, of the first repeat
+
+    @classmethod
+    def of(cls, records: list[dict[str, Any]], epoch_j: list[list[float] | None]) -> ToAccuracy:
+        target = records[0].get("target")
+        hits, times, joules = [], [], []
+        for r, record in enumerate(records):
+            epochs = record["epochs"]
+            first = next(
+                (i for i, e in enumerate(epochs) if target is not None and e["top1"] >= target),
+                None,
+            )
+            if first is None:
+                continue
+            hits.append(first + 1)
+            times.append(sum(e["train_s"] + e["eval_s"] for e in epochs[: first + 1]))
+            laps = epoch_j[r] if r < len(epoch_j) else None
+            joules.append(sum(laps[: first + 1]) if laps and len(laps) > first else None)
+        return cls(
+            target=target,
+            repeats=len(records),
+            reached=len(hits),
+            epochs_to_target=statistics.fmean(hits) if hits else None,
+            time_to_target_s=statistics.fmean(times) if times else None,
+            energy_to_target_j=statistics.fmean(j for j in joules if j is not None)
+            if joules and None not in joules else None,
+            best_top1=max(e["top1"] for record in records for e in record["epochs"]),
+            curve=[e["top1"] for e in records[0]["epochs"]],
+        )  # fmt: skip
+
+    def cost_to_target(self, usd_per_hour: float | None) -> float | None:
+        if usd_per_hour is None or self.time_to_target_s is None:
+            return None
+        return self.time_to_target_s / 3600 * usd_per_hour
+
+    def to_json(self) -> dict[str, Any]:
+        units = {"time_to_target_s": "s", "energy_to_target_j": "J", "best_top1": "fraction",
+                 "curve": "fraction"}  # fmt: skip
+        return {**dataclasses.asdict(self), "units": units}
+
+
+@dataclass(frozen=True)
 class Point:
     """One measured point of a sweep: its axes, raw measurements per repeat, and status."""
 
@@ -193,6 +259,11 @@ class Point:
     openmp: str | None = None
     numa: str | None = None
     runtime: dict[str, Any] | None = None
+    # On a real dataset, per repeat: each step's wait for its batch (s), and the
+    # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
+    # "eval_s", ...}]}.
+    input_wait_s: tuple[tuple[float, ...], ...] = ()
+    accuracy: tuple[dict[str, Any] | None, ...] = ()
 
     @property
     def runtime_label(self) -> str:
@@ -267,6 +338,21 @@ class Point:
             return None
         steady = [t for row in self.epoch_times_s for t in (row[1:] or row)]
         return Summary.of(steady, "s") if steady else None
+
+    @property
+    def input_wait_fraction(self) -> float | None:
+        """The share of step time spent waiting for input, over every repeat."""
+        waits = sum(t for row in self.input_wait_s for t in row)
+        steps = sum(t for row in self.step_times_s[: len(self.input_wait_s)] for t in row)
+        return waits / steps if self.input_wait_s and steps else None
+
+    @property
+    def to_accuracy(self) -> ToAccuracy | None:
+        records = [a for a in self.accuracy if a]
+        if not records:
+            return None
+        epoch_j = [(e or {}).get("epoch_j") for e in self.energy] if self.energy else []
+        return ToAccuracy.of(records, epoch_j)
 
     @property
     def peak_memory(self) -> int | None:
@@ -355,6 +441,9 @@ class Point:
         data["achieved_flops"] = {"value": self.achieved_flops, "unit": "FLOP/s"}
         per_unit = self.unit_throughput
         data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
+        data["input_wait_fraction"] = self.input_wait_fraction
+        reached = self.to_accuracy
+        data["to_accuracy"] = reached.to_json() if reached else None
         energy = self.energy_summary
         data["energy_summary"] = (
             {**dataclasses.asdict(energy), "samples_per_joule": energy.samples_per_joule,
@@ -368,13 +457,13 @@ class Point:
     def from_json(cls, data: dict[str, Any]) -> Point:
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in names}
-        for key in ("warmup_times_s", "step_times_s"):
+        for key in ("warmup_times_s", "step_times_s", "input_wait_s"):
             kwargs[key] = _tuples(kwargs.get(key, ()))
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
         for key in (
             "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks",
-            "busy",
+            "busy", "accuracy",
         ):  # fmt: skip
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
@@ -412,6 +501,10 @@ class Point:
             busy=tuple(r.get("busy") for r in done),
             details=first.get("details") or {},
             runtime=first.get("runtime"),
+            input_wait_s=_tuples(r["input_wait_s"] for r in done if r.get("input_wait_s")),
+            accuracy=tuple(r.get("accuracy") for r in done)
+            if any(r.get("accuracy") for r in done)
+            else (),
         )
 
 
@@ -692,6 +785,23 @@ def _tune(value: Any) -> bool:
     )
 
 
+def _accuracy_record(value: Any) -> bool:
+    """What ToAccuracy reads: a target or null, and each epoch's top-1 and times."""
+    epochs = value.get("epochs") if isinstance(value, dict) else None
+    return (
+        isinstance(epochs, list)
+        and bool(epochs)
+        and _optional(lambda t: _positive(t) and t <= 1)(value.get("target"))
+        and all(
+            isinstance(e, dict)
+            and _non_negative(e.get("top1")) and e["top1"] <= 1
+            and _non_negative(e.get("train_s"))
+            and _non_negative(e.get("eval_s"))
+            for e in epochs
+        )
+    )  # fmt: skip
+
+
 def _power_reading(value: Any) -> bool:
     return (
         isinstance(value, dict)
@@ -734,6 +844,9 @@ _POINT = {
                "one of " + ", ".join(OPENMP_RUNTIMES) + " or null"),
     "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
     "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
+    "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (numbers >= 0)"),
+    "accuracy": (_list_of(_optional(_accuracy_record)),
+                 "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null"),
 }  # fmt: skip
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
 _PROBE = {

@@ -27,13 +27,13 @@ Spawn = Callable[[PointConfig, str, Callable[[str, int, int], None]], Response]
 class Reporter(Protocol):
     """What the runner tells the user; bench.report.live draws it with rich."""
 
-    def start(self, label: str, total_steps: int) -> None: ...
+    def start(self, label: str, total_steps: int | None) -> None: ...
     def progress(self, phase: str, done: int, total: int) -> None: ...
     def finish(self, label: str, status: str, summary: str) -> None: ...
 
 
 class SilentReporter:
-    def start(self, label: str, total_steps: int) -> None: ...
+    def start(self, label: str, total_steps: int | None) -> None: ...
     def progress(self, phase: str, done: int, total: int) -> None: ...
     def finish(self, label: str, status: str, summary: str) -> None: ...
 
@@ -194,8 +194,10 @@ class Runner:
             # is not this run's, so it does not go through _spawn. One process: FLOPs
             # per sample do not depend on the ranks.
             alone = dataclasses.replace(
-                point, devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None
-            )
+                point, devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None,
+                # The model's FLOPs, whatever it trains on: no dataset to read for them.
+                data="synthetic", num_workers=0, epochs=None, epoch_samples=None, train_to=None,
+            )  # fmt: skip
             counted = registry.framework(point.framework).flops_point(alone)
             response = self.spawn(counted, "count_flops", self.reporter.progress)
             self._flops[key] = response.get("flops_per_sample")
@@ -212,9 +214,9 @@ class Runner:
         responses: list[Response] = []
         measured = Point(**axes)
         while len(responses) < wanted:
-            self.reporter.start(
-                f"{label} (repeat {len(responses) + 1})", point.warmup_steps + point.measured_steps
-            )
+            # On a dataset the child knows the steps (its size); the bar counts without a total.
+            total = None if point.dataset else point.warmup_steps + point.measured_steps
+            self.reporter.start(f"{label} (repeat {len(responses) + 1})", total)
             responses.append(self._spawn(point))
             measured = Point.from_responses(axes, responses, flops)
             if measured.status != "ok":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.platforms.base import MemoryReading
@@ -27,6 +27,7 @@ class Session(ABC):
     parameters: int  # trainable parameters, each shared tensor counted once
     details: dict[str, Any]  # facts about this setup that belong in the result
     devices: int = 1  # devices the GLOBAL batch is split over
+    training: Any = None  # bench.datasets.Training when the point trains on a dataset
 
     @abstractmethod
     def step(self) -> Any:
@@ -43,6 +44,20 @@ class Session(ABC):
     @abstractmethod
     def count_flops(self) -> float | None:
         """Model FLOPs per sample for one forward and backward pass, or None."""
+
+    # Training on a real dataset (--data KIND:PATH), for frameworks whose data_sources
+    # hold "dataset": the framework's own input pipeline, one step on one of its
+    # batches, and top-1 over the validation split.
+    def train_batches(self, epoch: int) -> Iterator[Any]:
+        raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
+
+    def train_on(self, batch: Any) -> Any:
+        """One training step on `batch`; returns a handle to the loss, as step()."""
+        raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
+
+    def evaluate(self) -> tuple[int, int]:
+        """(correct, samples): top-1 over the whole validation split, in eval mode."""
+        raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
 
     def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
         """Every rank's `mine`, in rank order (a single process: just its own)."""

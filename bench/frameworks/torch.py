@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from bench import datasets
+from bench.datasets import pipeline
 from bench.frameworks.base import Framework, Session
 from bench.launchers import rank as ranks
 from bench.trackers.timing import EventTimer, StepTimer
@@ -58,6 +60,25 @@ class _SyntheticSamples:
         generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + sample)
         batch = self.impl.make_batch(self.point.spec, self.point, 1, generator)
         return _tree_map(lambda tensor: tensor[0], batch)
+
+
+class _SplitSamples:
+    """A dataset split as a map-style dataset: CHW tensors, augmented as epoch `epoch`
+    of the shared order (bench.datasets.pipeline)."""
+
+    def __init__(self, split: datasets.Split, seed: int, epoch: int, train: bool) -> None:
+        self.split, self.seed, self.epoch, self.train = split, seed, epoch, train
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, index: int):
+        import numpy as np
+        import torch
+
+        rng = pipeline.sample_rng(self.seed, self.epoch, index) if self.train else None
+        image, label = self.split.sample(index, rng)
+        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
 
 
 def _tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
@@ -128,13 +149,29 @@ class TorchSession(Session):
         if rank is not None:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-        # SGD with momentum, unless the workload trains with its own (GANs: Adam).
+        # SGD with momentum, unless the workload trains with its own (GANs: Adam); on a
+        # dataset, the dataset's recipe with its learning-rate schedule.
         make_optimizer = getattr(self.impl, "optimizer", None)
-        self.optimizer = (
-            make_optimizer(model.parameters())
-            if make_optimizer
-            else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        )
+        self.training = datasets.training(point) if point.dataset else None
+        self.schedule = None
+        if self.training is not None:
+            recipe = self.training.recipe
+            self.optimizer = torch.optim.SGD(
+                model.parameters(), lr=recipe.peak_lr(point.batch_size),
+                momentum=recipe.momentum, nesterov=recipe.nesterov,
+                weight_decay=recipe.weight_decay,
+            )  # fmt: skip
+            self.schedule = torch.optim.lr_scheduler.LambdaLR(
+                self.optimizer, self.training.lr_factor
+            )
+            smoothing = recipe.label_smoothing
+            self.train_loss = lambda model, x, y: torch.nn.functional.cross_entropy(
+                model(x), y, label_smoothing=smoothing
+            )
+        elif make_optimizer:
+            self.optimizer = make_optimizer(model.parameters())
+        else:
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
         self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
@@ -172,6 +209,8 @@ class TorchSession(Session):
         import torch
 
         point = self.point
+        if point.dataset is not None:  # batches come from train_batches, epoch by epoch
+            return iter(())
         if point.data == "synthetic":
             # Made once, on the device: the host is not part of the measurement.
             rank = self.rank.rank if self.rank else 0
@@ -195,10 +234,57 @@ class TorchSession(Session):
             for x, y in itertools.chain.from_iterable(itertools.repeat(loader))
         )
 
-    def step(self) -> Any:
+    def _loader(self, split: datasets.Split, epoch: int, train: bool) -> Iterator[Any]:
+        """A DataLoader over the split in the shared order, its workers decoding and
+        augmenting on the host; batches land on the device."""
         import torch
 
-        inputs, targets = next(self.batches)
+        plan = self.training
+        loader: Any = torch.utils.data.DataLoader(
+            _SplitSamples(split, plan.seed, epoch, train),  # type: ignore[arg-type]
+            batch_sampler=[c.tolist() for c in pipeline.indices(
+                split, self.batch_size, plan.seed, epoch, train)],
+            num_workers=plan.workers,
+            pin_memory=self.device.type == "cuda",
+        )  # fmt: skip
+        try:
+            for inputs, targets in loader:
+                yield self._to_device(inputs), self._to_device(targets)
+        except Exception as error:  # a worker's DatasetError arrives wrapped
+            pipeline.reraise(error)
+            raise
+
+    def train_batches(self, epoch: int) -> Iterator[Any]:
+        return self._loader(self.training.dataset.train, epoch, train=True)
+
+    def evaluate(self) -> tuple[int, int]:
+        """Top-1 with the eager model in eval mode (a compiled one would recompile for
+        eval mode and for the last, smaller batch)."""
+        import torch
+
+        model = self.eager_model
+        model.eval()
+        correct = torch.zeros((), dtype=torch.int64, device=self.device)
+        seen = 0
+        with (
+            torch.no_grad(),
+            torch.autocast(
+                self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None
+            ),
+        ):
+            for inputs, targets in self._loader(self.training.dataset.val, 0, train=False):
+                correct += (model(inputs).argmax(1) == targets).sum()
+                seen += len(targets)
+        model.train()
+        return int(correct), seen
+
+    def step(self) -> Any:
+        return self.train_on(next(self.batches))
+
+    def train_on(self, batch: Any) -> Any:
+        import torch
+
+        inputs, targets = batch
         self.optimizer.zero_grad(set_to_none=True)
         with torch.autocast(
             self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None
@@ -211,6 +297,8 @@ class TorchSession(Session):
         else:
             loss.backward()
             self.optimizer.step()
+        if self.schedule is not None:
+            self.schedule.step()
         return loss.detach()
 
     def loss_value(self, handle: Any) -> float:
@@ -273,6 +361,7 @@ class TorchSession(Session):
 
 class TorchFramework(Framework):
     name = "torch"
+    data_sources = ("synthetic", "loader", "dataset")
     default_compiler = "inductor"
     launches_ranks = True
 

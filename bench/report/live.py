@@ -46,7 +46,7 @@ class LiveReporter:
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
 
-    def start(self, label: str, total_steps: int) -> None:
+    def start(self, label: str, total_steps: int | None) -> None:
         if self.task is not None:
             self.bar.remove_task(self.task)
         self.task = self.bar.add_task(label, total=total_steps, phase="starting")

@@ -1,0 +1,156 @@
+"""Real datasets from local folders, in their published formats; never downloaded.
+
+`--data KIND:PATH` names one. Each kind is a module here defining
+
+  DESCRIPTION   the layout it reads, for errors and help
+  RECIPE        how --train-to trains on it (bench.datasets.recipe)
+  open(path, spec) -> Dataset   reads and checks the files (errors name the file)
+
+A Dataset holds two Splits, train and val. A split hands out single samples as HWC
+float32 images, normalised, and an int label: augmented for training (with the
+generator given), plain for evaluation (none given). Every framework's input pipeline
+(bench.datasets.pipeline, torch's DataLoader, tf.data) batches the same samples in the
+same order for the same seed, so frameworks differ only in how they load.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bench.datasets.recipe import Recipe
+from bench.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bench.config import PointConfig
+    from bench.workloads.base import WorkloadSpec
+
+KINDS = ("cifar10", "imagenet")
+
+
+class DatasetError(UsageError):
+    """A dataset that is missing or not in its published layout (one line, exit 2)."""
+
+
+@dataclass(frozen=True)
+class DataRef:
+    kind: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.path}"
+
+
+def parse(data: str) -> DataRef | None:
+    """'cifar10:/data/cifar' -> DataRef; 'synthetic' and 'loader' -> None."""
+    kind, colon, path = data.partition(":")
+    if not colon:
+        return None
+    if kind not in KINDS:
+        raise UsageError(
+            f"data: dataset {kind!r} is not known; use {', '.join(k + ':PATH' for k in KINDS)}"
+        )
+    if not path:
+        raise UsageError(f"data: {data!r} names no folder; use {kind}:PATH")
+    return DataRef(kind, path)
+
+
+class Split(Protocol):
+    name: str  # "train" or "val"
+
+    def __len__(self) -> int: ...
+
+    def sample(self, index: int, rng: np.random.Generator | None) -> tuple[np.ndarray, int]:
+        """Sample `index`: augmented with `rng` (training), or plain (rng None)."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    ref: DataRef
+    train: Split
+    val: Split
+    classes: int
+    # What the result records of it: sample counts, classes, a checksum where cheap.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.ref.kind,
+            "train_samples": len(self.train),
+            "val_samples": len(self.val),
+            "classes": self.classes,
+            **self.facts,
+        }
+
+
+def module(kind: str) -> Any:
+    return importlib.import_module(f"bench.datasets.{kind}")
+
+
+def open_dataset(ref: DataRef, spec: WorkloadSpec) -> Dataset:
+    """The dataset, checked against what the workload trains on."""
+    kind = module(ref.kind)
+    if spec.task != "image-classification" or len(spec.sample_shape) != 3:
+        raise UsageError(
+            f"data: {ref.kind} holds labelled images; workload {spec.name!r} is "
+            f"{spec.task}; choose an image classifier"
+        )
+    dataset: Dataset = kind.open(ref.path, spec)
+    if dataset.classes > spec.num_classes:
+        raise DatasetError(
+            f"data: {ref.path} has {dataset.classes} classes; {spec.name} predicts "
+            f"{spec.num_classes}"
+        )
+    return dataset
+
+
+@dataclass(frozen=True)
+class Training:
+    """A point's training on a dataset: the data, the recipe, how many steps."""
+
+    dataset: Dataset
+    recipe: Recipe
+    batch_size: int
+    epochs: int
+    seed: int
+    workers: int
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return len(self.dataset.train) // self.batch_size
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps_per_epoch * self.epochs
+
+    def lr_factor(self, step: int) -> float:
+        return self.recipe.lr_factor(step, self.total_steps)
+
+    def details(self) -> dict[str, Any]:
+        """What the result records: the dataset and the recipe as applied."""
+        return {
+            "dataset": self.dataset.describe(),
+            "recipe": self.recipe.describe(self.batch_size, self.total_steps),
+            "loader_workers": self.workers,
+        }
+
+
+def training(point: PointConfig) -> Training:
+    """Open the point's dataset (in the child) and plan its epochs."""
+    ref = point.dataset
+    if ref is None or point.epochs is None:
+        raise UsageError("data: this point trains on synthetic data")
+    dataset = open_dataset(ref, point.spec)
+    plan = Training(
+        dataset, module(ref.kind).RECIPE, point.batch_size, point.epochs, point.seed,
+        point.num_workers,
+    )  # fmt: skip
+    if plan.steps_per_epoch == 0:
+        raise DatasetError(
+            f"data: {ref.path} has {len(dataset.train)} training samples, fewer than one "
+            f"batch of {point.batch_size}"
+        )
+    return plan
