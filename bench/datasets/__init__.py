@@ -127,7 +127,7 @@ class Training:
         return self.steps_per_epoch * self.epochs
 
     def lr_factor(self, step: int) -> float:
-        return self.recipe.lr_factor(step, self.total_steps)
+        return float(self.recipe.lr_factor(step, self.total_steps))
 
     def details(self) -> dict[str, Any]:
         """What the result records: the dataset and the recipe as applied."""

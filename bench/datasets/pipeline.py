@@ -36,29 +36,38 @@ def indices(split: Split, batch_size: int, seed: int, epoch: int, train: bool) -
 
 
 def make_batch(
-    split: Split, chosen: np.ndarray, seed: int, epoch: int, train: bool
+    split: Split, chosen: np.ndarray, seed: int, epoch: int, train: bool, pad_to: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(images NHWC float32, labels int32) of the chosen samples."""
+    """(images NHWC float32, labels int32) of the chosen samples; padded to `pad_to`
+    samples with copies of the last, labelled -1 (no prediction matches them), where a
+    compiled step needs every batch whole."""
     samples = [
         split.sample(int(i), sample_rng(seed, epoch, int(i)) if train else None) for i in chosen
     ]
-    return np.stack([s[0] for s in samples]), np.array([s[1] for s in samples], np.int32)
+    images = np.stack([s[0] for s in samples])
+    labels = np.array([s[1] for s in samples], np.int32)
+    missing = pad_to - len(labels)
+    if missing > 0:
+        images = np.concatenate([images, np.repeat(images[-1:], missing, axis=0)])
+        labels = np.concatenate([labels, np.full(missing, -1, np.int32)])
+    return images, labels
 
 
 def batches(
     split: Split, batch_size: int, *, seed: int, epoch: int, train: bool, workers: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Host batches, made by `workers` threads ahead of use (0: made when asked for)."""
+    """Host batches, made by `workers` threads ahead of use (0: made when asked for).
+    Every batch is whole: evaluation pads its last one (see make_batch)."""
     plan = indices(split, batch_size, seed, epoch, train)
     if workers == 0:
         for chosen in plan:
-            yield make_batch(split, chosen, seed, epoch, train)
+            yield make_batch(split, chosen, seed, epoch, train, batch_size)
         return
     pool = ThreadPoolExecutor(workers, thread_name_prefix="bench-data")
     try:
         pending: deque = deque()
         for chosen in plan:
-            pending.append(pool.submit(make_batch, split, chosen, seed, epoch, train))
+            pending.append(pool.submit(make_batch, split, chosen, seed, epoch, train, batch_size))
             if len(pending) > workers:
                 yield pending.popleft().result()
         while pending:

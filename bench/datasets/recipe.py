@@ -36,16 +36,20 @@ class Recipe:
     def peak_lr(self, batch_size: int) -> float:
         return self.lr_per_256 * batch_size / 256
 
-    def lr_factor(self, step: int, total_steps: int) -> float:
-        """The learning rate of step `step` (0-based) as a fraction of the peak."""
+    def lr_factor(self, step: Any, total_steps: int, xp: Any = None) -> Any:
+        """The learning rate of step `step` (0-based) as a fraction of the peak. `xp` is
+        the array module that computes it (NumPy by default; jax.numpy or keras.ops
+        where the step is a traced value inside a compiled step)."""
+        if xp is None:
+            import numpy as xp
         warmup = int(self.warmup_fraction * total_steps)
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, total_steps - warmup)
-        progress = min(progress, 1.0)
+        rising = (step + 1) / max(warmup, 1)
+        progress = xp.clip((step - warmup) / max(1, total_steps - warmup), 0.0, 1.0)
         if self.schedule == "linear":
-            return 1.0 - progress
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+            falling = 1.0 - progress
+        else:
+            falling = 0.5 * (1.0 + xp.cos(math.pi * progress))
+        return xp.where(step < warmup, rising, falling)
 
     def describe(self, batch_size: int, total_steps: int) -> dict[str, Any]:
         return {

@@ -15,6 +15,8 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from bench import datasets
+from bench.datasets import pipeline
 from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
@@ -73,7 +75,11 @@ class JaxSession(Session):
         variables = jax.jit(model.init, static_argnames="train")(key, inputs[:1], train=False)
         params = variables["params"]
         self.parameters = sum(x.size for x in jax.tree.leaves(params))
+        self.training = datasets.training(point) if point.dataset else None
+        loss_of = self.impl.loss
         tx = optax.sgd(learning_rate=0.01, momentum=0.9)
+        if self.training is not None:
+            tx, loss_of = self._recipe(optax)
         fp16 = point.precision == "fp16"
         state = {
             "params": params,
@@ -83,7 +89,6 @@ class JaxSession(Session):
             "loss_scale": jax.numpy.asarray(_SCALE_INIT if fp16 else 1.0, jax.numpy.float32),
             "good_steps": jax.numpy.zeros((), jax.numpy.int32),
         }
-        impl = self.impl
 
         def train_step(state, x, y):
             dropout = jax.random.fold_in(key, state["step"])
@@ -93,7 +98,7 @@ class JaxSession(Session):
                 logits, updates = model.apply(
                     variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": dropout}
                 )
-                loss = impl.loss(logits.astype(jax.numpy.float32), y)
+                loss = loss_of(logits.astype(jax.numpy.float32), y)
                 return loss * state["loss_scale"], (loss, updates.get("batch_stats", {}))
 
             grads, (loss, batch_stats) = jax.grad(scaled_loss, has_aux=True)(state["params"])
@@ -121,7 +126,9 @@ class JaxSession(Session):
                 new["step"] = state["step"] + 1
             return new, loss
 
-        # Synthetic data, made once and placed on the devices: each holds its slice.
+        # Synthetic data, made once and placed on the devices: each holds its slice (on a
+        # dataset, its shapes are those of every batch).
+        self.sharded = sharded
         self.state = jax.device_put(state, replicated)
         self.batch = jax.device_put((inputs, targets), sharded)
         jitted = jax.jit(
@@ -136,7 +143,7 @@ class JaxSession(Session):
         xla_flops = _cost_flops(self.compiled)
         self.last_loss: Any = None
         self.details = {
-            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "optimizer": "SGD(lr=0.01, momentum=0.9)" if self.training is None else "SGD(recipe)",
             "per_device_batch": per_device,
             "mesh": {"data": self.devices},
             "compute_dtype": str(np.dtype(dtype)),
@@ -150,9 +157,69 @@ class JaxSession(Session):
             "xla_flops_per_sample": xla_flops / point.batch_size if xla_flops else None,
         }
 
-    def step(self) -> Any:
-        self.state, self.last_loss = self.compiled(self.state, *self.batch)
+    def _recipe(self, optax):
+        """The dataset's recipe: SGD with L2 weight decay (added to the gradient, as
+        torch.optim.SGD), its learning rate scheduled per step inside the compiled step;
+        cross-entropy with label smoothing."""
+        import jax
+
+        plan, classes = self.training, self.point.spec.num_classes
+        recipe, total = plan.recipe, plan.total_steps
+        peak = recipe.peak_lr(self.point.batch_size)
+
+        def schedule(count):
+            return peak * recipe.lr_factor(count, total, jax.numpy)
+
+        tx = optax.chain(
+            optax.add_decayed_weights(recipe.weight_decay),
+            optax.sgd(learning_rate=schedule, momentum=recipe.momentum, nesterov=recipe.nesterov),
+        )
+
+        def loss(logits, targets):
+            smooth = optax.smooth_labels(jax.nn.one_hot(targets, classes), recipe.label_smoothing)
+            return optax.softmax_cross_entropy(logits, smooth).mean()
+
+        return tx, loss
+
+    def _host_batches(self, split: datasets.Split, epoch: int, train: bool):
+        """The shared host pipeline (a thread pool, --num-workers threads), each batch
+        placed on the devices, split along the mesh, as soon as it is made."""
+        import jax
+
+        plan = self.training
+        for batch in pipeline.batches(
+            split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
+            workers=plan.workers,
+        ):  # fmt: skip
+            yield jax.device_put(batch, self.sharded)
+
+    def train_batches(self, epoch: int):
+        return self._host_batches(self.training.dataset.train, epoch, train=True)
+
+    def train_on(self, batch: Any) -> Any:
+        self.state, self.last_loss = self.compiled(self.state, *batch)
         return self.last_loss
+
+    def evaluate(self) -> tuple[int, int]:
+        """Top-1 in inference mode; the last batch is padded whole (labels -1)."""
+        import jax
+
+        model = self.model
+
+        @jax.jit
+        def hits(state, images, labels):
+            variables = {"params": state["params"], "batch_stats": state["batch_stats"]}
+            predicted = model.apply(variables, images, train=False).argmax(axis=1)
+            return (predicted == labels).sum(), (labels >= 0).sum()
+
+        counts = [
+            hits(self.state, *batch)
+            for batch in self._host_batches(self.training.dataset.val, 0, train=False)
+        ]
+        return sum(int(c) for c, _ in counts), sum(int(n) for _, n in counts)
+
+    def step(self) -> Any:
+        return self.train_on(self.batch)
 
     def loss_value(self, handle: Any) -> float:
         return float(handle)
@@ -182,7 +249,7 @@ class JaxSession(Session):
 class JaxFramework(Framework):
     name = "jax"
     memory_formats = ("channels_last",)  # Flax convolutions take NHWC
-    data_sources = ("synthetic",)
+    data_sources = ("synthetic", "dataset")
     sets_threads = False  # XLA's CPU thread pool has no supported setting
 
     def check_compile(self, compile: str | None) -> None:

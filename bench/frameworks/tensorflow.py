@@ -15,6 +15,8 @@ import os
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from bench import datasets
+from bench.datasets import pipeline
 from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
@@ -89,24 +91,21 @@ class TensorFlowSession(Session):
         self.devices = self.strategy.num_replicas_in_sync
         per_device = _xla.split_batch(point.batch_size, self.devices)
 
+        self.training = datasets.training(point) if point.dataset else None
+        self.loss = self.impl.loss
         with self.strategy.scope():
             self.model = self.impl.build_model(point.spec, point)
             optimizer = keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+            if self.training is not None:
+                optimizer = self._recipe_optimizer(keras)
             if point.precision == "fp16":  # fp16 gradients underflow without loss scaling
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             self.optimizer = optimizer
             self.optimizer.build(self.model.trainable_variables)
         self.parameters = sum(int(v.shape.num_elements()) for v in self.model.trainable_variables)
 
-        # Synthetic data, made once and placed on each replica's device: its own slice.
-        inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
-
-        def replica_slice(context):
-            i = context.replica_id_in_sync_group
-            part = slice(i * per_device, (i + 1) * per_device)
-            return tf.constant(inputs[part]), tf.constant(targets[part])
-
-        self.batch = self.strategy.experimental_distribute_values_from_function(replica_slice)
+        if self.training is None:  # on a dataset, batches come from train_batches
+            self.batch = self._synthetic_batch(per_device)
         replica_step = tf.function(self._replica_step, jit_compile=point.compile == "xla")
 
         @tf.function
@@ -115,7 +114,7 @@ class TensorFlowSession(Session):
 
         self._train_step = train_step
         self.details = {
-            "optimizer": "SGD(lr=0.01, momentum=0.9)",
+            "optimizer": "SGD(lr=0.01, momentum=0.9)" if self.training is None else "SGD(recipe)",
             "strategy": type(self.strategy).__name__,
             "per_device_batch": per_device,
             "dtype_policy": keras.mixed_precision.global_policy().name,
@@ -125,19 +124,118 @@ class TensorFlowSession(Session):
             "keras_backend": keras.config.backend(),
         }
 
+    def _synthetic_batch(self, per_device: int):
+        """Synthetic data, made once and placed on each replica's device: its own slice."""
+        tf, point = self.tf, self.point
+        inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
+
+        def replica_slice(context):
+            i = context.replica_id_in_sync_group
+            part = slice(i * per_device, (i + 1) * per_device)
+            return tf.constant(inputs[part]), tf.constant(targets[part])
+
+        return self.strategy.experimental_distribute_values_from_function(replica_slice)
+
     def _replica_step(self, inputs, targets):
         tf = self.tf
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(inputs, training=True)
-            loss = self.impl.loss(tf.cast(outputs, tf.float32), targets)
+            loss = self.loss(tf.cast(outputs, tf.float32), targets)
             # The optimizer sums gradients over replicas: scale to the global mean.
             scaled = loss / self.devices
             if self.point.precision == "fp16":
                 scaled = self.optimizer.scale_loss(scaled)
         grads = tape.gradient(scaled, variables)
+        if self.training is not None and self.training.recipe.weight_decay:
+            # L2 on every parameter, added to the gradient as torch.optim.SGD does.
+            decay = self.training.recipe.weight_decay
+            grads = [g + decay * tf.cast(v, g.dtype) for g, v in zip(grads, variables, strict=True)]
         self.optimizer.apply_gradients(zip(grads, variables, strict=True))
         return loss
+
+    def _recipe_optimizer(self, keras):
+        """SGD as the dataset's recipe sets it, its learning rate scheduled per step."""
+        plan = self.training
+        recipe, total = plan.recipe, plan.total_steps
+        peak = recipe.peak_lr(self.point.batch_size)
+
+        class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+            def __call__(self, step):
+                step = keras.ops.cast(step, "float32")
+                return peak * recipe.lr_factor(step, total, keras.ops)
+
+        smoothing, classes = recipe.label_smoothing, self.point.spec.num_classes
+
+        def loss(logits, targets):
+            one_hot = keras.ops.one_hot(targets, classes)
+            return keras.ops.mean(
+                keras.losses.categorical_crossentropy(
+                    one_hot, logits, from_logits=True, label_smoothing=smoothing
+                )
+            )
+
+        self.loss = loss
+        return keras.optimizers.SGD(
+            learning_rate=Schedule(), momentum=recipe.momentum, nesterov=recipe.nesterov
+        )
+
+    def _pipeline(self, split: datasets.Split, epoch: int, train: bool):
+        """tf.data over the split in the shared order: samples decoded and augmented by
+        parallel map calls (--num-workers of them; 0: one at a time), batched, and
+        prefetched while the step runs."""
+        import numpy as np
+
+        tf, plan = self.tf, self.training
+        chosen = pipeline.indices(split, self.point.batch_size, plan.seed, epoch, train)
+
+        def load(index):
+            i = int(index)
+            rng = pipeline.sample_rng(plan.seed, epoch, i) if train else None
+            image, label = split.sample(i, rng)
+            return image, np.int32(label)
+
+        _, height, width = self.point.spec.sample_shape
+
+        def fetch(index):
+            image, label = tf.numpy_function(load, [index], (tf.float32, tf.int32))
+            image.set_shape((height, width, 3))
+            label.set_shape(())
+            return image, label
+
+        data = tf.data.Dataset.from_tensor_slices(np.concatenate(chosen))
+        data = data.map(fetch, num_parallel_calls=plan.workers or None, deterministic=True)
+        data = data.batch(self.point.batch_size, drop_remainder=train)
+        return data.prefetch(tf.data.AUTOTUNE) if plan.workers else data
+
+    def _batches(self, data):
+        try:
+            yield from data
+        except self.tf.errors.OpError as error:  # a DatasetError inside tf.data
+            pipeline.reraise(error)
+            raise
+
+    def train_batches(self, epoch: int):
+        data = self._pipeline(self.training.dataset.train, epoch, train=True)
+        return self._batches(self.strategy.experimental_distribute_dataset(data))
+
+    def train_on(self, batch: Any) -> Any:
+        return self._train_step(batch)
+
+    def evaluate(self) -> tuple[int, int]:
+        """Top-1 in inference mode, one batch at a time on the first device."""
+        tf = self.tf
+
+        @tf.function
+        def hits(images, labels):
+            predicted = tf.argmax(self.model(images, training=False), axis=1, output_type=tf.int32)
+            return tf.reduce_sum(tf.cast(predicted == labels, tf.int64))
+
+        correct, seen = 0, 0
+        for images, labels in self._batches(self._pipeline(self.training.dataset.val, 0, False)):
+            correct += int(hits(images, labels))
+            seen += int(labels.shape[0])
+        return correct, seen
 
     def step(self) -> Any:
         return self._train_step(self.batch)
@@ -178,7 +276,7 @@ class TensorFlowFramework(Framework):
     name = "tensorflow"
     # Keras' layout; TensorFlow's CPU convolutions support no other.
     memory_formats = ("channels_last",)
-    data_sources = ("synthetic",)
+    data_sources = ("synthetic", "dataset")
     default_compiler = "xla"
 
     def check_compile(self, compile: str | None) -> None:
