@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import catalog, registry
+from bench import catalog, datasets, registry
 from bench.errors import UsageError
 from bench.report.text import csv_cell, markdown, visible
 from bench.result import MaxBatch, Point, Result
@@ -27,7 +27,7 @@ from bench.units import human
 # Config fields that must agree between results compared in one row: they change
 # what a number means. Sweep axes are row keys; the device is the machine itself.
 MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
-              "seq_len", "memory_limit_bytes")  # fmt: skip
+              "seq_len", "memory_limit_bytes", "train_to")  # fmt: skip
 ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
 
 
@@ -195,9 +195,24 @@ class Comparison:
                         "cost_ratio": cell.cost_ratio,
                         "usd_per_hour": machine.price_per_hour,
                         "mfu": cell.mfu,
+                        **_to_accuracy_record(p, machine),
                     }
                 )
         return records
+
+
+def _to_accuracy_record(point: Point | None, machine: Machine) -> dict[str, Any]:
+    reached = point.to_accuracy if point else None
+    if reached is None:
+        return {}
+    return {
+        "best_top1": reached.best_top1,
+        "epochs_to_target": reached.epochs_to_target,
+        "time_to_target_s": reached.time_to_target_s,
+        "energy_to_target_j": reached.energy_to_target_j,
+        "cost_to_target_usd": reached.cost_to_target(machine.price_per_hour),
+        "input_wait_fraction": point.input_wait_fraction if point else None,
+    }
 
 
 def _select(machines: list[Machine], selector: str) -> Machine:
@@ -216,11 +231,18 @@ def _select(machines: list[Machine], selector: str) -> Machine:
     return found[0]
 
 
+def _setting(res: Result, name: str) -> Any:
+    """A config field as compared: a dataset by its kind, wherever each machine keeps it."""
+    value = getattr(res.config, name)
+    ref = datasets.parse(value) if name == "data" else None
+    return ref.kind if ref else value
+
+
 def _measured_like(res: Result) -> tuple[Any, ...]:
     """What must agree; a result of max-batch searches alone may differ in its memory
     cap: the cap is what the memory ladder compares (each card a labelled column)."""
     names = MUST_MATCH if res.points else tuple(n for n in MUST_MATCH if n != "memory_limit_bytes")
-    return tuple(getattr(res.config, name) for name in names)
+    return tuple(_setting(res, name) for name in names)
 
 
 def _set_apart(
@@ -250,9 +272,9 @@ def _set_apart(
                 continue
             for path, res in members:
                 differs = [
-                    f"{name} {getattr(res.config, name)} (not {getattr(ref.config, name)})"
+                    f"{name} {_setting(res, name)} (not {_setting(ref, name)})"
                     for name in MUST_MATCH
-                    if getattr(res.config, name) != getattr(ref.config, name)
+                    if _setting(res, name) != _setting(ref, name)
                 ]
                 lines.append(
                     visible(
@@ -486,6 +508,34 @@ def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]
     return headers, body
 
 
+def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Training to a target on real data: per machine, time (and cost, where priced) to
+    the target and the best top-1, as the TPUv2 vs V100 comparison reported them."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and c.point.to_accuracy for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_accuracy if cell.point else None
+            if reached is None:
+                row.append(cell.text)
+                continue
+            parts = [f"best {reached.best_top1:.1%}"]
+            if reached.time_to_target_s is not None:
+                parts.insert(0, f"{reached.time_to_target_s:,.1f} s")
+                cost = reached.cost_to_target(machine.price_per_hour)
+                if cost is not None:
+                    parts.insert(1, f"${cost:,.2f}")
+            elif reached.target is not None:
+                parts.insert(0, "not reached")
+            row.append(" · ".join(parts))
+        body.append(row)
+    return headers, body
+
+
 def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     headers = [
         "workload",
@@ -519,6 +569,9 @@ def to_markdown(comparison: Comparison) -> str:
         "Throughput (samples/s, global): mean [95% interval]",
         markdown_table(*throughput_grid(comparison)),
     ]
+    accuracy = accuracy_grid(comparison)
+    if accuracy[1]:
+        parts += ["Time and cost to the target top-1, best top-1:", markdown_table(*accuracy)]
     if comparison.max_batch:
         parts += [
             "Largest batch that trains ('*': not even the smallest):",

@@ -30,6 +30,7 @@ from bench import files
 from bench.report.compare import (
     Cell,
     Comparison,
+    accuracy_grid,
     grid,
     legend,
     markdown_table,
@@ -297,6 +298,36 @@ def _ladder(comparison: Comparison) -> Figure | None:
     return fig
 
 
+def _accuracy_curves(comparison: Comparison) -> Figure | None:
+    """Top-1 on the validation split after each epoch, one line per machine, one panel
+    per point trained on a dataset; the target as a dashed line."""
+    rows = [(key, cells) for key, cells in comparison.rows
+            if any(c.point and c.point.to_accuracy for c in cells)]  # fmt: skip
+    if not rows:
+        return None
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 3.2 * len(rows)), squeeze=False,
+                             layout="constrained")  # fmt: skip
+    for ax, (key, cells) in zip(axes[:, 0], rows, strict=True):
+        target = None
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_accuracy if cell.point else None
+            if reached is None:
+                continue
+            target = reached.target
+            epochs = range(1, len(reached.curve) + 1)
+            ax.plot(epochs, [100 * v for v in reached.curve], marker="o",
+                    label=_legend(machine.label))  # fmt: skip
+        if target is not None:
+            ax.axhline(100 * target, color="black", linewidth=1, linestyle="--")
+        ax.set_xlabel("epoch")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_ylabel("top-1 (%)")
+        ax.set_title(_legend(_row_label(key), 90))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
 def _energy_per_epoch_or_sample(cell: Cell) -> float | None:
     energy = cell.point.energy_summary if cell.point else None
     if energy is None:
@@ -334,6 +365,7 @@ def charts(comparison: Comparison) -> dict[str, Figure | None]:
         ),
         "max_batch": _max_batch(comparison),
         "ladder": _ladder(comparison),
+        "accuracy": _accuracy_curves(comparison),
     }  # fmt: skip
 
 
@@ -383,6 +415,9 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         tables.insert(0, ("Throughput relative to the baseline", grid(comparison)))
     if comparison.max_batch:
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
+    accuracy = accuracy_grid(comparison)
+    if accuracy[1]:
+        tables.append(("Time and cost to the target top-1, best top-1", accuracy))
     tables.append(
         (
             f"Time and cost to train {train_epochs:g} epochs",
@@ -391,6 +426,8 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
     )
     notes = [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
     missing = [name for name in missing if several or name != "relative_throughput"]
+    if not accuracy[1]:  # no result trained on a dataset: nothing was asked of this chart
+        missing = [name for name in missing if name != "accuracy"]
     if missing:
         notes.insert(0, f"Charts left out, no result carries their data: {', '.join(missing)}.")
     note = " ".join(notes)

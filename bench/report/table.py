@@ -300,6 +300,43 @@ def tune_table(result: Result) -> Table:
     return table
 
 
+def accuracy_table(result: Result) -> Table:
+    """Training on a dataset: top-1 after each epoch, and time, energy and cost to the
+    target (wall clock from the first step, evaluations included), as the TPUv2 vs V100
+    comparison reported its time and cost to 75.7%."""
+    price = (result.pricing or {}).get("usd_per_hour")
+    target = result.config.train_to
+    heading = f"to {target:.1%} top-1" if target is not None else "top-1 per epoch"
+    table = Table(title=plain(f"accuracy: {heading} on {result.config.data}"),
+                  title_justify="left")  # fmt: skip
+    headers = ["point", "top-1 by epoch", "best", "epochs to target", "time to target",
+               "energy to target", "cost to target", "input wait"]  # fmt: skip
+    for header in headers:
+        table.add_column(
+            header, justify="left" if header in ("point", "top-1 by epoch") else "right"
+        )
+    for point in result.points:
+        reached = point.to_accuracy
+        if reached is None:
+            continue
+        wait = point.input_wait_fraction
+        cost = reached.cost_to_target(price)
+        joules = reached.energy_to_target_j
+        missed = "not reached" if target is not None else "–"
+        cells = [
+            point.label,
+            " ".join(f"{top1:.1%}" for top1 in reached.curve),
+            f"{reached.best_top1:.1%}",
+            f"{reached.epochs_to_target:g}" if reached.epochs_to_target else missed,
+            f"{reached.time_to_target_s:,.1f} s" if reached.time_to_target_s else missed,
+            f"{joules / 3.6e6:,.4f} kWh" if joules is not None else "n/a",
+            f"${cost:,.4f}" if cost is not None else ("n/a (no price)" if not price else missed),
+            f"{wait:.1%} of step time" if wait is not None else "n/a",
+        ]
+        table.add_row(*map(plain, cells))
+    return table
+
+
 def is_rung(point: Point, config: dict) -> bool:
     return point_axes(point) == point_axes(config)
 
@@ -312,6 +349,8 @@ def tables(result: Result, width: int | None = None) -> list[Table]:
         found.append(tune_table(result))
     if result.points:
         found.append(points_table(result, width))
+    if any(point.accuracy for point in result.points):
+        found.append(accuracy_table(result))
     if result.max_batch:
         found.append(max_batch_table(result))
     return found
