@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 import bench
-from bench import catalog, files, registry, result, runtime, stopping
+from bench import catalog, datasets, files, registry, result, runtime, stopping
 from bench.commands import compare, diff, fleet, ladder, suite, tune, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
@@ -469,6 +469,7 @@ def run_and_print(
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
+    datasets.check(config)  # a missing or malformed dataset too, before any child starts
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = runner_class(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]

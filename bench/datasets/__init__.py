@@ -25,7 +25,7 @@ from bench.errors import UsageError
 if TYPE_CHECKING:
     import numpy as np
 
-    from bench.config import PointConfig
+    from bench.config import PointConfig, RunConfig
     from bench.workloads.base import WorkloadSpec
 
 KINDS = ("cifar10", "imagenet")
@@ -136,6 +136,16 @@ class Training:
             "recipe": self.recipe.describe(self.batch_size, self.total_steps),
             "loader_workers": self.workers,
         }
+
+
+def check(config: RunConfig) -> None:
+    """Read the run's dataset once in the parent: an error is one line before any point
+    runs, not the same error from every child."""
+    ref = parse(config.data)
+    if ref is not None:
+        from bench import registry
+
+        open_dataset(ref, registry.workload(config.workload))
 
 
 def training(point: PointConfig) -> Training:

@@ -1,0 +1,262 @@
+"""Real datasets: the published layouts read safely, errors that name the file, the
+shared order and augmentation, and training to a target top-1 in every framework on
+small generated datasets in the exact CIFAR-10 and ImageNet layouts."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pickle
+import re
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import datasets, registry
+from bench.config import PointConfig, RunConfig
+from bench.datasets import DatasetError, cifar10, pipeline
+from bench.datasets.recipe import Recipe
+from bench.errors import UsageError
+from bench.result import load
+
+from .conftest import only_result, run_bench
+from .fake_data import write_cifar10, write_imagenet
+
+CNN = registry.workload("cnn-s")
+
+
+@pytest.fixture(scope="module")
+def cifar(tmp_path_factory) -> Path:
+    return write_cifar10(tmp_path_factory.mktemp("cifar"), per_batch=200, test=200)
+
+
+@pytest.fixture(scope="module")
+def imagenet(tmp_path_factory) -> Path:
+    return write_imagenet(tmp_path_factory.mktemp("imagenet"), classes=4, train=50, val=10)
+
+
+def _open(data: str):
+    return datasets.open_dataset(datasets.parse(data), CNN)
+
+
+# --- reading the published layouts ------------------------------------------------------
+
+
+def test_cifar10_reads_the_batches_folder_its_parent_and_the_archive(cifar, tmp_path):
+    archive = tmp_path / cifar10.ARCHIVE
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(cifar, arcname=cifar10.FOLDER)
+    found = [_open(f"cifar10:{where}") for where in (cifar, cifar.parent, archive, tmp_path)]
+    for dataset in found:
+        assert len(dataset.train) == 1000 and len(dataset.val) == 200 and dataset.classes == 10
+        assert dataset.facts == found[0].facts and dataset.facts["official"] is False
+    image, label = found[0].train.sample(0, None)
+    assert image.shape == (32, 32, 3) and image.dtype == np.float32 and 0 <= label < 10
+    raw = pickle.loads((cifar / "data_batch_1").read_bytes(), encoding="bytes")
+    # Rows are channel planes: pixel (0, 0) is R, G, B at offsets 0, 1024, 2048.
+    pixel = raw[b"data"][0, [0, 1024, 2048]] / 255
+    assert image[0, 0] == pytest.approx((pixel - cifar10.MEAN) / cifar10.STD, abs=1e-5)
+
+
+def _bad_batch(cifar: Path, tmp_path: Path, name: str, content: bytes) -> Path:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for item in cifar.iterdir():
+        (copy / item.name).write_bytes(item.read_bytes())
+    (copy / name).write_bytes(content)
+    return copy
+
+
+class _Shell:
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\x80\x02}q\x00(X", "is not a CIFAR-10 python batch"),  # truncated
+        (pickle.dumps({b"labels": [1]}, protocol=2), "no data and labels"),
+        (pickle.dumps({b"data": np.zeros((2, 10), np.uint8), b"labels": [1, 2]}, protocol=2),
+         "3072 values"),
+        (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 12]}, protocol=2),
+         "labels must lie in 0..9"),
+        (pickle.dumps(_Shell(), protocol=2), "asks for posix.system, not NumPy data"),
+    ],
+)  # fmt: skip
+def test_a_bad_cifar10_batch_is_one_line_naming_the_file_and_runs_no_code(
+    cifar, tmp_path, monkeypatch, content, why
+):
+    monkeypatch.chdir(tmp_path)
+    copy = _bad_batch(cifar, tmp_path, "data_batch_3", content)
+    with pytest.raises(DatasetError) as caught:
+        _open(f"cifar10:{copy}")
+    message = str(caught.value)
+    assert f"{copy}/data_batch_3" in message and why in message and "\n" not in message
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_a_missing_cifar10_says_what_layout_was_expected(tmp_path):
+    with pytest.raises(DatasetError, match=r"data_batch_1\.\.data_batch_5 and test_batch"):
+        _open(f"cifar10:{tmp_path}")
+    with pytest.raises(DatasetError, match="CIFAR-10 images are 3x32x32; resnet50 takes"):
+        datasets.open_dataset(datasets.parse(f"cifar10:{tmp_path}"), registry.workload("resnet50"))
+
+
+def test_imagenet_reads_class_folders_and_crops_to_the_workload(imagenet):
+    dataset = _open(f"imagenet:{imagenet}")
+    assert (len(dataset.train), len(dataset.val), dataset.classes) == (200, 40, 4)
+    image, label = dataset.train.sample(7, np.random.default_rng(0))
+    assert image.shape == (32, 32, 3) and label == 0
+    assert dataset.val.sample(39, None)[1] == 3
+
+
+def test_imagenet_layout_errors_name_the_folder(tmp_path, imagenet):
+    (tmp_path / "train").mkdir()
+    with pytest.raises(DatasetError, match=r"train has no class folders"):
+        _open(f"imagenet:{tmp_path}")
+    (tmp_path / "train" / "n1").mkdir()
+    with pytest.raises(DatasetError, match=r"n1 holds no JPEG images"):
+        _open(f"imagenet:{tmp_path}")
+    with pytest.raises(DatasetError, match="has no val/ folder"):
+        _open(f"imagenet:{_no_val(tmp_path, imagenet)}")
+
+
+def _no_val(tmp_path: Path, imagenet: Path) -> Path:
+    copy = tmp_path / "noval"
+    (copy / "train").mkdir(parents=True)
+    (copy / "train" / "n0").symlink_to(imagenet / "train" / "n00000000")
+    return copy
+
+
+def test_a_jpeg_that_does_not_decode_is_named(tmp_path):
+    root = write_imagenet(tmp_path / "set", classes=2, train=4, val=2)
+    broken = root / "train" / "n00000001" / "img_2.JPEG"
+    broken.write_bytes(broken.read_bytes()[:50])
+    dataset = _open(f"imagenet:{root}")
+    index = dataset.train.files.index(str(broken))
+    with pytest.raises(DatasetError, match=re.escape(f"{broken} is not a JPEG that decodes")):
+        dataset.train.sample(index, None)
+
+
+# --- one order and augmentation for every loader ----------------------------------------
+
+
+def test_order_and_augmentation_depend_on_seed_and_epoch_not_on_workers(cifar):
+    split = _open(f"cifar10:{cifar}").train
+    made = [
+        list(pipeline.batches(split, 64, seed=1, epoch=2, train=True, workers=workers))
+        for workers in (0, 3)
+    ]
+    assert len(made[0]) == 1000 // 64  # the last partial batch is dropped
+    for (a, la), (b, lb) in zip(*made, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(la, lb)
+    other = next(pipeline.batches(split, 64, seed=1, epoch=3, train=True, workers=0))
+    assert not np.array_equal(other[0], made[0][0][0])
+
+
+def test_evaluation_keeps_every_sample_and_pads_the_last_batch(cifar):
+    split = _open(f"cifar10:{cifar}").val
+    made = list(pipeline.batches(split, 64, seed=0, epoch=0, train=False, workers=2))
+    labels = np.concatenate([lab for _, lab in made])
+    assert len(made) == 4 and all(len(images) == 64 for images, _ in made)
+    assert (labels >= 0).sum() == 200 and (labels[200:] == -1).all()
+
+
+def test_the_schedule_warms_up_then_decays_to_zero_in_numpy_and_jax():
+    recipe = Recipe(lr_per_256=0.4, warmup_fraction=0.2, schedule="linear")
+    factors = [float(recipe.lr_factor(step, 100)) for step in (0, 19, 20, 60, 100)]
+    assert factors == pytest.approx([0.05, 1.0, 1.0, 0.5, 0.0])
+    assert recipe.peak_lr(512) == pytest.approx(0.8)
+    if importlib.util.find_spec("jax"):
+        import jax.numpy as jnp
+
+        cosine = Recipe(lr_per_256=0.1, warmup_fraction=0.1)
+        for step in (0, 5, 10, 55, 99):
+            assert float(cosine.lr_factor(jnp.asarray(step), 100, jnp)) == pytest.approx(
+                float(cosine.lr_factor(step, 100)), rel=1e-4, abs=1e-7
+            )
+
+
+# --- configuration ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"train_to": 0.9}, "train_to: needs a real dataset"),
+        ({"data": "cifar10:/d"}, "epochs: training on a dataset needs --epochs"),
+        ({"data": "cifar10:/d", "epochs": 2, "warmup_steps": 3}, "warmup_steps: on a dataset"),
+        ({"data": "cifar10:/d", "epochs": 2, "epoch_samples": 100}, "epoch_samples: an epoch"),
+        ({"data": "cifar10:/d", "epochs": 2, "train_to": 0}, "train_to: 0 is not allowed"),
+        ({"data": "cifar10:/d", "epochs": 2, "devices": (2,)}, "one process for now"),
+        ({"data": "mnist:/d", "epochs": 2}, "dataset 'mnist' is not known"),
+        ({"data": "cifar10:", "epochs": 2}, "names no folder"),
+    ],
+)
+def test_dataset_options_are_checked_with_one_line(fields, message):
+    with pytest.raises(UsageError, match=message):
+        RunConfig("cnn-s", **fields)
+
+
+def test_a_dataset_point_starts_in_epoch_one_without_warm_up():
+    config = RunConfig("cnn-s", data="imagenet:/d", epochs=3, train_to=0.5, num_workers=2)
+    point = next(config.points())
+    assert point.warmup_steps == 0 and point.epoch_samples is None
+    assert point.dataset == datasets.DataRef("imagenet", "/d")
+    assert PointConfig.from_dict(point.to_dict()) == point
+
+
+# --- training to a target in every framework --------------------------------------------
+
+
+FRAMEWORKS = [f for f in ("torch", "tensorflow", "jax") if importlib.util.find_spec(
+    {"torch": "torch", "tensorflow": "tensorflow", "jax": "flax"}[f])]  # fmt: skip
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("kind", ["cifar10", "imagenet"])
+def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet, tmp_path):
+    """A target reached within a few epochs, with the curve, time, cost and the input
+    wait recorded, through each framework's own loader with two workers."""
+    where = cifar if kind == "cifar10" else imagenet
+    done = run_bench(
+        "run", "cnn-s", "--framework", framework, "--data", f"{kind}:{where}",
+        "--train-to", "0.5", "--max-epochs", "4", "--batch-size", "20", "--num-workers", "2",
+        "--price-per-hour", "3.6", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "accuracy: to 50.0% top-1" in done.stdout
+    data = only_result(tmp_path)
+    (point,) = load(next(tmp_path.glob("*.json"))).points
+    reached = point.to_accuracy
+    assert reached.reached == 1 and reached.curve[-1] >= 0.5 > max(reached.curve[:-1], default=0)
+    epochs = point.accuracy[0]["epochs"]
+    assert reached.time_to_target_s == pytest.approx(
+        sum(e["train_s"] + e["eval_s"] for e in epochs)
+    )
+    assert reached.cost_to_target(3.6) == pytest.approx(reached.time_to_target_s / 1000)
+    steps = len(point.step_times_s[0])
+    assert steps == len(epochs) * ((1000 if kind == "cifar10" else 200) // 20)
+    assert len(point.input_wait_s[0]) == steps and 0 < point.input_wait_fraction < 1
+    details = data["points"][0]["details"]
+    assert details["dataset"]["kind"] == kind and details["loader_workers"] == 2
+    assert details["recipe"]["total_steps"] == 4 * steps // len(epochs)
+    assert epochs[-1]["samples"] == (200 if kind == "cifar10" else 40)
+
+
+def test_a_broken_jpeg_in_a_run_is_one_line_naming_it(tmp_path):
+    root = write_imagenet(tmp_path / "set", classes=2, train=10, val=2)
+    broken = root / "train" / "n00000000" / "img_3.JPEG"
+    broken.write_bytes(b"not a jpeg")
+    done = run_bench(
+        "run", "cnn-s", "--data", f"imagenet:{root}", "--epochs", "1", "--batch-size", "4",
+        "--num-workers", "1", "--output-dir", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode != 0
+    point = only_result(tmp_path / "out")["points"][0]
+    assert point["status"] == "error"
+    assert point["error"].startswith(f"data: {broken} is not a JPEG that decodes (")
+    assert "\n" not in point["error"] and str(broken) in done.stdout + done.stderr
