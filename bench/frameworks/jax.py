@@ -10,6 +10,7 @@ compute dtype (Flax casts parameters and activations), fp16 with dynamic loss sc
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import time
@@ -200,8 +201,9 @@ class JaxSession(Session):
         self.state, self.last_loss = self.compiled(self.state, *batch)
         return self.last_loss
 
-    def evaluate(self) -> tuple[int, int]:
-        """Top-1 in inference mode; the last batch is padded whole (labels -1)."""
+    @functools.cached_property
+    def _hits(self):
+        """Correct top-1 predictions and real samples in a batch, compiled once."""
         import jax
 
         model = self.model
@@ -212,8 +214,12 @@ class JaxSession(Session):
             predicted = model.apply(variables, images, train=False).argmax(axis=1)
             return (predicted == labels).sum(), (labels >= 0).sum()
 
+        return hits
+
+    def evaluate(self) -> tuple[int, int]:
+        """Top-1 in inference mode; the last batch is padded whole (labels -1)."""
         counts = [
-            hits(self.state, *batch)
+            self._hits(self.state, *batch)
             for batch in self._host_batches(self.training.dataset.val, 0, train=False)
         ]
         return sum(int(c) for c, _ in counts), sum(int(n) for _, n in counts)

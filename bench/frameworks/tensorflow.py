@@ -10,6 +10,7 @@ backward, SGD with momentum.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from importlib import metadata
@@ -222,8 +223,9 @@ class TensorFlowSession(Session):
     def train_on(self, batch: Any) -> Any:
         return self._train_step(batch)
 
-    def evaluate(self) -> tuple[int, int]:
-        """Top-1 in inference mode, one batch at a time on the first device."""
+    @functools.cached_property
+    def _hits(self):
+        """Correct top-1 predictions in a batch, traced once for every evaluation."""
         tf = self.tf
 
         @tf.function
@@ -231,9 +233,13 @@ class TensorFlowSession(Session):
             predicted = tf.argmax(self.model(images, training=False), axis=1, output_type=tf.int32)
             return tf.reduce_sum(tf.cast(predicted == labels, tf.int64))
 
+        return hits
+
+    def evaluate(self) -> tuple[int, int]:
+        """Top-1 in inference mode, one batch at a time on the first device."""
         correct, seen = 0, 0
         for images, labels in self._batches(self._pipeline(self.training.dataset.val, 0, False)):
-            correct += int(hits(images, labels))
+            correct += int(self._hits(images, labels))
             seen += int(labels.shape[0])
         return correct, seen
 
