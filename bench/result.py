@@ -50,9 +50,10 @@ from bench.trackers.busy import verdict as busy_verdict
 #   7: points gain `unit_throughput` (derived: tokens/s or pixels/s where the workload
 #     has such a unit; details.per_sample records how many a sample holds).
 #   8: training on a real dataset: points gain `input_wait_s` (per repeat, per step: time
-#     blocked on the next batch) and `accuracy` (per repeat: the target and top-1 after
-#     each epoch with its training and evaluation time); `to_accuracy` is derived from
-#     them. Configs gain `train_to`.
+#     blocked on the next batch), `accuracy` (per repeat: the target and top-1 after
+#     each epoch with its training and evaluation time) and `synthetic_step_times_s`
+#     (the same point on synthetic data); `to_accuracy`, `input_wait_fraction` and
+#     `synthetic_ratio` are derived from them. Configs gain `train_to`.
 SCHEMA_VERSION = 8
 
 
@@ -95,6 +96,7 @@ def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     for point in data.get("points", []):
         point.setdefault("input_wait_s", [])
         point.setdefault("accuracy", [])
+        point.setdefault("synthetic_step_times_s", [])
     return {**data, "schema_version": 8}
 
 
@@ -264,6 +266,8 @@ class Point:
     # "eval_s", ...}]}.
     input_wait_s: tuple[tuple[float, ...], ...] = ()
     accuracy: tuple[dict[str, Any] | None, ...] = ()
+    # After training on a dataset, the same session on one synthetic batch (repeat 1).
+    synthetic_step_times_s: tuple[float, ...] = ()
 
     @property
     def runtime_label(self) -> str:
@@ -345,6 +349,14 @@ class Point:
         waits = sum(t for row in self.input_wait_s for t in row)
         steps = sum(t for row in self.step_times_s[: len(self.input_wait_s)] for t in row)
         return waits / steps if self.input_wait_s and steps else None
+
+    @property
+    def synthetic_ratio(self) -> float | None:
+        """Throughput on the real data over the same point's on synthetic data: below 1,
+        what the input pipeline (and the host) cost."""
+        if not self.synthetic_step_times_s or self.throughput is None:
+            return None
+        return self.throughput.value / samples_per_s(self.batch_size, self.synthetic_step_times_s)
 
     @property
     def to_accuracy(self) -> ToAccuracy | None:
@@ -442,6 +454,7 @@ class Point:
         per_unit = self.unit_throughput
         data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
         data["input_wait_fraction"] = self.input_wait_fraction
+        data["synthetic_ratio"] = self.synthetic_ratio
         reached = self.to_accuracy
         data["to_accuracy"] = reached.to_json() if reached else None
         energy = self.energy_summary
@@ -459,6 +472,7 @@ class Point:
         kwargs = {k: v for k, v in data.items() if k in names}
         for key in ("warmup_times_s", "step_times_s", "input_wait_s"):
             kwargs[key] = _tuples(kwargs.get(key, ()))
+        kwargs["synthetic_step_times_s"] = tuple(kwargs.get("synthetic_step_times_s", ()))
         if kwargs.get("epoch_times_s") is not None:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
         for key in (
@@ -502,6 +516,9 @@ class Point:
             details=first.get("details") or {},
             runtime=first.get("runtime"),
             input_wait_s=_tuples(r["input_wait_s"] for r in done if r.get("input_wait_s")),
+            synthetic_step_times_s=tuple(done[0].get("synthetic_step_times_s") or ())
+            if done
+            else (),
             accuracy=tuple(r.get("accuracy") for r in done)
             if any(r.get("accuracy") for r in done)
             else (),
@@ -845,6 +862,7 @@ _POINT = {
     "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
     "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
     "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (numbers >= 0)"),
+    "synthetic_step_times_s": (_list_of(_positive), "a list of positive, finite seconds"),
     "accuracy": (_list_of(_optional(_accuracy_record)),
                  "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null"),
 }  # fmt: skip

@@ -32,6 +32,13 @@ class Reporter(Protocol):
     def finish(self, label: str, status: str, summary: str) -> None: ...
 
 
+def _synthetic(point: PointConfig) -> PointConfig:
+    """The point on synthetic data: the same model, batch and variant, no dataset."""
+    return dataclasses.replace(
+        point, data="synthetic", num_workers=0, epochs=None, epoch_samples=None, train_to=None
+    )
+
+
 class SilentReporter:
     def start(self, label: str, total_steps: int | None) -> None: ...
     def progress(self, phase: str, done: int, total: int) -> None: ...
@@ -194,10 +201,8 @@ class Runner:
             # is not this run's, so it does not go through _spawn. One process: FLOPs
             # per sample do not depend on the ranks.
             alone = dataclasses.replace(
-                point, devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None,
-                # The model's FLOPs, whatever it trains on: no dataset to read for them.
-                data="synthetic", num_workers=0, epochs=None, epoch_samples=None, train_to=None,
-            )  # fmt: skip
+                _synthetic(point), devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None
+            )
             counted = registry.framework(point.framework).flops_point(alone)
             response = self.spawn(counted, "count_flops", self.reporter.progress)
             self._flops[key] = response.get("flops_per_sample")

@@ -122,6 +122,8 @@ def measure(
                 steps += times
                 losses += epoch_losses
             record["epoch_times_s"] = epochs
+    if point.dataset is not None:  # outside the trackers' window: not part of the training
+        record["synthetic_step_times_s"] = synthetic_reference(session, timer, progress)
     record.update(memory.fields())
     record.update(energy.fields())
     record.update(busy.fields())
@@ -199,6 +201,18 @@ def train_to_accuracy(
     record["accuracy"] = {"metric": "top1", "target": point.train_to, "epochs": curve}
     record["details"].update(plan.details())
     return steps, losses
+
+
+def synthetic_reference(session: Session, timer: StepTimer, progress: Progress) -> list[float]:
+    """After training on the dataset: the same model, optimizer and batch shape on one
+    synthetic batch already on the device, 5 warm-up steps then 20 timed. Beside the
+    real data's throughput, the ratio is what the input pipeline and the host cost."""
+    batch = session.synthetic_batch()
+    timer.steps(lambda: session.train_on(batch), 5, lambda i: progress("synthetic", i + 1, 25))
+    times, _ = timer.steps(
+        lambda: session.train_on(batch), 20, lambda i: progress("synthetic", i + 6, 25)
+    )
+    return times
 
 
 _CAPPED_ALLOCATION_FAILURES = ("could not create a primitive",)

@@ -60,7 +60,7 @@ def test_defaults_come_from_the_workload():
             {"workload": "tiny", "epochs": 2, "epoch_samples": 4, "batch_sizes": (8,)},
             "smaller than one batch",
         ),
-        ({"workload": "tiny", "num_workers": 2}, "num_workers: only applies with a loader or a dataset"),
+        ({"workload": "tiny", "num_workers": 2}, "num_workers: only applies with a loader"),
         ({"workload": "tiny", "data": "disk"}, "data: 'disk' is not allowed"),
         ({"workload": "tiny", "batch_sizes": (8, 8)}, "without repeats"),
         ({"workload": "tiny", "repeats": 0}, "repeats: 0"),

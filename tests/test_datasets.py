@@ -241,6 +241,8 @@ def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet,
     steps = len(point.step_times_s[0])
     assert steps == len(epochs) * ((1000 if kind == "cifar10" else 200) // 20)
     assert len(point.input_wait_s[0]) == steps and 0 < point.input_wait_fraction < 1
+    # Beside it, the same point on synthetic data (20 measured steps): their ratio.
+    assert len(point.synthetic_step_times_s) == 20 and point.synthetic_ratio > 0
     details = data["points"][0]["details"]
     assert details["dataset"]["kind"] == kind and details["loader_workers"] == 2
     assert details["recipe"]["total_steps"] == 4 * steps // len(epochs)

@@ -154,10 +154,8 @@ def training(point: PointConfig) -> Training:
     if ref is None or point.epochs is None:
         raise UsageError("data: this point trains on synthetic data")
     dataset = open_dataset(ref, point.spec)
-    plan = Training(
-        dataset, module(ref.kind).RECIPE, point.batch_size, point.epochs, point.seed,
-        point.num_workers,
-    )  # fmt: skip
+    recipe = point.spec.recipes.get(ref.kind) or module(ref.kind).RECIPE
+    plan = Training(dataset, recipe, point.batch_size, point.epochs, point.seed, point.num_workers)
     if plan.steps_per_epoch == 0:
         raise DatasetError(
             f"data: {ref.path} has {len(dataset.train)} training samples, fewer than one "

@@ -59,6 +59,10 @@ class Session(ABC):
         """(correct, samples): top-1 over the whole validation split, in eval mode."""
         raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
 
+    def synthetic_batch(self) -> Any:
+        """One random batch of the training batches' shape, on the device, for train_on."""
+        raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
+
     def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
         """Every rank's `mine`, in rank order (a single process: just its own)."""
         return [mine]

@@ -224,6 +224,9 @@ class JaxSession(Session):
         ]
         return sum(int(c) for c, _ in counts), sum(int(n) for _, n in counts)
 
+    def synthetic_batch(self) -> Any:
+        return self.batch
+
     def step(self) -> Any:
         return self.train_on(self.batch)
 

@@ -182,31 +182,26 @@ class TensorFlowSession(Session):
         )
 
     def _pipeline(self, split: datasets.Split, epoch: int, train: bool):
-        """tf.data over the split in the shared order: samples decoded and augmented by
-        parallel map calls (--num-workers of them; 0: one at a time), batched, and
-        prefetched while the step runs."""
-        import numpy as np
+        """tf.data over the split in the shared order: each batch decoded and augmented
+        by one call into the shared host code (a call per sample costs more than the
+        work on small images), --num-workers batches in parallel (0: one at a time),
+        prefetched while the step runs. Evaluation pads its last batch (labels -1)."""
+        tf, plan, batch = self.tf, self.training, self.point.batch_size
+        chosen = pipeline.indices(split, batch, plan.seed, epoch, train)
 
-        tf, plan = self.tf, self.training
-        chosen = pipeline.indices(split, self.point.batch_size, plan.seed, epoch, train)
-
-        def load(index):
-            i = int(index)
-            rng = pipeline.sample_rng(plan.seed, epoch, i) if train else None
-            image, label = split.sample(i, rng)
-            return image, np.int32(label)
+        def load(i):
+            return pipeline.make_batch(split, chosen[int(i)], plan.seed, epoch, train, batch)
 
         _, height, width = self.point.spec.sample_shape
 
-        def fetch(index):
-            image, label = tf.numpy_function(load, [index], (tf.float32, tf.int32))
-            image.set_shape((height, width, 3))
-            label.set_shape(())
-            return image, label
+        def fetch(i):
+            images, labels = tf.numpy_function(load, [i], (tf.float32, tf.int32))
+            images.set_shape((batch, height, width, 3))
+            labels.set_shape((batch,))
+            return images, labels
 
-        data = tf.data.Dataset.from_tensor_slices(np.concatenate(chosen))
+        data = tf.data.Dataset.range(len(chosen))
         data = data.map(fetch, num_parallel_calls=plan.workers or None, deterministic=True)
-        data = data.batch(self.point.batch_size, drop_remainder=train)
         return data.prefetch(tf.data.AUTOTUNE) if plan.workers else data
 
     def _batches(self, data):
@@ -222,6 +217,9 @@ class TensorFlowSession(Session):
 
     def train_on(self, batch: Any) -> Any:
         return self._train_step(batch)
+
+    def synthetic_batch(self) -> Any:
+        return self._synthetic_batch(self.details["per_device_batch"])
 
     @functools.cached_property
     def _hits(self):
@@ -240,7 +238,7 @@ class TensorFlowSession(Session):
         correct, seen = 0, 0
         for images, labels in self._batches(self._pipeline(self.training.dataset.val, 0, False)):
             correct += int(self._hits(images, labels))
-            seen += int(labels.shape[0])
+            seen += int(self.tf.reduce_sum(self.tf.cast(labels >= 0, self.tf.int32)))
         return correct, seen
 
     def step(self) -> Any:

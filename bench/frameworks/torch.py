@@ -278,6 +278,15 @@ class TorchSession(Session):
         model.train()
         return int(correct), seen
 
+    def synthetic_batch(self) -> Any:
+        import torch
+
+        generator = torch.Generator().manual_seed(self.point.seed)
+        inputs, targets = self.impl.make_batch(
+            self.point.spec, self.point, self.batch_size, generator
+        )
+        return self._to_device(inputs), self._to_device(targets)
+
     def step(self) -> Any:
         return self.train_on(next(self.batches))
 

@@ -310,7 +310,7 @@ def accuracy_table(result: Result) -> Table:
     table = Table(title=plain(f"accuracy: {heading} on {result.config.data}"),
                   title_justify="left")  # fmt: skip
     headers = ["point", "top-1 by epoch", "best", "epochs to target", "time to target",
-               "energy to target", "cost to target", "input wait"]  # fmt: skip
+               "energy to target", "cost to target", "input wait", "real / synthetic"]  # fmt: skip
     for header in headers:
         table.add_column(
             header, justify="left" if header in ("point", "top-1 by epoch") else "right"
@@ -332,6 +332,7 @@ def accuracy_table(result: Result) -> Table:
             f"{joules / 3.6e6:,.4f} kWh" if joules is not None else "n/a",
             f"${cost:,.4f}" if cost is not None else ("n/a (no price)" if not price else missed),
             f"{wait:.1%} of step time" if wait is not None else "n/a",
+            f"{point.synthetic_ratio:.2f}" if point.synthetic_ratio is not None else "n/a",
         ]
         table.add_row(*map(plain, cells))
     return table

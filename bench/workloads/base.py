@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class WorkloadSpec:
     # Throughput's natural unit besides samples: sequences count tokens (--seq-len per
     # sample; a translation pair its target's); "pixels" counts height x width per sample.
     per_sample_unit: str | None = None
+    # How --train-to trains it on a dataset, where the dataset's own recipe does not suit
+    # it: dataset kind -> bench.datasets.recipe.Recipe.
+    recipes: dict[str, Any] = field(default_factory=dict, compare=False)
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
 
