@@ -33,7 +33,7 @@ class Reporter(Protocol):
 
 
 def _synthetic(point: PointConfig) -> PointConfig:
-    """The point on synthetic data: the same model, batch and variant, no dataset."""
+    """The point on synthetic data (its model's FLOPs do not depend on the dataset)."""
     return dataclasses.replace(
         point, data="synthetic", num_workers=0, epochs=None, epoch_samples=None, train_to=None
     )

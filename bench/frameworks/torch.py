@@ -150,7 +150,7 @@ class TorchSession(Session):
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         # SGD with momentum, unless the workload trains with its own (GANs: Adam); on a
-        # dataset, the dataset's recipe with its learning-rate schedule.
+        # dataset, its recipe (bench.datasets.recipe) with the learning-rate schedule.
         make_optimizer = getattr(self.impl, "optimizer", None)
         self.training = datasets.training(point) if point.dataset else None
         self.schedule = None
