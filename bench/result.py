@@ -52,8 +52,9 @@ from bench.trackers.busy import verdict as busy_verdict
 #   8: training on a real dataset: points gain `input_wait_s` (per repeat, per step: time
 #     blocked on the next batch), `accuracy` (per repeat: the target and top-1 after
 #     each epoch with its training and evaluation time) and `synthetic_step_times_s`
-#     (the same point on synthetic data); `to_accuracy`, `input_wait_fraction` and
-#     `synthetic_ratio` are derived from them. Configs gain `train_to`.
+#     (after the last epoch, the same session on one synthetic batch); `to_accuracy`,
+#     `input_wait_fraction` and `synthetic_ratio` are derived from them. Configs gain
+#     `train_to`.
 SCHEMA_VERSION = 8
 
 

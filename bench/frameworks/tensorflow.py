@@ -105,8 +105,9 @@ class TensorFlowSession(Session):
             self.optimizer.build(self.model.trainable_variables)
         self.parameters = sum(int(v.shape.num_elements()) for v in self.model.trainable_variables)
 
+        self.per_device = per_device
         if self.training is None:  # on a dataset, batches come from train_batches
-            self.batch = self._synthetic_batch(per_device)
+            self.batch = self.synthetic_batch()
         replica_step = tf.function(self._replica_step, jit_compile=point.compile == "xla")
 
         @tf.function
@@ -125,9 +126,9 @@ class TensorFlowSession(Session):
             "keras_backend": keras.config.backend(),
         }
 
-    def _synthetic_batch(self, per_device: int):
+    def synthetic_batch(self) -> Any:
         """Synthetic data, made once and placed on each replica's device: its own slice."""
-        tf, point = self.tf, self.point
+        tf, point, per_device = self.tf, self.point, self.per_device
         inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
 
         def replica_slice(context):
@@ -218,9 +219,6 @@ class TensorFlowSession(Session):
     def train_on(self, batch: Any) -> Any:
         return self._train_step(batch)
 
-    def synthetic_batch(self) -> Any:
-        return self._synthetic_batch(self.details["per_device_batch"])
-
     @functools.cached_property
     def _hits(self):
         """Correct top-1 predictions in a batch, traced once for every evaluation."""
@@ -229,17 +227,17 @@ class TensorFlowSession(Session):
         @tf.function
         def hits(images, labels):
             predicted = tf.argmax(self.model(images, training=False), axis=1, output_type=tf.int32)
-            return tf.reduce_sum(tf.cast(predicted == labels, tf.int64))
+            correct = tf.reduce_sum(tf.cast(predicted == labels, tf.int64))
+            return correct, tf.reduce_sum(tf.cast(labels >= 0, tf.int64))
 
         return hits
 
     def evaluate(self) -> tuple[int, int]:
-        """Top-1 in inference mode, one batch at a time on the first device."""
-        correct, seen = 0, 0
-        for images, labels in self._batches(self._pipeline(self.training.dataset.val, 0, False)):
-            correct += int(self._hits(images, labels))
-            seen += int(self.tf.reduce_sum(self.tf.cast(labels >= 0, self.tf.int32)))
-        return correct, seen
+        """Top-1 in inference mode, one batch at a time on the first device; the last
+        batch is padded whole (labels -1)."""
+        data = self._batches(self._pipeline(self.training.dataset.val, 0, False))
+        counts = [self._hits(images, labels) for images, labels in data]
+        return sum(int(c) for c, _ in counts), sum(int(n) for _, n in counts)
 
     def step(self) -> Any:
         return self._train_step(self.batch)
