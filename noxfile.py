@@ -402,7 +402,8 @@ def smoke(session: nox.Session, image: str) -> None:
     # A CPU image's flags are its own (bench:xeon's CAP_SYS_NICE for numactl): kept.
     run = ["docker", "run", *_run_args(image, results, devices=not gpu_image), f"bench:{image}"]
     steps = ["resnet50", "--batch-size", "2", "--warmup-steps", "1", "--steps", "2"]
-    session.run(*run, *steps, *(["--device", "cpu"] if gpu_image else []), external=True)
+    own = meta.get("smoke_args", [])  # what only this image can run (bench:xeon-ipex: IPEX)
+    session.run(*run, *steps, *own, *(["--device", "cpu"] if gpu_image else []), external=True)
     (result_file,) = results.glob("*.json")
     data = json.loads(result_file.read_text())
     labels = _inspect(f"bench:{image}")["Config"]["Labels"] or {}
@@ -433,6 +434,9 @@ def smoke(session: nox.Session, image: str) -> None:
             checks["Intel OpenMP preloaded"] = "libiomp5" in preload
         if point.get("numa") == "on":
             checks["NUMA bound"] = bool(applied.get("numa_binding"))
+        if point.get("optimize"):  # applied in the child, with the version that did it
+            done = point["details"].get(f"{point['optimize']}_optimize") or {}
+            checks[f"optimize {point['optimize']} applied"] = bool(done.get("version"))
     session.log(json.dumps(checks))
     if not all(checks.values()):
         session.error(f"bench:{image}: failed checks: {[k for k, ok in checks.items() if not ok]}")

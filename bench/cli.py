@@ -28,6 +28,7 @@ from bench.commands.options import number as _number
 from bench.commands.options import require_extra
 from bench.config import MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
+from bench.frameworks import _ipex
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
 from bench.report.text import plain
@@ -165,8 +166,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         const=(DEFAULT_COMPILER,),
         default=(None,),
         metavar="BACKEND",
-        help="torch: torch.compile with BACKEND (default inductor); tensorflow: xla "
-        "(jit_compile); jax always compiles; a list like none,inductor sweeps",
+        help="torch: torch.compile with BACKEND (default inductor; ipex: IPEX's backend); "
+        "tensorflow: xla (jit_compile); jax always compiles; a list like none,inductor sweeps",
+    )
+    p.add_argument(
+        "--optimize",
+        type=_compilers,
+        default=(None,),
+        metavar="WHAT",
+        help="torch on the cpu: ipex applies ipex.optimize(model, optimizer, dtype) "
+        "(Intel Extension for PyTorch, in bench:xeon-ipex); none,ipex sweeps",
     )
     p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
     _add_runtime_options(p)
@@ -448,6 +457,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         allocators=args.allocator or (None,),
         openmps=args.openmp or (None,),
         numas=args.numa or (None,),
+        optimizations=args.optimize,
         train_to=args.train_to,
     )
 
@@ -469,6 +479,7 @@ def run_and_print(
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
+    _ipex.check(config.optimizations, config.compilers)  # IPEX installed, for this torch
     datasets.check(config)  # a missing or malformed dataset too, before any child starts
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = runner_class(

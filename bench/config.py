@@ -90,6 +90,25 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
     _check_launch(cfg, framework)
     _check_runtime(cfg)
+    _check_optimize(cfg, framework)
+
+
+def _check_optimize(cfg: RunConfig | PointConfig, framework: Any) -> None:
+    """A framework's whole-model optimisation (torch: ipex.optimize) and IPEX, which is
+    its CPU build: known values only (whether it is installed is the parent's question,
+    so that a result keeps loading on a machine without it)."""
+    if isinstance(cfg, RunConfig):
+        compilers, optimizations = cfg.compilers, cfg.optimizations
+    else:
+        compilers, optimizations = (cfg.compile,), (cfg.optimize,)
+    for value in optimizations:
+        if value is not None and value not in framework.optimizations:
+            offered = ", ".join(framework.optimizations) or "none"
+            raise UsageError(
+                f"optimize: {value!r} is not available with {framework.name}; it offers: {offered}"
+            )
+    if "ipex" in (*compilers, *optimizations) and cfg.device != "cpu":
+        raise UsageError(f"ipex: runs on the cpu device only (its CPU build), not {cfg.device!r}")
 
 
 def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
@@ -175,7 +194,7 @@ def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
 
 
 _AXES = ("batch_sizes", "precisions", "memory_formats", "compilers", "devices", "allocators",
-         "openmps", "numas")  # fmt: skip
+         "openmps", "numas", "optimizations")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -213,6 +232,8 @@ class PointConfig:
     # Train on the dataset until top-1 on its validation split reaches this (at most
     # `epochs` epochs); None: train `epochs` epochs, evaluating after each.
     train_to: float | None = None
+    # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
+    optimize: str | None = None
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -323,6 +344,7 @@ class RunConfig:
     openmps: tuple[str | None, ...] = (None,)
     numas: tuple[str | None, ...] = (None,)
     train_to: float | None = None
+    optimizations: tuple[str | None, ...] = (None,)  # sweep axis of PointConfig.optimize
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -379,7 +401,7 @@ class RunConfig:
                 "nnodes: several machines need a fixed --repeats and no --find-max-batch "
                 "(run the search on one machine)"
             )
-        for axis in ("devices", "allocators", "openmps", "numas"):
+        for axis in ("devices", "allocators", "openmps", "numas", "optimizations"):
             if self.find_max_batch and len(getattr(self, axis)) > 1:
                 raise UsageError(f"{axis}: the max-batch search takes one value, not a sweep")
         # Building every point validates the per-point rules too (e.g. epoch_samples
@@ -397,11 +419,13 @@ class RunConfig:
     def points(self) -> Iterator[PointConfig]:
         """The sweep, in order: batch size varies fastest, as in the published tables,
         and the device count slowest (a scaling table reads down one config)."""
-        for allocator, openmp, numa, precision, fmt, compiler, devices, batch in (
-            itertools.product(self.allocators, self.openmps, self.numas, self.precisions,
-                              self.memory_formats, self.compilers, self.devices, self.batch_sizes)
+        for allocator, openmp, numa, optimize, precision, fmt, compiler, devices, batch in (
+            itertools.product(self.allocators, self.openmps, self.numas, self.optimizations,
+                              self.precisions, self.memory_formats, self.compilers, self.devices,
+                              self.batch_sizes)
         ):  # fmt: skip
             yield self._point(
+                optimize=optimize,
                 batch_size=batch,
                 precision=precision,
                 memory_format=fmt,
@@ -426,6 +450,7 @@ class RunConfig:
                 allocator=self.allocators[0],
                 openmp=self.openmps[0],
                 numa=self.numas[0],
+                optimize=self.optimizations[0],
             ),
             warmup_steps=0,
             steps=self.probe_steps,

@@ -55,7 +55,10 @@ from bench.trackers.busy import verdict as busy_verdict
 #     (after the last epoch, the same session on one synthetic batch); `to_accuracy`,
 #     `input_wait_fraction` and `synthetic_ratio` are derived from them. Configs gain
 #     `train_to`.
-SCHEMA_VERSION = 8
+#   9: points gain `optimize` (a sweep axis: the framework's whole-model optimisation,
+#     torch's 'ipex' for ipex.optimize; null: none, as every point before); configs gain
+#     `optimizations`.
+SCHEMA_VERSION = 9
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +104,14 @@ def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 8}
 
 
+def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("optimize", None)
+    if isinstance(data.get("config"), dict):
+        data["config"].setdefault("optimizations", [None])
+    return {**data, "schema_version": 9}
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
@@ -110,6 +121,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     5: _v5_to_v6,
     6: _v6_to_v7,
     7: _v7_to_v8,
+    8: _v8_to_v9,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -127,7 +139,7 @@ class InvalidField(ValueError):
 # What tells one point of a run from another, the device count aside: the same names
 # in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
 POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
-              "numa")  # fmt: skip
+              "numa", "optimize")  # fmt: skip
 
 
 def point_axes(point: Any) -> tuple[Any, ...]:
@@ -137,13 +149,18 @@ def point_axes(point: Any) -> tuple[Any, ...]:
     return tuple(getattr(point, name) for name in POINT_AXES)
 
 
-def variant_label(precision: str, memory_format: str, compile: str | None) -> str:
-    """'bf16 channels_last compile=inductor': the axes other than batch size."""
+def variant_label(
+    precision: str, memory_format: str, compile: str | None, optimize: str | None = None
+) -> str:
+    """'bf16 channels_last compile=inductor optimize=ipex': the axes other than batch size
+    and the runtime's."""
     parts = [precision]
     if memory_format != "contiguous":
         parts.append(memory_format)
     if compile:
         parts.append(f"compile={compile}")
+    if optimize:
+        parts.append(f"optimize={optimize}")
     return " ".join(parts)
 
 
@@ -262,6 +279,8 @@ class Point:
     openmp: str | None = None
     numa: str | None = None
     runtime: dict[str, Any] | None = None
+    # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
+    optimize: str | None = None
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.
@@ -280,7 +299,7 @@ class Point:
 
     @property
     def label(self) -> str:
-        variant = variant_label(self.precision, self.memory_format, self.compile)
+        variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize)
         spread = f" on {self.devices} devices" if self.devices > 1 else ""
         runtime = f" {self.runtime_label}" if self.runtime_label else ""
         return f"batch {self.batch_size} {variant}{runtime}{spread}"
@@ -862,6 +881,7 @@ _POINT = {
                "one of " + ", ".join(OPENMP_RUNTIMES) + " or null"),
     "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
     "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
+    "optimize": (_optional(_text), "text or null"),
     "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (numbers >= 0)"),
     "synthetic_step_times_s": (_list_of(_positive), "a list of positive, finite seconds"),
     "accuracy": (_list_of(_optional(_accuracy_record)),

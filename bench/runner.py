@@ -200,9 +200,12 @@ class Runner:
             # Maybe another framework's child (the reference count): its environment
             # is not this run's, so it does not go through _spawn. One process: FLOPs
             # per sample do not depend on the ranks.
+            # The model's FLOPs, not an optimisation's: without ipex.optimize, whose
+            # prepacked kernels the counter does not see.
             alone = dataclasses.replace(
-                _synthetic(point), devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None
-            )
+                _synthetic(point), devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None,
+                optimize=None,
+            )  # fmt: skip
             counted = registry.framework(point.framework).flops_point(alone)
             response = self.spawn(counted, "count_flops", self.reporter.progress)
             self._flops[key] = response.get("flops_per_sample")

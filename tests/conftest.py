@@ -30,3 +30,46 @@ def only_result(directory: Path) -> dict:
 @pytest.fixture
 def fixture_v1() -> Path:
     return DATA / "result-v1.json"
+
+
+_FAKE_IPEX = '''"""A stand-in for intel_extension_for_pytorch: records each ipex.optimize call."""
+import json
+import os
+
+__version__ = {version!r}
+
+
+def optimize(model, optimizer=None, dtype=None, weights_prepack=True):
+    with open(os.environ["FAKE_IPEX_CALLS"], "a") as calls:
+        calls.write(json.dumps({{"dtype": str(dtype), "weights_prepack": weights_prepack,
+                                "training": model.training}}) + "\\n")
+    return model, optimizer
+'''
+
+
+def make_fake_ipex(root: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> Path:
+    """Install a fake IPEX of `version` (a package and its metadata) for this process and
+    the children it starts; returns the file each ipex.optimize call is appended to."""
+    package = root / "intel_extension_for_pytorch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_FAKE_IPEX.format(version=version))
+    info = root / f"intel_extension_for_pytorch-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: intel-extension-for-pytorch\nVersion: {version}\n"
+    )
+    calls = root / "calls.jsonl"
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    monkeypatch.setenv("FAKE_IPEX_CALLS", str(calls))
+    return calls
+
+
+@pytest.fixture
+def fake_ipex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """IPEX 'installed', made for this torch."""
+    import importlib.metadata
+
+    torch = importlib.metadata.version("torch")
+    minor = ".".join(torch.split("+")[0].split(".")[:2])
+    return make_fake_ipex(tmp_path / "ipex", monkeypatch, f"{minor}.0")

@@ -94,6 +94,8 @@ class Framework(ABC):
     # --nnodes); the others use every local device from one process.
     launches_ranks: ClassVar[bool] = False
     default_compiler: ClassVar[str | None] = None  # what a bare --compile means
+    # Whole-model optimisations --optimize may name (torch: 'ipex', ipex.optimize).
+    optimizations: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
         """Settings that must precede the framework's import in the child (environment)."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets
 from bench.datasets import pipeline
+from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
 from bench.launchers import rank as ranks
 from bench.trackers.timing import EventTimer, StepTimer
@@ -141,19 +142,17 @@ class TorchSession(Session):
         self.cudnn_benchmark = self.device.type == "cuda"
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
 
+        if _ipex.used_by(point.optimize, point.compile):
+            _ipex.register_backend()  # imported right after torch, as IPEX asks
+
         model = self.impl.build_model(point.spec, point).to(self.device)
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
-        self.eager_model = model
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        if rank is not None:
-            device_ids = [self.device.index] if self.device.type == "cuda" else None
-            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         # SGD with momentum, unless the workload trains with its own (GANs: Adam); on a
         # dataset, its recipe (bench.datasets.recipe) with the learning-rate schedule.
         make_optimizer = getattr(self.impl, "optimizer", None)
         self.training = datasets.training(point) if point.dataset else None
-        self.schedule = None
         if self.training is not None:
             recipe = self.training.recipe
             self.optimizer = torch.optim.SGD(
@@ -161,9 +160,6 @@ class TorchSession(Session):
                 momentum=recipe.momentum, nesterov=recipe.nesterov,
                 weight_decay=recipe.weight_decay,
             )  # fmt: skip
-            self.schedule = torch.optim.lr_scheduler.LambdaLR(
-                self.optimizer, self.training.lr_factor
-            )
             smoothing = recipe.label_smoothing
             self.train_loss = lambda model, x, y: torch.nn.functional.cross_entropy(
                 model(x), y, label_smoothing=smoothing
@@ -173,6 +169,20 @@ class TorchSession(Session):
         else:
             self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
+        ipex_applied = None
+        if point.optimize == _ipex.NAME:  # on the bare model, before DDP wraps it
+            model, self.optimizer, ipex_applied = _ipex.optimize(
+                model, self.optimizer, self.amp_dtype or torch.float32, bool(point.compile)
+            )
+        self.eager_model = model
+        self.schedule = None
+        if self.training is not None:
+            self.schedule = torch.optim.lr_scheduler.LambdaLR(
+                self.optimizer, self.training.lr_factor
+            )
+        if rank is not None:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
         self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
         self.model = torch.compile(model, backend=point.compile) if point.compile else model
@@ -184,6 +194,8 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if ipex_applied is not None:
+            self.details["ipex_optimize"] = ipex_applied
         if rank is not None:
             self.details["data_parallel"] = {
                 "kind": "DistributedDataParallel",
@@ -373,6 +385,7 @@ class TorchFramework(Framework):
     data_sources = ("synthetic", "loader", "dataset")
     default_compiler = "inductor"
     launches_ranks = True
+    optimizations = (_ipex.NAME,)
 
     def versions(self) -> dict[str, Any]:
         import numpy
@@ -389,6 +402,7 @@ class TorchFramework(Framework):
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "mkldnn": torch.backends.mkldnn.is_available(),
             "intra_op_threads": torch.get_num_threads(),
+            "intel_extension_for_pytorch": _ipex.version(),
         }
 
     def prepare(self, point: PointConfig, platform: Platform) -> Session:
