@@ -2,7 +2,8 @@
 
 The study started ResNet-50 at batch 128 in fp32, swept the batch size, then added one
 optimisation at a time on top of the best so far: bf16, channels_last, torch.compile,
-TCMalloc with Intel OpenMP. Here every rung is a point like any other (a fresh child
+TCMalloc with Intel OpenMP, then Intel Extension for PyTorch (ipex.optimize, where it
+is installed: bench:xeon-ipex). Here every rung is a point like any other (a fresh child
 per repeat); a change is kept only when it is faster beyond noise: the lower end of
 the 95% interval of its ratio to the best so far (stats.ratio_interval) is above 1, or,
 with a single run on either side, when its mean is higher (said to be untested). A
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from bench import registry, runtime
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
+from bench.frameworks import _ipex
 from bench.result import Point
 from bench.runner import Runner
 from bench.stats import ratio_interval
@@ -36,6 +39,7 @@ def steps(framework: str) -> tuple[tuple[str, dict[str, Any]], ...]:
         ("channels_last", {"memory_format": "channels_last"}),
         (f"compile ({compiler})", {"compile": compiler}),
         ("TCMalloc + Intel OpenMP", {"allocator": "tcmalloc", "openmp": "intel"}),
+        ("IPEX (ipex.optimize)", {"optimize": _ipex.NAME}),
     )
 
 
@@ -54,6 +58,7 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     try:
         dataclasses.replace(point, **change)
         runtime.check((change.get("allocator"),), (change.get("openmp"),))
+        _ipex.check((change.get("optimize"),), ())
     except UsageError as error:
         return str(error)
     return None
@@ -78,6 +83,11 @@ def verdict(candidate: Point, best: Point) -> tuple[bool, str]:
 class LadderRunner(Runner):
     """A Runner whose points are the ladder's rungs, decided as it climbs. Resumable as
     any run: a rung measured before (an interrupted file) is taken, not measured again."""
+
+    def resume(self, path: Path) -> None:
+        super().resume(path)
+        if self.result.command[1:2] != ["ladder"]:
+            raise UsageError(f"{path}: not a bench ladder result; bench ladder cannot go on")
 
     def _sweep(self) -> None:
         self.result.ladder = []

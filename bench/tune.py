@@ -14,6 +14,10 @@ The budget is soft and spent in order: round 1 probes the grid in a shuffled ord
 the budget is gone, saying how many of the grid it probed; a later round starts only
 when its predicted time fits in what is left (each survivor's child overhead and step
 time from its last probe), else the ranking is the last finished round's.
+
+Resumable (`bench tune ... --resume FILE`): the same grid is probed in the same order,
+and a probe the interrupted file holds (same round, steps and configuration) is taken
+from it, not measured again; the time it had spent (`spent_s`) counts toward the budget.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import dataclasses
 import math
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.config import PointConfig
-from bench.result import Point
+from bench.errors import UsageError
+from bench.result import Point, point_axes
 from bench.runner import Runner
 
 ETA = 3  # one in ETA goes on; the next round has ETA times the steps
@@ -46,11 +52,35 @@ class TuneRunner(Runner):
     def __init__(self, *args: Any, budget_s: float = DEFAULT_BUDGET_S, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.budget_s = budget_s
+        self._before: dict[tuple[Any, ...], Point] = {}  # an interrupted tune's probes
+        self._spent_before = 0.0
+
+    def resume(self, path: Path) -> None:
+        super().resume(path)
+        if self.result.command[1:2] != ["tune"]:
+            raise UsageError(f"{path}: not a bench tune result; bench tune cannot go on")
+        old = self.result.tune or {"rounds": []}  # None: stopped before its first probe
+        for record in old["rounds"]:
+            for data in record["points"]:
+                probe = Point.from_json(data)
+                self._before[self._key(record["round"], record["steps"], probe)] = probe
+        self._spent_before = float(old.get("spent_s") or 0.0)
+        self.result.points = []
+
+    @staticmethod
+    def _key(round_no: int, steps: int, point: Any) -> tuple[Any, ...]:
+        return (round_no, steps, *point_axes(point))
+
+    def _taken(self, round_no: int, point: PointConfig, repeats: int) -> Point | None:
+        """This round's probe of `point` from the interrupted file, or None."""
+        taken = self._before.get(self._key(round_no, point.steps, point))
+        return taken if taken is not None and len(taken.step_times_s) == repeats else None
 
     def _sweep(self) -> None:
-        config, started = self.config, time.monotonic()
-        tune: dict[str, Any] = {"budget_s": self.budget_s, "eta": ETA, "seed": SEED,
-                                "rounds": [], "stopped": None}  # fmt: skip
+        config = self.config
+        started = time.monotonic() - self._spent_before
+        tune: dict[str, Any] = {"budget_s": self.budget_s, "eta": ETA, "seed": SEED, "rounds": [],
+                                "stopped": None, "spent_s": self._spent_before}  # fmt: skip
         self.result.tune = tune
         grid = list(config.points())
         random.Random(SEED).shuffle(grid)
@@ -79,9 +109,12 @@ class TuneRunner(Runner):
             tune["rounds"].append(record)
             measured: list[tuple[PointConfig, Point]] = []
             for point in survivors:
+                probe = dataclasses.replace(point, steps=steps, warmup_steps=warmup)
+                taken = self._taken(record["round"], probe, repeats)
                 if (
                     record["round"] == 1
                     and measured
+                    and taken is None  # what was measured before is kept, whatever the time
                     and (time.monotonic() - started > self.budget_s / 2)
                 ):
                     _stopped(
@@ -90,12 +123,14 @@ class TuneRunner(Runner):
                         " configurations in half the budget; the others were not tried",
                     )
                     break
-                probe = dataclasses.replace(point, steps=steps, warmup_steps=warmup)
                 clock = time.monotonic()
-                done = self._measure(probe, repeats=repeats)
-                last_wall[point] = (time.monotonic() - clock, steps + warmup, repeats, done)
+                now = taken is None
+                done = self._measure(probe, repeats=repeats) if taken is None else taken
+                wall = time.monotonic() - clock if now else self._estimate(done, steps + warmup)
+                last_wall[point] = (wall, steps + warmup, repeats, done)
                 measured.append((point, done))
                 record["points"].append(done.to_json())
+                tune["spent_s"] = round(time.monotonic() - started, 3)
                 self._save()
             ranked = sorted(
                 (m for m in measured if m[1].throughput),
@@ -107,6 +142,13 @@ class TuneRunner(Runner):
                 break
             survivors = [p for p, _ in ranked[: max(1, math.ceil(len(ranked) / ETA))]]
             steps = min(steps * ETA, config.steps)
+
+    @staticmethod
+    def _estimate(point: Point, steps: int) -> float:
+        """The wall time of a probe taken from the interrupted file (its child's start-up
+        is not recorded): its steps' time per repeat."""
+        step_s = point.step_time.mean if point.step_time else 0.0
+        return max(len(point.step_times_s), 1) * steps * step_s
 
     @staticmethod
     def _predict(last: tuple[float, int, int, Point], steps: int, repeats: int) -> float:
@@ -126,6 +168,8 @@ def command_line(point: Point, config: Any) -> str:
              "--precision", point.precision, "--memory-format", point.memory_format]  # fmt: skip
     if point.compile:
         words += ["--compile", point.compile]
+    if point.optimize:
+        words += ["--optimize", point.optimize]
     for axis in ("allocator", "openmp", "numa"):
         value = getattr(point, axis)
         if value:

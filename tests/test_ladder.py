@@ -7,17 +7,24 @@ from bench.config import RunConfig
 from bench.ladder import LadderRunner, verdict
 from bench.report.table import ladder_table
 from bench.result import Point
+from bench.runner import Runner
 
 from .conftest import run_bench
 from .test_runner import FakeChild, ok_response
 
 RATE = {32: 100.0, 64: 120.0, 128: 110.0, 256: 90.0}  # samples/s in fp32: best at 64
-GAIN = {"bf16": 2.0, "channels_last": 0.9, "inductor": 1.0, "tcmalloc": 1.1}
+GAIN = {"bf16": 2.0, "channels_last": 0.9, "inductor": 1.0, "tcmalloc": 1.1, "ipex": 1.25}
 
 
 def speed(point) -> float:
     rate = RATE[point.batch_size]
-    for axis in (point.precision, point.memory_format, point.compile, point.allocator):
+    for axis in (
+        point.precision,
+        point.memory_format,
+        point.compile,
+        point.allocator,
+        point.optimize,
+    ):
         rate *= GAIN.get(axis, 1.0)
     return rate
 
@@ -55,8 +62,12 @@ def test_each_change_is_kept_only_when_faster_beyond_noise(tmp_path, libraries):
         ("channels_last", False),  # slower
         ("compile (inductor)", False),  # the same speed: within noise
         ("TCMalloc + Intel OpenMP", True),  # on top of bf16 at batch 64
+        ("IPEX (ipex.optimize)", None),  # not installed here
     ]
-    last = outcome.ladder[-1]["point"]
+    assert outcome.ladder[-1]["why"].startswith(
+        "skipped: --optimize ipex: intel-extension-for-pytorch is not installed"
+    )
+    last = outcome.ladder[-2]["point"]
     assert (last["batch_size"], last["precision"], last["memory_format"], last["compile"]) == (
         64, "bf16", "contiguous", None
     )  # fmt: skip
@@ -69,9 +80,18 @@ def test_each_change_is_kept_only_when_faster_beyond_noise(tmp_path, libraries):
 def test_a_change_that_does_not_apply_is_skipped_with_its_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(runtime, "_library_dirs", lambda: [tmp_path])  # no TCMalloc here
     _, outcome = climb(tmp_path)
-    skipped = outcome.ladder[-1]
+    skipped = outcome.ladder[-2]
     assert skipped["kept"] is None and skipped["why"].startswith("skipped: allocator 'tcmalloc'")
-    assert len(outcome.points) == 7  # nothing measured for it
+    assert len(outcome.points) == 7  # nothing measured for it (nor for IPEX)
+
+
+def test_ipex_is_the_last_rung_where_it_is_installed(tmp_path, libraries, fake_ipex):
+    _, outcome = climb(tmp_path)
+    rung = outcome.ladder[-1]
+    assert (rung["rung"], rung["kept"]) == ("IPEX (ipex.optimize)", True)
+    assert rung["why"].startswith("1.25x [")
+    assert (rung["point"]["optimize"], rung["point"]["allocator"]) == ("ipex", "tcmalloc")
+    assert outcome.points[-1].optimize == "ipex" and len(outcome.points) == 9
 
 
 def test_the_table_shows_speed_over_the_baseline(tmp_path, libraries):
@@ -107,7 +127,7 @@ def test_the_command_sweeps_the_studys_batches_by_default(monkeypatch):
 
     seen = {}
 
-    def run_and_print(config, args, runner_class):
+    def run_and_print(config, args, resume=None, runner_class=None):
         seen["config"], seen["runner"] = config, runner_class
         return 0, None, None
 
@@ -142,10 +162,40 @@ def test_the_report_draws_the_climb(tmp_path, libraries):
     assert "1.00x" in labels and "2.18x" in labels  # baseline, then bf16 at batch 64
     assert chart.axes[0].get_xlabel() == "throughput / the baseline rung (batch 128, fp32)"
     pale = [bar for bar in chart.axes[0].patches if bar.get_hatch()]
-    assert len(pale) == 4  # batch 32, batch 256, channels_last, compile: left out
+    assert len(pale) == 5  # batch 32, batch 256, channels_last, compile; IPEX skipped
     # without 128 among the batches, the climb starts from the first one given
     config = RunConfig(workload="tiny", batch_sizes=(32, 64), repeats=3)
     other = LadderRunner(config, tmp_path / "b", spawn=FakeChild(answer)).run()
     assert other.ladder[0]["why"] == "the start: batch 32, fp32"
     chart = page.charts(compare.compare([(Path("b.json"), other)], None))["ladder"]
     assert chart.axes[0].get_xlabel() == "throughput / the baseline rung (batch 32, fp32)"
+
+
+def test_an_interrupted_climb_goes_on_without_measuring_again(tmp_path, libraries):
+    from bench.errors import UsageError
+
+    config = RunConfig(workload="tiny", batch_sizes=(32, 64, 128, 256), repeats=3)
+
+    def stop_at_bf16(point, n):
+        if point.precision == "bf16":
+            raise KeyboardInterrupt
+        return answer(point, n)
+
+    first = LadderRunner(
+        config, tmp_path, spawn=FakeChild(stop_at_bf16), command=["bench", "ladder"]
+    )
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    assert len(result.load(first.path).points) == 4  # the baseline and the batch sweep
+    child = FakeChild(answer)
+    again = LadderRunner(config, tmp_path, spawn=child, command=["bench", "ladder"])
+    again.resume(first.path)
+    outcome = again.run()
+    measured = [p for p, task in child.calls if task == "measure"]
+    assert len(measured) == 4 * 3  # bf16, channels_last, compile, TCMalloc: 3 repeats each
+    _, fresh = climb(tmp_path / "fresh")
+    assert outcome.ladder == fresh.ladder and again.path == first.path
+    plain = Runner(config, tmp_path / "plain", spawn=FakeChild(answer), command=["bench", "run"])
+    plain.run()
+    with pytest.raises(UsageError, match="not a bench ladder result; bench ladder cannot go on"):
+        LadderRunner(config, tmp_path, command=["bench", "ladder"]).resume(plain.path)

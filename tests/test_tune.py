@@ -9,6 +9,8 @@ from bench import result, tune
 from bench.commands.options import duration
 from bench.commands.tune import versus_runner_up
 from bench.config import RunConfig
+from bench.errors import UsageError
+from bench.runner import Runner
 from bench.tune import TuneRunner, command_line
 
 from .conftest import only_result, run_bench
@@ -150,3 +152,70 @@ def test_tune_on_the_cpu_prints_the_winner_as_a_command(tmp_path):
     # bad budget: one line, exit 2
     done = run_bench("tune", "tiny", "--budget", "soon")
     assert done.returncode == 2 and "expected a positive time such as 20m" in done.stderr
+
+
+def _interrupted(tmp_path, config, stop_at, **kwargs):
+    """A tune stopped by Ctrl-C at its `stop_at`-th child: its saved file."""
+
+    def stopping(point, n):
+        if n == stop_at:
+            raise KeyboardInterrupt
+        return kwargs.get("answer", answer)(point, n)
+
+    runner = TuneRunner(config, tmp_path, spawn=FakeChild(stopping), command=["bench", "tune"],
+                        budget_s=kwargs.get("budget_s", 3600.0))  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    assert result.load(runner.path).status == "interrupted"
+    return runner.path
+
+
+def test_an_interrupted_search_goes_on_without_measuring_again(tmp_path):
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **GRID)
+    path = _interrupted(tmp_path, config, stop_at=40)  # in round 2, after 7 of its probes
+    child = FakeChild(answer)
+    again = TuneRunner(config, tmp_path, spawn=child, command=["bench", "tune"])
+    again.resume(path)
+    outcome = again.run()
+    measured = [p for p, task in child.calls if task == "measure"]
+    assert len(measured) == (11 - 7) + 4 * 3  # the rest of round 2, then the finalists
+    assert again.path == path and result.load(path).status == "complete"
+    _, fresh, _ = search(tmp_path / "fresh")
+    assert [(r["of"], len(r["points"]), r["steps"]) for r in outcome.tune["rounds"]] == [
+        (r["of"], len(r["points"]), r["steps"]) for r in fresh.tune["rounds"]
+    ]
+    assert outcome.points[0].label == fresh.points[0].label
+
+
+def test_a_resumed_search_counts_the_time_spent_before(tmp_path, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(tune.time, "monotonic", lambda: clock[0])
+
+    def ten_seconds(point, n):
+        clock[0] += 10
+        return answer(point, n)
+
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **GRID)
+    path = _interrupted(tmp_path, config, stop_at=20, answer=ten_seconds, budget_s=600.0)
+    assert result.load(path).tune["spent_s"] == 190.0  # 19 probes of round 1 saved
+    clock[0] = 0.0  # a new process: its clock starts anew
+    again = TuneRunner(config, tmp_path, spawn=FakeChild(ten_seconds), command=["bench", "tune"],
+                       budget_s=300.0)  # fmt: skip
+    again.resume(path)
+    outcome = again.run()
+    # half the new budget (150 s) was gone before the interruption: the 19 probes are
+    # kept, no new one is taken in round 1 (counting from 0 s, it would probe all 32)
+    assert outcome.tune["stopped"].startswith("budget: round 1 probed 19 of the 32")
+
+
+def test_only_a_tune_of_the_same_config_is_resumed(tmp_path):
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **GRID)
+    path = _interrupted(tmp_path, config, stop_at=5)
+    other = TuneRunner(RunConfig(workload="tiny", steps=20, repeats=3), tmp_path,
+                       command=["bench", "tune"])  # fmt: skip
+    with pytest.raises(UsageError, match="a run of another config; bench cannot go on"):
+        other.resume(path)
+    plain = Runner(config, tmp_path, spawn=FakeChild(answer), command=["bench", "run"])
+    plain_file = plain.run() and plain.path
+    with pytest.raises(UsageError, match="not a bench tune result; bench tune cannot go on"):
+        TuneRunner(config, tmp_path, command=["bench", "tune"]).resume(plain_file)

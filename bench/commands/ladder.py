@@ -1,8 +1,9 @@
 """`bench ladder WORKLOAD [RUN OPTIONS]`: the Xeon CPU training study's table, on the
 machine it runs on. From its start (batch 128, fp32) through a batch sweep, then bf16,
-channels_last, the framework's compiler, TCMalloc with Intel OpenMP, each tried on top
+channels_last, the framework's compiler, TCMalloc with Intel OpenMP, IPEX, each tried on top
 of the best so far and kept only when faster beyond noise (bench.ladder). One result
-file; `bench rerun` climbs it again, `bench report` charts it.
+file; `bench rerun` climbs it again, `bench report` charts it; --resume FILE goes on
+with an interrupted climb.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench.commands.options import option_names, workload_and_run_options
+from bench.commands.options import add_resume, option_names, own_options, workload_and_run_options
 from bench.errors import UsageError
 
 # The ladder sets these itself, rung by rung.
 _SET_BY_THE_LADDER = ("--precision", "--memory-format", "--channels-last", "--compile",
-                      "--allocator", "--openmp", "--find-max-batch", "--devices")  # fmt: skip
+                      "--allocator", "--openmp", "--optimize", "--find-max-batch",
+                      "--devices")  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -28,6 +30,7 @@ def register(sub: Any) -> None:
         "bench run options (--device, --batch-size for the sweep, default 32,64,128,256; "
         "--repeats, default 3; --steps, --instance, ...)",
     )
+    add_resume(p, "bench ladder")
     p.set_defaults(func=cmd_ladder)
 
 
@@ -35,16 +38,17 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     from bench import cli
     from bench.ladder import DEFAULT_BATCHES, LadderRunner
 
-    given = option_names(args.options)
+    known, options = own_options("bench ladder", args, "--resume")
+    given = option_names(options)
     for name in given:
         if name in _SET_BY_THE_LADDER:
             raise UsageError(
                 f"{name}: the ladder sets it, rung by rung; to sweep it yourself, use bench run"
             )
-    parsed = cli.build_parser().parse_args(["run", args.workload, *args.options])
+    parsed = cli.build_parser().parse_args(["run", args.workload, *options])
     if not parsed.batch_size:
         parsed.batch_size = DEFAULT_BATCHES
     if "--repeats" not in given:
         parsed.repeats = 3  # intervals to decide each rung on
     config = cli.config_from_args(parsed)
-    return cli.run_and_print(config, parsed, runner_class=LadderRunner)[0]
+    return cli.run_and_print(config, parsed, known.resume, runner_class=LadderRunner)[0]

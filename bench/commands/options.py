@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import math
 import re
+from pathlib import Path
 
 from bench.errors import UsageError
 
@@ -54,3 +55,23 @@ def workload_and_run_options(parser: argparse.ArgumentParser, options_help: str)
 def option_names(options: list[str]) -> list[str]:
     """The options named in a list of run arguments, in order ('--steps=5' is --steps)."""
     return [option.split("=")[0] for option in options if option.startswith("--")]
+
+
+def add_resume(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--resume", type=Path, metavar="FILE", default=None,
+        help=f"go on with an interrupted {what}: its result file, with the same command",
+    )  # fmt: skip
+
+
+def own_options(
+    prog: str, args: argparse.Namespace, *names: str
+) -> tuple[argparse.Namespace, list[str]]:
+    """A command's own options (`names`, registered on its parser as `args` holds them),
+    also when they come after the workload, among the run options; and the rest."""
+    own = argparse.ArgumentParser(prog=prog, add_help=False)
+    if "--budget" in names:
+        own.add_argument("--budget", type=duration, default=args.budget)
+    if "--resume" in names:
+        own.add_argument("--resume", type=Path, default=args.resume)
+    return own.parse_known_args(args.options)

@@ -2,8 +2,9 @@
 within a time budget, by successive halving (bench.tune). The grid is the run options'
 sweep axes; an axis not given takes every value that applies here (batch 32 to 256, the
 device's reduced precisions, both memory formats, the framework's compiler, and on a
-CPU the allocators and OpenMP runtimes installed). One result file: the finalists are
-its points, every probe is in its `tune` record; it ends with the winner as a command.
+CPU the allocators and OpenMP runtimes installed, and IPEX where it is). One result
+file: the finalists are its points, every probe is in its `tune` record; it ends with
+the winner as a command.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ import argparse
 import functools
 from typing import Any
 
-from bench.commands.options import duration, option_names, workload_and_run_options
+from bench.commands.options import (
+    add_resume,
+    duration,
+    option_names,
+    own_options,
+    workload_and_run_options,
+)
 from bench.errors import UsageError
 
 
@@ -22,6 +29,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--budget", type=duration, default=20 * 60.0,
                    help="soft time budget, e.g. 20m (default), 90s, 1.5h")  # fmt: skip
+    add_resume(p, "bench tune")
     workload_and_run_options(
         p,
         "bench run options: sweep axes narrow the grid (--batch-size 64,128 ...); "
@@ -48,6 +56,11 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
         axes["memory_formats"] = framework.memory_formats
     if "--compile" not in given and framework.default_compiler:
         axes["compilers"] = (None, framework.default_compiler)
+    if "--optimize" not in given and config.device == "cpu" and framework.optimizations:
+        from bench.frameworks import _ipex
+
+        usable = [o for o in framework.optimizations if o != _ipex.NAME or not _ipex.unavailable()]
+        axes["optimizations"] = (None, *usable)
     if config.device == "cpu":
         for flag, field, axis, values in (
             ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),
@@ -73,12 +86,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from bench.report.text import plain
     from bench.tune import TuneRunner, command_line
 
-    # --budget may come after the workload too, among the run options.
-    own = argparse.ArgumentParser(prog="bench tune", add_help=False)
-    own.add_argument("--budget", type=duration, default=args.budget)
-    known, options = own.parse_known_args(args.options)
+    known, options = own_options("bench tune", args, "--budget", "--resume")
     given = set(option_names(options))
-    for flag in ("--find-max-batch", "--epochs", "--resume"):
+    for flag in ("--find-max-batch", "--epochs"):
         if flag in given:
             raise UsageError(f"{flag}: not with bench tune, which measures steps; use bench run")
     parsed = cli.build_parser().parse_args(["run", args.workload, *options])
@@ -90,7 +100,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     grid = len(list(config.points()))
     cli._print(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
     runner = functools.partial(TuneRunner, budget_s=known.budget)
-    code, outcome, _ = cli.run_and_print(config, parsed, runner_class=runner)
+    code, outcome, _ = cli.run_and_print(config, parsed, known.resume, runner_class=runner)
     if outcome is not None and outcome.points and outcome.points[0].throughput:
         best = outcome.points[0]
         said = f"best: {best.label}, {best.throughput.value:,.1f} samples/s"  # type: ignore[union-attr]
