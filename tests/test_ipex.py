@@ -91,3 +91,25 @@ def test_tune_adds_ipex_where_it_is_installed(fake_ipex):
 def test_tune_leaves_ipex_out_where_it_is_not(tmp_path, monkeypatch):
     make_fake_ipex(tmp_path, monkeypatch, "2.8.0")  # made for another torch
     assert default_axes(RunConfig(workload="tiny"), set())["optimizations"] == (None,)
+
+
+def test_the_table_and_comparisons_tell_ipex_points_apart():
+    import dataclasses
+
+    from rich.console import Console
+
+    from bench.report.compare import row_key
+    from bench.report.table import tables
+
+    from .test_drift import machine, noisy_point
+
+    bare = noisy_point(64, 0.1)
+    ipex = dataclasses.replace(noisy_point(64, 0.08), optimize="ipex")
+    run = machine("A", [bare, ipex])
+    console = Console(width=250, record=True)
+    for table in tables(run):
+        console.print(table)
+    rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+    assert [row.split("│")[3].strip() for row in rows[:2]] == ["none", "ipex"]
+    assert row_key(run, bare) != row_key(run, ipex)
+    assert row_key(run, ipex)[-1] == "optimize=ipex"

@@ -121,6 +121,7 @@ def points_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
                     "precision": p.precision,
                     "memory_format": p.memory_format,
                     "compile": p.compile or "none",
+                    "optimize": p.optimize or "none",
                     "status": p.status,
                     "error": p.error,
                     "throughput": tp.value if tp else None,

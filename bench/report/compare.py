@@ -35,10 +35,11 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     """A row: the workload and a point's axes. `setup` holds the rest that tells a
     result's points apart: the device count where the result swept it (a machine's
     8 GPUs and another's 4 stay one row when each just used all of its own), and the
-    allocator / OpenMP / NUMA axes where set."""
+    whole-model optimisation (ipex) and the allocator / OpenMP / NUMA axes where set."""
     swept = len(set(res.config.devices)) > 1
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
-    setup = " · ".join(part for part in (devices, p.runtime_label) if part)
+    optimize = f"optimize={p.optimize}" if p.optimize else ""
+    setup = " · ".join(part for part in (devices, optimize, p.runtime_label) if part)
     return (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile, setup)
 
 

@@ -87,6 +87,7 @@ def points_table(result: Result, width: int | None = None) -> Table:
     column("memory format", [p.memory_format for p in points],
            any(p.memory_format != "contiguous" for p in points))  # fmt: skip
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
+    column("optimize", [p.optimize or "none" for p in points], any(p.optimize for p in points))
     column("runtime", [p.runtime_label or "as launched" for p in points],
            any(p.runtime_label for p in points))  # fmt: skip
     column("status", [p.status for p in points])  # why it failed: a note under the table
@@ -135,7 +136,7 @@ def points_table(result: Result, width: int | None = None) -> Table:
     table = Table(
         title=plain(title(result)), title_justify="left", caption=caption, caption_justify="left"
     )
-    text_columns = ("precision", "memory format", "compile", "status")
+    text_columns = ("precision", "memory format", "compile", "optimize", "status")
     for header in columns:
         table.add_column(header, justify="left" if header in text_columns else "right")
     for i, p in enumerate(points):
