@@ -1,15 +1,16 @@
 """The Xeon CPU training study's ladder, climbed by bench on the machine it runs on.
 
-The study started ResNet-50 at batch 128 in fp32, swept the batch size, then added one
-optimisation at a time on top of the best so far: bf16, channels_last, torch.compile,
-TCMalloc with Intel OpenMP, then Intel Extension for PyTorch (ipex.optimize, where it
-is installed: bench:xeon-ipex). Here every rung is a point like any other (a fresh child
-per repeat); a change is kept only when it is faster beyond noise: the lower end of
-the 95% interval of its ratio to the best so far (stats.ratio_interval) is above 1, or,
-with a single run on either side, when its mean is higher (said to be untested). A
-change that does not apply here (no bf16 on this device, no compiler in this framework,
-a library not installed) is skipped with its reason. Every rung, kept or not, is in
-the result's `ladder`, in order, and its points are the result's points.
+The study started ResNet-50 at batch 128 in fp32 (system allocator, GNU OpenMP), swept
+the batch size, then added one optimisation at a time on top of the best so far: bf16,
+channels_last, torch.compile, TCMalloc with Intel OpenMP, then Intel Extension for
+PyTorch (ipex.optimize, where it is installed: bench:xeon-ipex). Here every rung is a
+point like any other (a fresh child per repeat); a change is kept only when it is faster
+beyond noise: the lower end of the 95% interval of its ratio to the best so far
+(stats.ratio_interval) is above 1, or, with a single run on either side, when its mean
+is higher (said to be untested). A change that does not apply here (no bf16 on this
+device, no compiler in this framework, a library not installed) is skipped with its
+reason. Every rung, kept or not, is in the result's `ladder`, in order, and its points
+are the result's points.
 """
 
 from __future__ import annotations
@@ -110,7 +111,10 @@ class LadderRunner(Runner):
     def _climb(self) -> Iterator[None]:
         config = self.config
         base = next(p for p in config.points() if p.batch_size == start_batch(config))
-        base = dataclasses.replace(base, precision="fp32")
+        # The study's start: fp32, the system allocator and PyTorch's own (GNU) OpenMP,
+        # also where a launcher makes others the default (bench:xeon's TCMalloc and
+        # Intel OpenMP), so that their rung measures them.
+        base = dataclasses.replace(base, precision="fp32", allocator="system", openmp="gnu")
         best_config, best = base, self._take(base)
         start = "the study's start" if base.batch_size == START_BATCH else "the start"
         self._rung("baseline", base, True, f"{start}: batch {base.batch_size}, fp32")

@@ -67,6 +67,8 @@ def test_each_change_is_kept_only_when_faster_beyond_noise(tmp_path, libraries):
     assert outcome.ladder[-1]["why"].startswith(
         "skipped: --optimize ipex: intel-extension-for-pytorch is not installed"
     )
+    start = outcome.ladder[0]["point"]  # the study's start, whatever the launcher's defaults
+    assert (start["precision"], start["allocator"], start["openmp"]) == ("fp32", "system", "gnu")
     last = outcome.ladder[-2]["point"]
     assert (last["batch_size"], last["precision"], last["memory_format"], last["compile"]) == (
         64, "bf16", "contiguous", None
