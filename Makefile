@@ -8,7 +8,7 @@
 # Default: the image for this host (cuda, rocm or xeon: images/common/host-image.sh).
 IMAGE ?= $(shell sh images/common/host-image.sh)
 ARGS ?= list
-CI_IMAGES ?= cuda xeon tpu tpu-jax
+CI_IMAGES ?= cuda xeon xeon-ipex tpu tpu-jax
 
 .PHONY: quickstart test lint images image lock run smoke collect save vendor rerun base
 
