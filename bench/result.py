@@ -57,7 +57,7 @@ from bench.trackers.busy import verdict as busy_verdict
 #     `train_to`.
 #   9: points gain `optimize` (a sweep axis: the framework's whole-model optimisation,
 #     torch's 'ipex' for ipex.optimize; null: none, as every point before); configs gain
-#     `optimizations`.
+#     `optimizations`; tune records gain `spent_s` (seconds spent, for --resume).
 SCHEMA_VERSION = 9
 
 

@@ -124,9 +124,8 @@ class TuneRunner(Runner):
                     )
                     break
                 clock = time.monotonic()
-                now = taken is None
-                done = self._measure(probe, repeats=repeats) if taken is None else taken
-                wall = time.monotonic() - clock if now else self._estimate(done, steps + warmup)
+                done = taken or self._measure(probe, repeats=repeats)
+                wall = time.monotonic() - clock if taken is None else self._estimate(taken)
                 last_wall[point] = (wall, steps + warmup, repeats, done)
                 measured.append((point, done))
                 record["points"].append(done.to_json())
@@ -144,11 +143,10 @@ class TuneRunner(Runner):
             steps = min(steps * ETA, config.steps)
 
     @staticmethod
-    def _estimate(point: Point, steps: int) -> float:
-        """The wall time of a probe taken from the interrupted file (its child's start-up
-        is not recorded): its steps' time per repeat."""
-        step_s = point.step_time.mean if point.step_time else 0.0
-        return max(len(point.step_times_s), 1) * steps * step_s
+    def _estimate(point: Point) -> float:
+        """The wall time of a probe taken from the interrupted file: the sum of its steps,
+        warm-up included (its children's start-up is not in the file: counted as none)."""
+        return sum(map(sum, point.step_times_s)) + sum(map(sum, point.warmup_times_s))
 
     @staticmethod
     def _predict(last: tuple[float, int, int, Point], steps: int, repeats: int) -> float:
