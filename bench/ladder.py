@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from bench import registry, runtime
@@ -85,10 +84,7 @@ class LadderRunner(Runner):
     """A Runner whose points are the ladder's rungs, decided as it climbs. Resumable as
     any run: a rung measured before (an interrupted file) is taken, not measured again."""
 
-    def resume(self, path: Path) -> None:
-        super().resume(path)
-        if self.result.command[1:2] != ["ladder"]:
-            raise UsageError(f"{path}: not a bench ladder result; bench ladder cannot go on")
+    bench_command = "ladder"
 
     def _sweep(self) -> None:
         self.result.ladder = []

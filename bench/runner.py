@@ -12,7 +12,7 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from bench import files, launchers, provenance, registry, result
 from bench.config import PointConfig, RunConfig
@@ -96,6 +96,9 @@ class _ProbeFailed(Exception):
 
 
 class Runner:
+    # The bench command whose interrupted files this runner goes on with (None: any run's).
+    bench_command: ClassVar[str | None] = None
+
     def __init__(
         self,
         config: RunConfig,
@@ -122,6 +125,9 @@ class Runner:
         old = result.load(path)
         if old.config != self.config:
             raise UsageError(f"{path}: a run of another config; bench cannot go on with it")
+        name = self.bench_command
+        if name is not None and old.command[1:2] != [name]:
+            raise UsageError(f"{path}: not a bench {name} result; bench {name} cannot go on")
         old.status, old.finished = "running", None
         old.max_batch = [m for m in old.max_batch if m.status != "running"]
         self.result, self.path = old, Path(path)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import PointConfig
-from bench.errors import UsageError
 from bench.result import Point, point_axes
 from bench.runner import Runner
 
@@ -49,6 +48,8 @@ def _stopped(tune: dict[str, Any], why: str) -> None:
 class TuneRunner(Runner):
     """A Runner whose points are the final round's, ranked; `budget_s`: the soft budget."""
 
+    bench_command = "tune"
+
     def __init__(self, *args: Any, budget_s: float = DEFAULT_BUDGET_S, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.budget_s = budget_s
@@ -57,8 +58,6 @@ class TuneRunner(Runner):
 
     def resume(self, path: Path) -> None:
         super().resume(path)
-        if self.result.command[1:2] != ["tune"]:
-            raise UsageError(f"{path}: not a bench tune result; bench tune cannot go on")
         old = self.result.tune or {"rounds": []}  # None: stopped before its first probe
         for record in old["rounds"]:
             for data in record["points"]:
