@@ -308,6 +308,43 @@ def test_a_rank_out_of_memory_under_the_cap_makes_the_point_oom(tmp_path):
     assert _bench_processes() == []
 
 
+_CLOSE_A_RANK = """
+import torch.distributed as dist
+from bench import registry
+from bench.config import PointConfig
+from bench.frameworks.torch import TorchSession
+from bench.launchers.rank import Rank
+
+session = TorchSession(PointConfig(workload="tiny", batch_size=4, device="cpu"),
+                       registry.platform("cpu"), Rank(0, 0, 1, 1, 0))
+session.step()
+session.gather({"rank": 0})
+session.close()
+print("kept" if dist.is_initialized() else "destroyed")
+"""
+
+
+def test_a_rank_leaves_its_process_group_to_the_process_end(tmp_path):
+    # Destroying it deadlocked PyTorch 2.8.0's ranks in their teardown (the group's
+    # destructor joins gloo's threads holding the GIL; see TorchSession.close).
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+           "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _CLOSE_A_RANK], env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["kept"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_result_v4_fixture_holds_a_two_rank_point():
     data = json.loads((Path(__file__).parent / "data" / "result-v4.json").read_text())
     assert [p["devices"] for p in data["points"]] == [1, 2]

@@ -344,11 +344,14 @@ class TorchSession(Session):
         return everyone
 
     def close(self) -> None:
-        if self.rank is not None:
-            import torch.distributed as dist
-
-            if dist.is_initialized():
-                dist.destroy_process_group()
+        """A rank's process group is left to the process's end (bench.worker leaves by
+        os._exit once it has reported), never destroyed here. Destroying it lets the DDP
+        Reducer, freed as the session goes, drop the group's last reference: the group's
+        destructor then joins gloo's threads while holding the GIL, and a gloo thread
+        still freeing a finished all_gather's tensors waits for the GIL. PyTorch 2.8.0
+        deadlocked there in 3 of 9 two-rank runs in bench:xeon-ipex, 0 of 20 with the
+        group left (py-spy: the main thread in ~ProcessGroupGloo under the Reducer's
+        dealloc, a gloo thread in ~AsyncAllgatherWork waiting for the GIL)."""
 
     def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
         if self.device.type != "cuda":  # CUDA and ROCm (HIP) have timing events
