@@ -126,6 +126,9 @@ def spawn_worker(
 # Signals of a native allocation failing where nothing checks it (seen here: SIGSEGV
 # in a probe just over an RLIMIT_DATA cap) or of std::bad_alloc escaping (SIGABRT).
 _CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT)
+# The same seen in a launcher's output (torchrun names a rank's signal), or the C++
+# exception's own name.
+CRASH_MARKS = (*(s.name for s in _CRASH_SIGNALS), "bad_alloc")
 
 
 def classify_crash(

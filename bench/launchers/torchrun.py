@@ -32,15 +32,12 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.config import PointConfig
-from bench.launchers.process import _OutputTail, read_protocol
+from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 STOP_GRACE_S = 10  # after SIGTERM, torchrun's time to stop its ranks before SIGKILL
-# A rank that died of a failed allocation outside PyTorch's allocator, as torchrun
-# reports it (under --memory-limit this is the cap, as for one process).
-_CRASH_MARKS = ("SIGSEGV", "SIGBUS", "SIGABRT", "bad_alloc")
 
 
 def command(point: PointConfig) -> list[str]:
@@ -202,7 +199,9 @@ def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Respon
         return {**base, **failed[oom], "error": f"{ranks.name(oom)}: {failed[oom].get('error')}"}
     if silent:
         names = ", ".join(ranks.name(i) for i in silent)
-        crash = point.memory_limit_bytes and any(mark in output for mark in _CRASH_MARKS)
+        # A rank that died of a failed allocation outside PyTorch's allocator, as
+        # torchrun reports it: under --memory-limit the cap, as for one process.
+        crash = point.memory_limit_bytes and any(mark in output for mark in CRASH_MARKS)
         if crash:
             return {**base, "status": "oom", "error": f"{names} crashed under --memory-limit "
                     f"{point.memory_limit_bytes} B: an allocation failed outside PyTorch's "
