@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import bench
+from bench import numa
 
 if TYPE_CHECKING:
     from bench.frameworks.base import Framework
@@ -227,8 +228,7 @@ def cpu_info() -> dict[str, Any]:
         info["max_mhz"] = int(khz) / 1000
     except (OSError, ValueError):
         info["max_mhz"] = None
-    nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
-    info["numa_nodes"] = len(nodes) or None
+    info["numa_nodes"] = len(numa.node_cpus()) or None
     return info
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from bench.numa import node_cpus
 
 ALLOCATORS = ("system", "tcmalloc", "jemalloc")
 OPENMP_RUNTIMES = ("gnu", "intel")
@@ -97,6 +98,7 @@ def _bind_cpus() -> tuple[str, str] | None:
     usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     seen: set[tuple[str, str]] = set()
     cpus, nodes = [], set()
+    node_of = {cpu: node for node, its in node_cpus().items() for cpu in its}
     for cpu in usable:
         topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
         try:
@@ -110,8 +112,7 @@ def _bind_cpus() -> tuple[str, str] | None:
             continue
         seen.add(core)
         cpus.append(cpu)
-        node = next(Path(f"/sys/devices/system/cpu/cpu{cpu}").glob("node[0-9]*"), None)
-        nodes.add(int(node.name[4:]) if node else 0)
+        nodes.add(node_of.get(cpu, 0))
     if not cpus:
         return None
     return ",".join(map(str, cpus)), ",".join(map(str, sorted(nodes)))

@@ -104,3 +104,20 @@ def test_a_bad_value_from_the_environment_is_named(tmp_path, monkeypatch):
     done = run_bench("tiny", "--device", "cpu", cwd=tmp_path)
     assert done.returncode == 2
     assert "allocator: 'fast' is not allowed; use one or more of system, tcmalloc" in done.stderr
+
+
+def test_numa_nodes_are_read_in_node_order_with_ranges_and_cpu_less_nodes(tmp_path):
+    from bench import numa
+
+    for name, cpulist in {"node0": "0-3,8-11", "node10": "", "node2": "4-7,12"}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cpulist").write_text(cpulist + "\n")
+    (tmp_path / "node3").mkdir()  # no cpulist: not a node that can be read
+    (tmp_path / "possible").write_text("0-10\n")
+    assert numa.node_cpus(tmp_path) == {
+        0: [0, 1, 2, 3, 8, 9, 10, 11],
+        2: [4, 5, 6, 7, 12],
+        10: [],
+    }
+    assert list(numa.node_cpus(tmp_path)) == [0, 2, 10]
+    assert numa.node_cpus(tmp_path / "absent") == {}

@@ -7,6 +7,7 @@ import os
 import resource
 from pathlib import Path
 
+from bench import numa
 from bench.platforms.base import MemoryReading, Platform
 
 _STATUS = Path("/proc/self/status")
@@ -20,23 +21,6 @@ def _status_kib(field: str) -> int | None:
     except OSError:
         pass
     return None
-
-
-def _numa_cpus() -> list[list[int]]:
-    """The CPUs of each NUMA node ([] where the kernel shows no nodes)."""
-    nodes = []
-    for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"),
-                       key=lambda p: int(p.name[4:])):  # fmt: skip
-        try:
-            text = node.joinpath("cpulist").read_text().strip()
-        except OSError:
-            continue
-        cpus: list[int] = []
-        for part in filter(None, text.split(",")):
-            low, _, high = part.partition("-")
-            cpus += range(int(low), int(high or low) + 1)
-        nodes.append(cpus)
-    return nodes
 
 
 def rank_cpus(local_rank: int, local_ranks: int, usable: list[int], numa: list[list[int]]
@@ -79,7 +63,7 @@ class CpuPlatform(Platform):
         if not hasattr(os, "sched_setaffinity"):
             return {"cpus": None, "reason": "this OS cannot pin a process to CPUs"}
         usable = sorted(os.sched_getaffinity(0))
-        cpus, node = rank_cpus(local_rank, local_ranks, usable, _numa_cpus())
+        cpus, node = rank_cpus(local_rank, local_ranks, usable, list(numa.node_cpus().values()))
         if not cpus:
             return {"cpus": None, "reason": f"{len(usable)} CPUs for {local_ranks} ranks"}
         os.sched_setaffinity(0, cpus)
