@@ -348,10 +348,11 @@ class TorchSession(Session):
         os._exit once it has reported), never destroyed here. Destroying it lets the DDP
         Reducer, freed as the session goes, drop the group's last reference: the group's
         destructor then joins gloo's threads while holding the GIL, and a gloo thread
-        still freeing a finished all_gather's tensors waits for the GIL. PyTorch 2.8.0
-        deadlocked there in 3 of 9 two-rank runs in bench:xeon-ipex, 0 of 20 with the
-        group left (py-spy: the main thread in ~ProcessGroupGloo under the Reducer's
-        dealloc, a gloo thread in ~AsyncAllgatherWork waiting for the GIL)."""
+        still freeing a finished all_gather's tensors waits for the GIL. Two-rank runs
+        deadlocked there in 6 of 10 in bench:cuda12 (PyTorch 2.7.1) and 3 of 9 in
+        bench:xeon-ipex (2.8.0); with the group left, 0 of 20 in each (py-spy: the
+        main thread in ~ProcessGroupGloo under the Reducer's dealloc, a gloo thread in
+        ~AsyncAllgatherWork waiting for the GIL)."""
 
     def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
         if self.device.type != "cuda":  # CUDA and ROCm (HIP) have timing events
