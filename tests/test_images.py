@@ -184,3 +184,13 @@ def test_each_image_locks_the_framework_it_runs_by_default(image):
         assert wanted[framework] <= packages, (image, framework)
     if meta["device"] == "tpu":
         assert "libtpu" in packages
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_each_image_can_decode_imagenet(image):
+    # --data imagenet:PATH decodes JPEGs with Pillow in every framework (bench.datasets);
+    # bench:tpu-jax, bench:cuda-jax and bench:cuda-tf had none.
+    meta = tomllib.loads((ROOT / "images" / image / "image.toml").read_text())
+    if not meta["base"].startswith("debian:"):
+        pytest.skip("its Python packages come with its base image (bench:rocm: torchvision's)")
+    assert "pillow" in lock_entries(ROOT / "images" / image / "requirements.lock"), image
