@@ -624,12 +624,13 @@ class Result:
         )
 
     def single_device(self, point: Point) -> Point | None:
-        """The one-device point of `point`'s config (same global batch and variant)."""
+        """The one-device point of `point`'s config: the same global batch and every
+        other axis (variant, runtime, IPEX), so two ranks with IPEX are set against one
+        process with IPEX, not against one without."""
+        axes = point_axes(point)
         return next(
             (p for p in self.points
-             if p.devices == 1 and p.throughput and (p.batch_size, p.precision,
-                p.memory_format, p.compile) == (point.batch_size, point.precision,
-                point.memory_format, point.compile)),
+             if p.devices == 1 and p.throughput and point_axes(p) == axes),
             None,
         )  # fmt: skip
 

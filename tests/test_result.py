@@ -154,3 +154,18 @@ def test_a_version_1_file_migrates_with_energy_marked_unmeasured():
 def test_fixture_v2_keeps_its_pricing():
     loaded = result.load(DATA / "result-v2.json")
     assert loaded.pricing["instance"] == "c7i.2xlarge" and loaded.pricing["usd_per_hour"] == 0.357
+
+
+def test_scaling_compares_with_the_one_device_point_of_every_same_axis():
+    # Two ranks with IPEX were once set against one process without it (0.83x, 42%).
+    def point(devices, optimize, allocator, step_s):
+        return Point(batch_size=64, precision="fp32", devices=devices, optimize=optimize,
+                     allocator=allocator, step_times_s=((step_s,) * 4,))  # fmt: skip
+
+    points = [point(1, None, "tcmalloc", 0.033), point(1, "ipex", "tcmalloc", 0.109),
+              point(1, "ipex", "system", 0.05), point(2, "ipex", "tcmalloc", 0.040),
+              point(2, None, "jemalloc", 0.02)]  # fmt: skip
+    run = Result(config=RunConfig(workload="tiny"), environment={}, points=points)
+    assert run.single_device(points[3]) is points[1]
+    assert run.scaling_efficiency(points[3]) == pytest.approx(0.109 / (2 * 0.040))
+    assert run.scaling_efficiency(points[4]) is None  # no one-device jemalloc point
