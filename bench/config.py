@@ -143,9 +143,6 @@ def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
             "warmup_steps: on a dataset every step trains toward accuracy; epoch 1 holds "
             "the start-up costs (throughput reads epochs 2..N)"
         )
-    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
-    if cfg.nnodes > 1 or any(count not in (None, 1) for count in counts):
-        raise UsageError("data: a dataset trains in one process for now (no --devices, --nnodes)")
 
 
 _RUNTIME_AXES = (("allocator", "allocators", ALLOCATORS), ("openmp", "openmps", OPENMP_RUNTIMES),

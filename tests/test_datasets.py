@@ -165,6 +165,20 @@ def test_evaluation_keeps_every_sample_and_pads_the_last_batch(cifar):
     assert (labels >= 0).sum() == 200 and (labels[200:] == -1).all()
 
 
+def test_ranks_share_every_global_batch_and_the_validation_split_once(cifar):
+    train, val = _open(f"cifar10:{cifar}").train, _open(f"cifar10:{cifar}").val
+    whole = pipeline.indices(train, 64, 1, 2, True)
+    shares = [pipeline.indices(train, 64, 1, 2, True, rank, 4) for rank in range(4)]
+    assert all(len(share) == len(whole) for share in shares)
+    for step, batch in enumerate(whole):  # rank r: the r-th quarter of the same batch
+        assert np.array_equal(np.concatenate([share[step] for share in shares]), batch)
+        assert all(len(share[step]) == 16 for share in shares)
+    checked = [pipeline.indices(val, 64, 0, 0, False, rank, 3) for rank in range(3)]
+    seen = np.concatenate([b for batches in checked for b in batches])
+    assert sorted(seen) == list(range(len(val)))  # 200 samples, each counted once
+    assert max(len(b) for batches in checked for b in batches) == 64 // 3
+
+
 def test_the_schedule_warms_up_then_decays_to_zero_in_numpy_and_jax():
     recipe = Recipe(lr_per_256=0.4, warmup_fraction=0.2, schedule="linear")
     factors = [float(recipe.lr_factor(step, 100)) for step in (0, 19, 20, 60, 100)]
@@ -191,7 +205,6 @@ def test_the_schedule_warms_up_then_decays_to_zero_in_numpy_and_jax():
         ({"data": "cifar10:/d", "epochs": 2, "warmup_steps": 3}, "warmup_steps: on a dataset"),
         ({"data": "cifar10:/d", "epochs": 2, "epoch_samples": 100}, "epoch_samples: an epoch"),
         ({"data": "cifar10:/d", "epochs": 2, "train_to": 0}, "train_to: 0 is not allowed"),
-        ({"data": "cifar10:/d", "epochs": 2, "devices": (2,)}, "one process for now"),
         ({"data": "mnist:/d", "epochs": 2}, "dataset 'mnist' is not known"),
         ({"data": "cifar10:", "epochs": 2}, "names no folder"),
     ],
@@ -247,6 +260,23 @@ def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet,
     assert details["dataset"]["kind"] == kind and details["loader_workers"] == 2
     assert details["recipe"]["total_steps"] == 4 * steps // len(epochs)
     assert epochs[-1]["samples"] == (200 if kind == "cifar10" else 40)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPU ranks need two cores")
+def test_two_ranks_train_to_a_target_and_count_the_whole_validation_split(cifar, tmp_path):
+    pytest.importorskip("torch")
+    done = run_bench(
+        "run", "cnn-s", "--device", "cpu", "--devices", "2", "--data", f"cifar10:{cifar}",
+        "--train-to", "0.5", "--max-epochs", "4", "--batch-size", "20", "--num-workers", "1",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    (point,) = load(next(tmp_path.glob("*.json"))).points
+    assert point.devices == 2 and point.to_accuracy.reached == 1
+    epochs = point.accuracy[0]["epochs"]
+    assert all(e["samples"] == 200 for e in epochs)  # both ranks' shares, added up
+    assert len(point.step_times_s[0]) == len(epochs) * (1000 // 20)  # global batches
+    assert point.ranks[0]["world_size"] == 2
 
 
 def test_a_broken_jpeg_in_a_run_is_one_line_naming_it(tmp_path):

@@ -27,12 +27,23 @@ def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, epoch, index, 1])
 
 
-def indices(split: Split, batch_size: int, seed: int, epoch: int, train: bool) -> list[np.ndarray]:
+def indices(
+    split: Split, batch_size: int, seed: int, epoch: int, train: bool, rank: int = 0, ranks: int = 1
+) -> list[np.ndarray]:
     """The samples of each batch: training drops the last partial batch (every step
-    has one shape), evaluation keeps it (every sample counts once)."""
-    visit = order(len(split), seed, epoch) if train else np.arange(len(split))
-    stop = len(visit) - len(visit) % batch_size if train else len(visit)
-    return [visit[start : start + batch_size] for start in range(0, stop, batch_size)]
+    has one shape), evaluation keeps it (every sample counts once).
+
+    `batch_size` is the GLOBAL batch. Over several ranks, training gives each rank its
+    equal slice of every global batch, so together they train the very batches of one
+    process; evaluation gives each rank a contiguous 1/ranks of the split."""
+    share = batch_size // ranks
+    if train:
+        visit = order(len(split), seed, epoch)
+        stop = len(visit) - len(visit) % batch_size
+        return [visit[start + rank * share : start + (rank + 1) * share]
+                for start in range(0, stop, batch_size)]  # fmt: skip
+    visit = np.array_split(np.arange(len(split)), ranks)[rank]
+    return [visit[start : start + share] for start in range(0, len(visit), share)]
 
 
 def make_batch(

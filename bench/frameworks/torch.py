@@ -252,10 +252,11 @@ class TorchSession(Session):
         import torch
 
         plan = self.training
+        rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
         loader: Any = torch.utils.data.DataLoader(
             _SplitSamples(split, plan.seed, epoch, train),  # type: ignore[arg-type]
             batch_sampler=[c.tolist() for c in pipeline.indices(
-                split, self.batch_size, plan.seed, epoch, train)],
+                split, self.point.batch_size, plan.seed, epoch, train, rank, ranks)],
             num_workers=plan.workers,
             pin_memory=self.device.type == "cuda",
         )  # fmt: skip
@@ -271,7 +272,9 @@ class TorchSession(Session):
 
     def evaluate(self) -> tuple[int, int]:
         """Top-1 with the eager model in eval mode (a compiled one would recompile for
-        eval mode and for the last, smaller batch)."""
+        eval mode and for the last, smaller batch). Ranks each count their share of the
+        split and add up: every rank gets the whole split's figures (and stops at the
+        same epoch)."""
         import torch
 
         model = self.eager_model
@@ -288,6 +291,12 @@ class TorchSession(Session):
                 correct += (model(inputs).argmax(1) == targets).sum()
                 seen += len(targets)
         model.train()
+        if self.rank is not None:
+            import torch.distributed as dist
+
+            totals = torch.stack([correct, torch.tensor(seen, device=self.device)])
+            dist.all_reduce(totals)  # on the backend's device: gloo's CPU, NCCL's GPU
+            return int(totals[0]), int(totals[1])
         return int(correct), seen
 
     def synthetic_batch(self) -> Any:
