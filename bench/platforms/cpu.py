@@ -7,7 +7,7 @@ import os
 import resource
 from pathlib import Path
 
-from bench import numa
+from bench.numa import node_cpus
 from bench.platforms.base import MemoryReading, Platform
 
 _STATUS = Path("/proc/self/status")
@@ -63,7 +63,7 @@ class CpuPlatform(Platform):
         if not hasattr(os, "sched_setaffinity"):
             return {"cpus": None, "reason": "this OS cannot pin a process to CPUs"}
         usable = sorted(os.sched_getaffinity(0))
-        cpus, node = rank_cpus(local_rank, local_ranks, usable, list(numa.node_cpus().values()))
+        cpus, node = rank_cpus(local_rank, local_ranks, usable, list(node_cpus().values()))
         if not cpus:
             return {"cpus": None, "reason": f"{len(usable)} CPUs for {local_ranks} ranks"}
         os.sched_setaffinity(0, cpus)
