@@ -21,7 +21,7 @@ from bench.datasets.recipe import Recipe
 from bench.errors import UsageError
 from bench.result import load
 
-from .conftest import only_result, run_bench
+from .conftest import needs_two_cores, only_result, run_bench
 from .fake_data import write_cifar10, write_imagenet
 
 CNN = registry.workload("cnn-s")
@@ -262,7 +262,7 @@ def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet,
     assert epochs[-1]["samples"] == (200 if kind == "cifar10" else 40)
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPU ranks need two cores")
+@needs_two_cores
 def test_two_ranks_train_to_a_target_and_count_the_whole_validation_split(cifar, tmp_path):
     pytest.importorskip("torch")
     done = run_bench(

@@ -18,10 +18,9 @@ from bench.launchers import name, torchrun
 from bench.launchers.rank import Rank, merge, share
 from bench.platforms.cpu import rank_cpus
 
-from .conftest import only_result, run_bench
+from .conftest import needs_two_cores, only_result, run_bench
 
 CORES = len(os.sched_getaffinity(0))
-needs_two_cores = pytest.mark.skipif(CORES < 2, reason="two CPU ranks need two cores")
 
 
 # --- layout -------------------------------------------------------------------------
@@ -221,11 +220,7 @@ def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_pa
 
 @needs_two_cores
 def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
-    import socket
-
-    with socket.socket() as s:  # a free port for node 0's rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()  # for node 0's rendezvous
     nodes = [
         subprocess.Popen(
             [
