@@ -166,7 +166,8 @@ def test_evaluation_keeps_every_sample_and_pads_the_last_batch(cifar):
 
 
 def test_ranks_share_every_global_batch_and_the_validation_split_once(cifar):
-    train, val = _open(f"cifar10:{cifar}").train, _open(f"cifar10:{cifar}").val
+    dataset = _open(f"cifar10:{cifar}")
+    train, val = dataset.train, dataset.val
     whole = pipeline.indices(train, 64, 1, 2, True)
     shares = [pipeline.indices(train, 64, 1, 2, True, rank, 4) for rank in range(4)]
     assert all(len(share) == len(whole) for share in shares)

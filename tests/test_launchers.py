@@ -319,7 +319,7 @@ print("kept" if dist.is_initialized() else "destroyed")
 """
 
 
-def test_a_rank_leaves_its_process_group_to_the_process_end(tmp_path):
+def test_a_rank_leaves_its_process_group_to_the_process_end():
     # Destroying it deadlocked PyTorch 2.8.0's ranks in their teardown (the group's
     # destructor joins gloo's threads holding the GIL; see TorchSession.close).
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
