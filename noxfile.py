@@ -9,6 +9,7 @@ environment variables (named in each docstring) so that make and CI can pass the
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -54,7 +55,19 @@ def _git(*args: str) -> str:
 
 def _public_url(url: str) -> str:
     """A remote URL without its user and password (a CI token) before it goes in a label."""
-    return re.sub(r"^([a-z+]+://)[^/@]*@", r"\1", url)
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.IGNORECASE)
+
+
+def _debian_mirror(session: nox.Session) -> str | None:
+    """BENCH_DEBIAN_MIRROR, refused when it carries credentials: a build argument is kept
+    in the image's history, and a mirror in its sources.list and the base's commit."""
+    mirror = os.environ.get("BENCH_DEBIAN_MIRROR")
+    if mirror and _public_url(mirror) != mirror:
+        session.error(
+            "BENCH_DEBIAN_MIRROR: a URL with a user or password would be stored in the image;"
+            " use a mirror that needs none in its URL (an apt proxy on this network)"
+        )
+    return mirror
 
 
 def _inspect(ref: str) -> dict[str, Any]:
@@ -122,13 +135,13 @@ def base(session: nox.Session) -> None:
     Env: BENCH_DEBIAN_MIRROR (default http://deb.debian.org/debian). Then build images
     on it with BENCH_BASE_IMAGE=bench-base:bookworm.
     """
+    mirror = _debian_mirror(session) or "http://deb.debian.org/debian"
     _require_docker(session)
-    mirror = os.environ.get("BENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
     tag = _pyproject()["tool"]["bench"]["images"]["local-base"]
     session.run(str(IMAGES_DIR / "common" / "make-base.sh"), tag, "bookworm", mirror, external=True)
 
 
-def _build_args(image: str) -> dict[str, str]:
+def _build_args(session: nox.Session, image: str) -> dict[str, str]:
     """The Dockerfile's arguments: the image's own (image.toml) and its provenance."""
     meta = _image(image)
     lock_file = IMAGES_DIR / image / "requirements.lock"
@@ -151,9 +164,32 @@ def _build_args(image: str) -> dict[str, str]:
     local_base = os.environ.get("BENCH_BASE_IMAGE")
     if local_base and meta["base"].startswith("debian:"):  # a local stand-in for Debian's
         args["BASE_IMAGE"], args["BASE_DIGEST"] = local_base, _inspect(local_base).get("Id", "")
-    if os.environ.get("BENCH_DEBIAN_MIRROR"):
-        args["DEBIAN_MIRROR"] = os.environ["BENCH_DEBIAN_MIRROR"]
+    mirror = _debian_mirror(session)
+    if mirror:
+        args["DEBIAN_MIRROR"] = mirror
     return args
+
+
+# The build arguments that say where and when, not what: left out of the inputs hash.
+_PROVENANCE_ARGS = ("BENCH_GIT_COMMIT", "BENCH_SOURCE", "SOURCE_DATE_EPOCH", "BUILD_DATE")
+
+
+def _inputs_sha256(image: str, args: dict[str, str]) -> str:
+    """The sha256 of what bench:IMAGE is built from: every file the Dockerfile copies (as
+    .dockerignore leaves them) and the build arguments other than provenance."""
+    digest = hashlib.sha256()
+    roots = [DOCKERFILE.parent, IMAGES_DIR / image, ROOT / "bench", ROOT / "pyproject.toml",
+             ROOT / "README.md"]  # fmt: skip
+    for root in roots:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            relative = path.relative_to(ROOT)
+            if "__pycache__" in relative.parts or relative.parts[:3] == ("images", "common", "ca"):
+                continue  # .dockerignore's __pycache__; the CA is staged for the build only
+            digest.update(f"{relative}\0{archives.sha256(path)}\0".encode())
+    kept = {k: v for k, v in args.items() if k not in _PROVENANCE_ARGS}
+    digest.update(json.dumps(kept, sort_keys=True).encode())
+    return digest.hexdigest()
 
 
 def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: str) -> None:
@@ -177,6 +213,11 @@ def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: 
 def build(session: nox.Session, image: str) -> None:
     """Build bench:IMAGE from its lock (classic builder or BuildKit; never pulls).
 
+    A bench:IMAGE already here whose label dev.bench.inputs.sha256 is the hash of what it
+    would be built from now (its files and build arguments) is kept, not rebuilt
+    (BENCH_REBUILD=1 rebuilds anyway); a rebuild after a change to bench alone reuses the
+    cached dependency layer.
+
     Env: BENCH_BASE_IMAGE (a local Debian base instead of the pinned digest, for the
     Debian-based images), BENCH_DEBIAN_MIRROR (default: the
     dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy),
@@ -184,20 +225,31 @@ def build(session: nox.Session, image: str) -> None:
     --network none).
     """
     archive = os.environ.get("BENCH_VENDOR_ARCHIVE")
-    manifest = _vendored(session, Path(archive), image) if archive else None
+    # Before Docker: an archive the user does not hold, or for another lock, is refused first.
+    manifest = _vendored(session, Path(archive), image) if archive else {}
+    _debian_mirror(session)
     _require_docker(session)
-    args = _build_args(image)
-    if manifest is None:
-        _docker_build(session, f"bench:{image}", args)
+    args = _build_args(session, image)
+    if not archive:
+        inputs = _inputs_sha256(image, args)
+        labels = _inspect(f"bench:{image}").get("Config", {}).get("Labels") or {}
+        if labels.get("dev.bench.inputs.sha256") == inputs and not os.environ.get("BENCH_REBUILD"):
+            session.log(f"bench:{image} is up to date (inputs {inputs[:12]}): not rebuilt")
+            return
+        _docker_build(session, f"bench:{image}", {**args, "BENCH_INPUTS_SHA256": inputs})
         return
     vendor = IMAGES_DIR / image / "vendor"  # copied into the image with its folder
     if vendor.exists():
         session.error(f"{vendor} is in the way (left by an interrupted build?): remove it")
     with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=ROOT) as tmp:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")  # no absolute paths, links out or devices
+        try:
+            archives.extract(Path(archive), Path(tmp))
+        except (OSError, ValueError, tarfile.TarError) as error:
+            session.error(f"{archive}: {error}")
         base_tag = f"bench-vendor-base:{image}"
         session.run("docker", "load", "-q", "-i", f"{tmp}/base.tar", external=True)
+        if _inspect(manifest["base"]["id"]).get("Id") != manifest["base"]["id"]:
+            session.error(f"{archive}: base.tar did not load the image {manifest['base']['id']}")
         session.run("docker", "tag", manifest["base"]["id"], base_tag, external=True)
         Path(tmp, "vendor").rename(vendor)
         base = {"BASE_IMAGE": base_tag, "BASE_NAME": manifest["base"]["name"],
@@ -209,15 +261,32 @@ def build(session: nox.Session, image: str) -> None:
             subprocess.run(["docker", "rmi", base_tag], capture_output=True)
 
 
+def _held(session: nox.Session, archive: Path) -> None:
+    """The archive's sha256 must be the one the user holds, BENCH_ARCHIVE_SHA256."""
+    try:
+        archives.held(archive, os.environ.get("BENCH_ARCHIVE_SHA256"))
+    except (OSError, ValueError) as error:
+        session.error(f"{archive}: {error}")
+
+
 def _vendored(session: nox.Session, archive: Path, image: str) -> Any:
-    """A vendor archive's manifest, once the archive matches it and this checkout's lock."""
-    manifest = _archive_manifest(session, archive)
+    """A vendor archive's own manifest (inside it, so covered by the hash the user holds),
+    once it vendors this checkout's lock and names its base image by id."""
+    _held(session, archive)
+    try:
+        manifest = json.loads(archives.read_member(archive, "manifest.json"))
+    except (OSError, ValueError, tarfile.TarError) as error:
+        session.error(f"{archive}: {error}")
     lock_sha = archives.sha256(IMAGES_DIR / image / "requirements.lock")
+    base = manifest.get("base") if isinstance(manifest, dict) else None
+    if not isinstance(base, dict) or not archives.is_image_id(base.get("id")):
+        session.error(f"{archive}: its manifest.json names no base image id")
     if manifest.get("image") != f"bench:{image}" or manifest.get("lock_sha256") != lock_sha:
         session.error(
-            f"{archive} vendors {manifest.get('image')} with lock {manifest.get('lock_sha256')},"
-            f" not bench:{image} with images/{image}/requirements.lock ({lock_sha}):"
-            f" check out the commit it was made from, or vendor again"
+            f"{archive} vendors {str(manifest.get('image'))[:40]!r} with lock"
+            f" {str(manifest.get('lock_sha256'))[:64]!r}, not bench:{image} with"
+            f" images/{image}/requirements.lock ({lock_sha}): check out the commit it was"
+            " made from, or vendor again"
         )
     return manifest
 
@@ -233,7 +302,7 @@ def vendor(session: nox.Session, image: str) -> None:
     Then: BENCH_VENDOR_ARCHIVE=dist/ARCHIVE nox -s "build(image='IMAGE')". Env: as build.
     """
     _require_docker(session)
-    args = _build_args(image)
+    args = _build_args(session, image)
     base = _inspect(args["BASE_IMAGE"])
     if not base:  # bench never pulls
         session.error(
@@ -284,14 +353,6 @@ def _seal_archive(session: nox.Session, archive: Path, manifest: dict[str, Any])
     session.log(f"{archive} ({archive.stat().st_size / 2**30:.2f} GiB), sha256 {digest}")
 
 
-def _archive_manifest(session: nox.Session, archive: Path) -> Any:
-    """The manifest beside an archive, after checking the archive against it."""
-    verified, said = archives.verify(archive)
-    if not verified:
-        session.error(f"{archive}: {said}")
-    return json.loads(archives.manifest_path(archive).read_text())
-
-
 def _run_args(image: str, results: Path, *, devices: bool = True, ref: str = "") -> list[str]:
     """docker run flags for bench:IMAGE (or REF, a build of it): results volume, no
     network, read-only root, and (with `devices`) the image's device flags, e.g. --gpus all."""
@@ -300,8 +361,9 @@ def _run_args(image: str, results: Path, *, devices: bool = True, ref: str = "")
     user = []
     if os.getuid() != 0:  # files in ./results belong to whoever ran nox
         user = ["--user", f"{os.getuid()}:{os.getgid()}"]
-    else:  # root on the host: the image's own unprivileged user writes the results
-        results.chmod(0o777)
+    else:  # root on the host: the image's own unprivileged user writes the results, and
+        # the sticky bit keeps anyone else's files in the shared folder from being removed
+        results.chmod(0o1777)
     # RAPL counters for CPU and DRAM energy, read-only, where the host has them.
     powercap = Path("/sys/class/powercap")
     rapl = ["-v", f"{powercap}:{powercap}:ro"] if powercap.is_dir() else []
@@ -336,39 +398,50 @@ def rerun(session: nox.Session) -> None:
     nox -s rerun -- OLD.json [bench rerun options, e.g. --label new-driver].
 
     The image is the one whose id OLD.json recorded: on this machine, else loaded from a
-    `nox -s save` archive in dist/ (checked first). Env: BENCH_RERUN_IMAGE=bench:xeon
-    reruns in another build instead (a rebuild, a newer bench: the verdict names what
-    changed); BENCH_RESULTS as for run.
+    `nox -s save` archive in dist/ whose sha256 you hold (BENCH_ARCHIVE_SHA256). The file
+    chooses no flag: devices, privileges and network are those of the image's own variant
+    (its label), never the file's. Env: BENCH_RERUN_IMAGE=bench:xeon reruns in another
+    build instead (a rebuild, a newer bench: the verdict names what changed); BENCH_RESULTS
+    as for run.
     """
     if not session.posargs:
         session.error("usage: nox -s rerun -- OLD.json [bench rerun options]")
     old, options = Path(session.posargs[0]), session.posargs[1:]
     try:
+        if old.stat().st_size > 64 * 2**20:
+            session.error(f"{old}: over 64 MiB, not a bench result")
         recorded = json.loads(old.read_text())["environment"]["image"] or {}
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        session.error(f"{old}: not a bench result ({error!r})")
-    variant = recorded.get("variant")
-    ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded.get("digest")
-    if variant not in IMAGES or not ref:
+        recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        session.error(f"{old}: not a bench result ({type(error).__name__})")
+    ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded["digest"]
+    if not os.environ.get("BENCH_RERUN_IMAGE") and not archives.is_image_id(ref):
         session.error(
-            f"{old} names no bench image it ran in (variant {variant!r}, image id"
-            f" {recorded.get('digest')!r}): rerun it natively with bench rerun {old},"
-            " or name an image with BENCH_RERUN_IMAGE"
+            f"{old} names no bench image id it ran in (sha256: and 64 hex digits):"
+            f" rerun it natively with bench rerun {old}, or name an image with BENCH_RERUN_IMAGE"
         )
     _require_docker(session)
     if not _inspect(ref):
-        _load_saved(session, ref, recorded)
+        _load_saved(session, str(ref), recorded)
+    image_id = _inspect(ref).get("Id", "")
+    title = (_inspect(ref).get("Config", {}).get("Labels") or {}).get(
+        "org.opencontainers.image.title", ""
+    )
+    variant = title.removeprefix("bench:")
+    if not title.startswith("bench:") or variant not in IMAGES:
+        session.error(f"{ref} is not a bench image (its title label is {title[:80]!r})")
     results = Path(os.environ.get("BENCH_RESULTS", ROOT / "results"))
     with tempfile.TemporaryDirectory(prefix="bench-rerun-") as tmp:  # a path -v can take
         Path(tmp).chmod(0o755)
         shutil.copyfile(old, Path(tmp, "old.json"))
         Path(tmp, "old.json").chmod(0o644)
-        run = ["docker", "run", *_run_args(variant, results, ref=ref), "-v", f"{tmp}:/old:ro"]
-        session.run(*run, ref, "rerun", "/old/old.json", *options, external=True)
+        run = ["docker", "run", *_run_args(variant, results, ref=image_id), "-v", f"{tmp}:/old:ro"]
+        session.run(*run, image_id, "rerun", "/old/old.json", *options, external=True)
 
 
 def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -> None:
-    """docker load the archive in dist/ that holds IMAGE_ID, checked; else say what to do."""
+    """docker load the archive in dist/ that holds IMAGE_ID, once its sha256 is the one the
+    user holds; the id must then be on this machine. Else say what to do."""
     for manifest_path in sorted((ROOT / "dist").glob("*.manifest.json")):
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -376,16 +449,17 @@ def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -
             continue  # not one of ours: bench verify says what is wrong with it
         if isinstance(manifest, dict) and manifest.get("image_id") == image_id:
             archive = manifest_path.with_name(Path(str(manifest.get("archive"))).name)
-            _archive_manifest(session, archive)  # its sha256 first
+            _held(session, archive)
             session.run("docker", "load", "-i", str(archive), external=True)
+            if _inspect(image_id).get("Id") != image_id:
+                session.error(f"{archive} did not load the image {image_id}")
             return
-    variant = recorded.get("variant")
     session.error(
-        f"{recorded.get('name')} with image id {image_id} (lock"
-        f" {str(recorded.get('lock_sha256'))[:12]}) is not on this machine, and no archive in"
-        f" dist/ holds it: copy its nox -s save archive and manifest into dist/, or rebuild"
-        f" it (nox -s \"build(image='{variant}')\" at the commit the result names) and rerun"
-        f" in the rebuild with BENCH_RERUN_IMAGE=bench:{variant}"
+        f"{str(recorded.get('name'))[:40]!r} with image id {image_id} (lock"
+        f" {str(recorded.get('lock_sha256'))[:12]!r}) is not on this machine, and no archive in"
+        f" dist/ holds it: copy its nox -s save archive and manifest into dist/ (and set"
+        f" BENCH_ARCHIVE_SHA256), or rebuild it at the commit the result names and rerun in"
+        f" the rebuild with BENCH_RERUN_IMAGE=bench:VARIANT"
     )
 
 
@@ -491,6 +565,24 @@ def collect(session: nox.Session) -> None:
     session.run("bench", "collect", folder, "-o", prefix)
 
 
+def _save_gzipped(session: nox.Session, image_id: str, archive: Path) -> None:
+    """docker save IMAGE_ID | gzip -1 into ARCHIVE, as argv lists with both exit codes
+    checked (a failed save must not seal a partial archive), renamed into place at the end."""
+    partial = archive.with_name(f".{archive.name}.partial")
+    session.log(f"docker save {image_id} | gzip -1 > {archive}")
+    try:
+        with partial.open("wb") as out:
+            save = subprocess.Popen(["docker", "save", image_id], stdout=subprocess.PIPE)
+            gzip = subprocess.run(["gzip", "-1"], stdin=save.stdout, stdout=out)
+            if save.stdout is not None:
+                save.stdout.close()
+            if save.wait() != 0 or gzip.returncode != 0:
+                session.error(f"docker save or gzip failed ({save.returncode}, {gzip.returncode})")
+        partial.rename(archive)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 @nox.session(python=False, default=False)
 @nox.parametrize("image", IMAGES)
 def save(session: nox.Session, image: str) -> None:
@@ -506,15 +598,19 @@ def save(session: nox.Session, image: str) -> None:
     dist = ROOT / "dist"
     dist.mkdir(exist_ok=True)
     version = labels.get("org.opencontainers.image.version", "unknown")
+    if re.fullmatch(r"[0-9A-Za-z.+-]{1,40}", version) is None:  # a label is the image's text
+        session.error(f"bench:{image}: its version label {version[:40]!r} is not a version")
     stem = f"bench-{image}-{version}-{inspect['Id'][7:19]}"
     archive = dist / f"{stem}.tar.gz"
-    session.run("sh", "-c", f"docker save bench:{image} | gzip -1 > {archive}", external=True)
+    _save_gzipped(session, inspect["Id"], archive)
     manifest = {
         "image": f"bench:{image}",
         "image_id": inspect["Id"],
         "repo_digests": inspect.get("RepoDigests", []),
         "lock_sha256": labels.get("dev.bench.lock.sha256"),
         "labels": labels,
-        "load_with": f"docker load -i {archive.name}",
+        # Saved by id: loading it re-points no tag. Check the sha256 against the one you
+        # hold first; nox -s rerun does (BENCH_ARCHIVE_SHA256).
+        "load_with": f"docker load -i {archive.name} && docker tag {inspect['Id']} bench:{image}",
     }
     _seal_archive(session, archive, manifest)

@@ -1,5 +1,6 @@
 """Image definitions, checked without a Docker engine: lint, locks, completeness, compose."""
 
+import json
 import os
 import re
 import shutil
@@ -143,32 +144,61 @@ def _nox(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_rerun_session_refuses_a_result_that_names_no_image():
     done = _nox("-s", "rerun", "--", str(DATA / "result-v5.json"))
     assert done.returncode != 0
-    assert "names no bench image it ran in" in done.stderr
+    assert "names no bench image id it ran in" in done.stderr
     assert "rerun it natively with bench rerun" in done.stderr
 
 
 def test_offline_build_checks_its_archive_before_docker(tmp_path):
-    """A vendor archive that is not the one its manifest describes, or that vendors another
-    lock, is refused in one line before anything is loaded or built."""
+    """A vendor archive is built from only with the sha256 the user holds, and only when
+    the manifest INSIDE it (covered by that hash) vendors this checkout's lock; each is
+    refused in one line before anything is loaded or built. The manifest beside the
+    archive travels with it and proves nothing."""
     import hashlib
+    import io
     import json
+    import tarfile
 
     archive = tmp_path / "bench-xeon-vendor-000000000000.tar"
-    archive.write_bytes(b"not really a tar")
-    manifest = {
-        "archive": archive.name,
-        "archive_sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),
-        "image": "bench:xeon",
-        "lock_sha256": "0" * 64,  # an older lock
-    }
-    (tmp_path / "bench-xeon-vendor-000000000000.manifest.json").write_text(json.dumps(manifest))
+    manifest = {"image": "bench:xeon", "lock_sha256": "0" * 64,  # an older lock
+                "base": {"id": "sha256:" + "1" * 64, "name": "debian", "digest": ""}}  # fmt: skip
+    with tarfile.open(archive, "w") as tar:
+        data = json.dumps(manifest).encode()
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    beside = {"archive": archive.name, "archive_sha256": digest, "image": "bench:xeon",
+              "lock_sha256": hashlib.sha256((ROOT / "images/xeon/requirements.lock")
+                                            .read_bytes()).hexdigest()}  # fmt: skip
+    (tmp_path / "bench-xeon-vendor-000000000000.manifest.json").write_text(json.dumps(beside))
     env = {"BENCH_VENDOR_ARCHIVE": str(archive)}
     done = _nox("-s", "build(image='xeon')", env=env)
+    assert done.returncode != 0 and "set BENCH_ARCHIVE_SHA256" in done.stderr
+    done = _nox("-s", "build(image='xeon')", env={**env, "BENCH_ARCHIVE_SHA256": "0" * 64})
+    assert done.returncode != 0 and f"its sha256 is {digest}, not the {'0' * 64}" in done.stderr
+    done = _nox("-s", "build(image='xeon')", env={**env, "BENCH_ARCHIVE_SHA256": digest})
     assert done.returncode != 0
-    assert f"vendors bench:xeon with lock {'0' * 64}, not bench:xeon" in done.stderr
-    archive.write_bytes(b"damaged")
-    done = _nox("-s", "build(image='xeon')", env=env)
-    assert done.returncode != 0 and "sha256 is not the one its manifest gives" in done.stderr
+    assert f"vendors 'bench:xeon' with lock '{'0' * 64}', not bench:xeon" in done.stderr
+
+
+def test_a_mirror_with_credentials_is_refused_before_it_reaches_an_image():
+    env = {"BENCH_DEBIAN_MIRROR": "HTTPS://ci:s3cret@mirror.example/debian"}
+    for session in ("base", "build(image='xeon')"):
+        done = _nox("-s", session, env=env)
+        assert done.returncode != 0
+        assert "a URL with a user or password would be stored in the image" in done.stderr
+        assert "s3cret" not in done.stderr + done.stdout
+
+
+def test_rerun_runs_no_image_named_by_a_file_that_is_not_an_image_id(tmp_path):
+    """A result's digest reaches docker only as sha256:<64 hex>: never a flag or a mount."""
+    data = json.loads((DATA / "result-v9.json").read_text())
+    for digest in ("-v/:/host", "bench:xeon", "sha256:" + "a" * 63, ["sha256:x"]):
+        data["environment"]["image"] = {"variant": "tpu", "digest": digest}
+        crafted = tmp_path / "crafted.json"
+        crafted.write_text(json.dumps(data))
+        done = _nox("-s", "rerun", "--", str(crafted))
+        assert done.returncode != 0 and "names no bench image id it ran in" in done.stderr
 
 
 @pytest.mark.parametrize("image", IMAGES)
