@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI for the images: make sure a Docker engine answers, build the Debian base locally,
-# then build each image marked ci_build in its image.toml from its real lock and
-# smoke-run it on the CPU (nox -s smoke checks the result file and the labels); the one
+# then build each image marked ci_build in its image.toml from its real lock (kept when its
+# inputs are unchanged since the last build here) and smoke-run it on the CPU (nox -s smoke checks the result file and the labels); the one
 # marked ci_offline is also rebuilt with no network from a vendor archive.
 # BENCH_CI_IMAGES="tpu-jax xeon" picks the images instead of ci_build.
 set -euo pipefail
@@ -43,7 +43,10 @@ offline_check() {
     python3 -m nox -s "vendor(image='$1')"
     echo "vendored bench:$1 in $(( $(date +%s) - start )) s: $(du -h dist/bench-"$1"-vendor-*.tar | cut -f1)"
     start=$(date +%s)
-    BENCH_VENDOR_ARCHIVE=$(ls dist/bench-"$1"-vendor-*.tar) python3 -m nox -s "build(image='$1')"
+    archive=$(ls dist/bench-"$1"-vendor-*.tar)
+    # The hash this machine just printed is the one it holds: the offline build checks it.
+    BENCH_VENDOR_ARCHIVE=$archive BENCH_ARCHIVE_SHA256=$(cut -d' ' -f1 "$archive.sha256") \
+        python3 -m nox -s "build(image='$1')"
     built "$1" " offline (--network none)"
     freeze "$1" | diff /tmp/bench-freeze-online.txt - || { echo "offline: pip freeze differs"; exit 1; }
     [ "$(lock_label "$1")" = "$online_lock" ] || { echo "offline: lock hash differs"; exit 1; }
@@ -56,10 +59,14 @@ for image in $images; do
     start=$(date +%s)
     python3 -m nox -s "build(image='$image')"
     built "$image" ""
+    start=$(date +%s)
     python3 -m nox -s "smoke(image='$image')"
+    echo "bench:$image smoke-tested in $(( $(date +%s) - start )) s"
     if [ "$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb")).get("ci_offline", False))' "images/$image/image.toml")" = True ]; then
         offline_check "$image"
     fi
-    docker rmi "bench:$image" > /dev/null  # ~6 GB each: keep the disk free
 done
+# The images stay for the next run (nox -s build keeps one whose inputs are unchanged, and
+# reuses the cached dependency layer when only bench changed); what they replaced goes.
 docker image prune -f > /dev/null
+df -h /var/lib/docker | tail -1

@@ -6,8 +6,9 @@
 #    (DEBIAN_SNAPSHOT), or from DEBIAN_MIRROR when set (builders that cannot reach
 #    the snapshot service). No packages.txt: no apt at all (e.g. the Ubuntu ROCm base).
 # 2. A virtual environment at VENV (kept if the base image already has one).
-# 3. The image's hash-locked requirements, then bench itself, without network
-#    resolution: pip --require-hashes, --no-deps.
+# 3. The image's hash-locked requirements, without network resolution: pip
+#    --require-hashes, --no-deps. bench itself is installed by the Dockerfile's next
+#    step, so that a new commit of bench leaves this layer in the build cache.
 # 4. An unprivileged user `bench` that owns /results.
 # Both installs read their files from a vendor folder, $image/vendor/{debs,wheels}:
 #   - BENCH_VENDOR=keep (`nox -s vendor`): fetched from the network into it first, and
@@ -64,8 +65,6 @@ if [ "$offline" = no ]; then
     "$venv/bin/pip" download --require-hashes --no-deps -r "$lock" -d "$vendor/wheels"
 fi
 "$venv/bin/pip" install --require-hashes --no-deps --no-index --find-links "$vendor/wheels" -r "$lock"
-"$venv/bin/pip" install --no-deps --no-build-isolation /opt/bench/src
-"$venv/bin/pip" check || true  # report only: the rocm base's own packages are not ours
 
 # A fixed numeric id (USER 10001:10001 in the Dockerfiles) that no base image uses.
 if ! id bench > /dev/null 2>&1; then
@@ -74,5 +73,5 @@ if ! id bench > /dev/null 2>&1; then
 fi
 mkdir -p /results
 chown bench:bench /results
-rm -rf /tmp/build-ca.pem "$ca_dir" /opt/bench/src
+rm -rf /tmp/build-ca.pem "$ca_dir"
 [ "${BENCH_VENDOR:-}" = keep ] || rm -rf "$vendor"
