@@ -6,6 +6,9 @@
   RECIPE        how --train-to trains on it (bench.datasets.recipe)
   open(path, spec) -> Dataset   reads and checks the files (errors name the file)
 
+A dataset may come from anyone: each kind reads its files as untrusted input, bounded
+and kept inside PATH, with bench.datasets.untrusted.
+
 A Dataset holds two Splits, train and val. A split hands out single samples as HWC
 float32 images, normalised, and an int label: augmented for training (with the
 generator given), plain for evaluation (none given). Every framework's input pipeline

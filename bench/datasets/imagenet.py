@@ -7,6 +7,12 @@ those. Images are decoded on the host with Pillow and cropped to the workload's 
 size: a random resized crop and a flip for training (Inception-style, as torchvision's
 RandomResizedCrop), the shorter side resized to 8/7 of the input and a centre crop for
 evaluation (256 -> 224 at the usual size).
+
+The folders may come from anyone (bench.datasets.untrusted): only JPEG and PNG reach a
+decoder (ImageNet's train/ holds one PNG named .JPEG, n02105855_2933.JPEG), an image's
+file size and its pixels (from its header) are checked before it is decoded, the
+listing stops at MAX_CLASSES folders and MAX_FILES images, and no link may lead out of
+PATH.
 """
 
 from __future__ import annotations
@@ -14,14 +20,35 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.datasets import DataRef, Dataset, DatasetError
 from bench.datasets.recipe import Recipe
+from bench.datasets.untrusted import inside, open_file, reason, shown
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 DESCRIPTION = "train/ and val/ folders, each holding one folder of JPEG images per class"
 EXTENSIONS = (".jpeg", ".jpg")
+# Pillow's decoders that may open an image here: JPEG, and PNG for the one PNG in
+# ImageNet's train/. Pillow parses dozens of other formats, each a decoder to attack.
+FORMATS = ("JPEG", "PNG")
+_ALLOWED_FORMATS = "images here are JPEG, or PNG as one in ImageNet's train/ is"
+# Refused before decoding: 8192 x 8192, far above ImageNet's photos (a few hundred pixels
+# a side) and below Pillow's own threshold (89,478,485), which only warns and decodes.
+MAX_PIXELS = 8192 * 8192
+MAX_IMAGE_BYTES = 64 * 2**20
+MAX_CLASSES = 32_768  # ImageNet-1k has 1,000 classes, ImageNet-21k 21,841
+MAX_FILES = 2**24  # images a split: ImageNet-1k's train/ has 1.28 million, 21k 14.2 million
+# What a file that Pillow cannot open as JPEG or PNG begins with, to say what it is.
+_SIGNATURES = (
+    (b"GIF8", "a GIF image"), (b"BM", "a BMP image"), (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"), (b"\x00\x00\x01\x00", "an ICO image"),
+    (b"\x00\x00\x00\x0cjP  ", "a JPEG 2000 image"), (b"\xff\x4f\xff\x51", "a JPEG 2000 image"),
+)  # fmt: skip
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 # ResNet-50 on ImageNet after Goyal et al. and the MLPerf reference: peak rate 0.1 per
@@ -34,35 +61,112 @@ RECIPE = Recipe(
 
 
 def _listing(
-    root: Path, split: str, classes: list[str] | None
+    root: Path, base: Path, split: str, classes: list[str] | None
 ) -> tuple[list[str], np.ndarray, list[str]]:
+    """The images of one split and their labels, counted as they are found; every
+    folder and every link among the images checked to lie inside `base`."""
     folder = root / split
     if not folder.is_dir():
         raise DatasetError(f"data: {root} has no {split}/ folder; expected {DESCRIPTION}")
-    found = sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
+    inside(folder, base, root)
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                found.append(entry.name)
+                if len(found) > MAX_CLASSES:
+                    raise DatasetError(
+                        f"data: {shown(folder)} has more than {MAX_CLASSES:,} class folders; at "
+                        f"most {MAX_CLASSES:,} are read"
+                    )
     if not found:
         raise DatasetError(f"data: {folder} has no class folders; expected {DESCRIPTION}")
+    found.sort()
     if classes is None:
         classes = found
     unknown = sorted(set(found) - set(classes))
     if unknown:
-        raise DatasetError(f"data: {folder} has classes not in train/: {', '.join(unknown[:5])}")
-    files, labels = [], []
-    for label, name in enumerate(classes):
-        if not (folder / name).is_dir():
-            continue
-        images = sorted(
-            entry.path
-            for entry in os.scandir(folder / name)
-            if entry.is_file() and entry.name.lower().endswith(EXTENSIONS)
+        raise DatasetError(
+            f"data: {folder} has classes not in train/: {shown(', '.join(unknown[:5]))}"
         )
+    files: list[str] = []
+    labels: list[int] = []
+    for label, name in enumerate(classes):
+        where = folder / name
+        if not where.is_dir():
+            continue
+        inside(where, base, root)
+        images = []
+        with os.scandir(where) as entries:
+            for entry in entries:
+                if not entry.name.lower().endswith(EXTENSIONS):
+                    continue
+                if entry.is_symlink():
+                    inside(Path(entry.path), base, root)
+                if entry.is_file():
+                    images.append(entry.path)
+                    if len(files) + len(images) > MAX_FILES:
+                        raise DatasetError(
+                            f"data: {shown(folder)} holds more than {MAX_FILES:,} images; at "
+                            f"most {MAX_FILES:,} a split are read"
+                        )
         if not images and split == "train":
-            raise DatasetError(f"data: {folder / name} holds no JPEG images (.JPEG, .jpg)")
-        files += images
+            raise DatasetError(f"data: {shown(where)} holds no JPEG images (.JPEG, .jpg)")
+        files += sorted(images)
         labels += [label] * len(images)
     if not files:
         raise DatasetError(f"data: {folder} holds no JPEG images; expected {DESCRIPTION}")
     return files, np.asarray(labels, np.int64), classes
+
+
+def _what(head: bytes) -> str:
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "it is a WebP image"
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return f"it is {kind}"
+    return f"it begins {head[:8]!r}, neither JPEG nor PNG"
+
+
+def _decode(path: str) -> PILImage:
+    """The image at `path` as RGB: a JPEG or PNG of at most MAX_IMAGE_BYTES and
+    MAX_PIXELS, both checked before any pixel is decoded."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise DatasetError("data: ImageNet's JPEGs need Pillow (pip install pillow)") from None
+    name = shown(path)
+    with open_file(path, MAX_IMAGE_BYTES, "an image here") as file:
+        try:
+            opened = Image.open(file, formats=FORMATS)
+        except Image.UnidentifiedImageError:
+            file.seek(0)
+            raise DatasetError(
+                f"data: {name} is not a JPEG that decodes ({_what(file.read(16))}); "
+                f"{_ALLOWED_FORMATS}"
+            ) from None
+        except Image.DecompressionBombError as error:
+            raise DatasetError(
+                f"data: {name} has too many pixels ({reason(error)}); an image here has at "
+                f"most {MAX_PIXELS:,} pixels (8192 x 8192)"
+            ) from None
+        except (OSError, ValueError, SyntaxError) as error:
+            raise DatasetError(
+                f"data: {name} is not a JPEG that decodes ({reason(error)})"
+            ) from None
+        with opened:
+            width, height = opened.size
+            if width * height > MAX_PIXELS:
+                raise DatasetError(
+                    f"data: {name} is {width} x {height} = {width * height:,} pixels; an image "
+                    f"here has at most {MAX_PIXELS:,} pixels (8192 x 8192)"
+                )
+            try:
+                return opened.convert("RGB")  # decodes the whole file: errors show here
+            except (OSError, ValueError, SyntaxError) as error:
+                raise DatasetError(
+                    f"data: {name} is not a JPEG that decodes ({reason(error)})"
+                ) from None
 
 
 def _random_crop(width: int, height: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
@@ -90,17 +194,10 @@ class Folder:
         return len(self.files)
 
     def sample(self, index: int, rng: np.random.Generator | None) -> tuple[np.ndarray, int]:
-        try:
-            from PIL import Image
-        except ImportError:
-            raise DatasetError("data: ImageNet's JPEGs need Pillow (pip install pillow)") from None
-        path = self.files[index]
+        image = _decode(self.files[index])  # says so where Pillow is missing
+        from PIL import Image
+
         height, width = self.size
-        try:
-            with Image.open(path) as opened:
-                image = opened.convert("RGB")  # decodes the whole file: errors show here
-        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
-            raise DatasetError(f"data: {path} is not a JPEG that decodes ({error})") from None
         if rng is not None:
             box = _random_crop(*image.size, rng)
             image = image.resize((width, height), Image.Resampling.BILINEAR, box=box)
@@ -124,8 +221,9 @@ def open(path: str, spec) -> Dataset:
     if not root.is_dir():
         raise DatasetError(f"data: {path} is not a folder; expected {DESCRIPTION}")
     size = tuple(spec.sample_shape[1:])
-    train_files, train_labels, classes = _listing(root, "train", None)
-    val_files, val_labels, _ = _listing(root, "val", classes)
+    base = root.resolve()
+    train_files, train_labels, classes = _listing(root, base, "train", None)
+    val_files, val_labels, _ = _listing(root, base, "val", classes)
     return Dataset(
         ref=DataRef("imagenet", path),
         train=Folder("train", train_files, train_labels, size),
