@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
@@ -192,6 +193,22 @@ def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
 
 _AXES = ("batch_sizes", "precisions", "memory_formats", "compilers", "devices", "allocators",
          "openmps", "numas", "optimizations")  # fmt: skip
+# Points of one sweep, at most: each is measured in fresh processes, so more is no run
+# anyone waits for, and a config from a file (bench rerun) must not enumerate billions.
+MAX_SWEEP_POINTS = 10_000
+
+
+def _check_sweep_size(cfg: RunConfig) -> None:
+    """The cross product of the sweep axes, refused above MAX_SWEEP_POINTS before any
+    point is built (its size is the product of the axes' lengths)."""
+    lengths = {axis: len(getattr(cfg, axis)) for axis in _AXES}
+    size = math.prod(lengths.values())
+    if size > MAX_SWEEP_POINTS:
+        factors = " x ".join(f"{n} {axis}" for axis, n in lengths.items() if n > 1)
+        raise UsageError(
+            f"sweep: {size:,} points ({factors}) is more than {MAX_SWEEP_POINTS:,}; "
+            "split it into several runs"
+        )
 
 
 @dataclass(frozen=True)
@@ -356,6 +373,7 @@ class RunConfig:
         if self.warmup_steps is None:
             epoch_mode = self.epochs is not None or datasets.parse(self.data) is not None
             object.__setattr__(self, "warmup_steps", 0 if epoch_mode else 5)
+        _check_sweep_size(self)  # first: later checks go through the axes' products
         _check_common(self)
         for batch in self.batch_sizes:
             _positive("batch_size", batch)

@@ -15,6 +15,7 @@ and library versions, driver, accelerator, CPU, speed-relevant variables, host).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -82,14 +83,18 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
             label, old_mean, new_mean, change, None, None, basis, UNTESTABLE,
             "fewer than two values on one side",
         )  # fmt: skip
-    test = stats.ttest_ind(b, a, equal_var=False)
-    p_value = float(test.pvalue)
-    if p_value != p_value:  # NaN: both sides without spread
-        p_value = 0.0 if new_mean != old_mean else 1.0
-        low = high = change
-    else:
-        difference = test.confidence_interval(0.95)  # of new mean - old mean
-        low, high = difference.low / old_mean, difference.high / old_mean
+    with warnings.catch_warnings():
+        # Nearly equal values (epoch times, or a file's copied figures) make scipy warn of
+        # precision loss on stderr; the verdict below is what the user reads.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        test = stats.ttest_ind(b, a, equal_var=False)
+        p_value = float(test.pvalue)
+        if p_value != p_value:  # NaN: both sides without spread
+            p_value = 0.0 if new_mean != old_mean else 1.0
+            low = high = change
+        else:
+            difference = test.confidence_interval(0.95)  # of new mean - old mean
+            low, high = difference.low / old_mean, difference.high / old_mean
     if p_value >= ALPHA:
         verdict, reason = SAME, f"within noise (p = {p_value:.2g})"
     elif abs(change) < threshold:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
+import stat
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 from bench import files, integrity
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
+from bench.report.text import visible
 from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
@@ -332,11 +333,16 @@ class Point:
         for r, steps in enumerate(self.step_times_s):
             if not steps:
                 continue
-            epochs = self.epoch_times_s[r] if self.epoch_times_s else None
+            epochs = (
+                self.epoch_times_s[r]
+                if self.epoch_times_s and r < len(self.epoch_times_s)
+                else None
+            )
             if epochs:
                 steady = epochs[1:] or epochs
                 samples_per_epoch = self.batch_size * len(steps) // len(epochs)
-                values.append(samples_per_epoch / statistics.fmean(steady))
+                if samples_per_epoch:  # (fewer steps than epochs: no such run)
+                    values.append(samples_per_epoch / statistics.fmean(steady))
             else:
                 values.append(samples_per_s(self.batch_size, steps))
         return values
@@ -397,7 +403,7 @@ class Point:
         windows = [
             (e, self.batch_size * len(steps))
             for e, steps in zip(self.energy, self.step_times_s, strict=False)
-            if e
+            if e and steps  # a window without steps has no samples to share its energy
         ]
         if not windows:
             return None
@@ -623,30 +629,45 @@ class Result:
             m.status == "error" for m in self.max_batch
         )
 
+    def _one_device_points(self) -> dict[tuple[Any, ...], Point]:
+        """The first measured one-device point of each config, by its axes: one pass, so
+        that a result of many points is not searched once per point."""
+        found: dict[tuple[Any, ...], Point] = {}
+        for p in self.points:
+            if p.devices == 1 and p.throughput:
+                found.setdefault(point_axes(p), p)
+        return found
+
     def single_device(self, point: Point) -> Point | None:
         """The one-device point of `point`'s config: the same global batch and every
         other axis (variant, runtime, IPEX), so two ranks with IPEX are set against one
         process with IPEX, not against one without."""
-        axes = point_axes(point)
-        return next(
-            (p for p in self.points
-             if p.devices == 1 and p.throughput and point_axes(p) == axes),
-            None,
-        )  # fmt: skip
+        return self._one_device_points().get(point_axes(point))
 
-    def scaling_efficiency(self, point: Point) -> float | None:
+    def scaling_efficiency(
+        self, point: Point, one_device: dict[tuple[Any, ...], Point] | None = None
+    ) -> float | None:
         """Global throughput over N times the one-device throughput of the same config
-        (1.0: perfect scaling); None without a measured one-device point."""
-        one = self.single_device(point)
-        if point.devices < 2 or one is None or point.throughput is None:
+        (1.0: perfect scaling); None without a measured one-device point. `one_device`:
+        what _one_device_points gave, when asking for many points."""
+        if point.devices < 2:
             return None
-        return point.throughput.value / (point.devices * one.throughput.value)  # type: ignore[union-attr]
+        index = self._one_device_points() if one_device is None else one_device
+        one, tp = index.get(point_axes(point)), point.throughput
+        if one is None or tp is None:
+            return None
+        return tp.value / (point.devices * one.throughput.value)  # type: ignore[union-attr]
+
+    def scaling_efficiencies(self) -> list[float | None]:
+        """scaling_efficiency of every point, in order, in time linear in the points."""
+        index = self._one_device_points()
+        return [self.scaling_efficiency(p, index) for p in self.points]
 
     def to_json(self) -> dict[str, Any]:
         points = []
-        for p in self.points:
+        for p, efficiency in zip(self.points, self.scaling_efficiencies(), strict=True):
             data = p.to_json()
-            data["scaling_efficiency"] = self.scaling_efficiency(p)  # derived, not read back
+            data["scaling_efficiency"] = efficiency  # derived, not read back
             points.append(data)
         return {
             "schema_version": self.schema_version,
@@ -715,30 +736,48 @@ def dumps(result: Result) -> str:
 
 # --- validation on load: every field a reader uses, by type and range ------------------
 # Result files are shared between people: a malformed or hostile one must fail as one
-# line naming the file and the field, never as a traceback deep in a table or a chart.
+# line naming the file and the field, never as a traceback deep in a table or a chart,
+# and never as an hour of arithmetic. So every number a reader uses is checked to be
+# finite and of a magnitude whose sums, products and quotients stay finite, and every
+# list to be a list of bounded length whose items are checked in turn.
 
 Check = Callable[[Any], bool]
 MAX_DEPTH = 32  # bench writes at most ~6 levels; deeper is not a result
+# Read no more than this: a measured run of 90 epochs at thousands of steps each, with
+# its input waits, stays well below it; memory for the parsed file is a few times this.
+MAX_RESULT_BYTES = 128 * 2**20
+MAX_INT = 2**63 - 1  # anywhere in a file: what a signed 64-bit integer holds
+MAX_WHOLE = 2**31 - 1  # batch sizes, devices, counts: as the command line takes them
+MAX_ITEMS = 10_000_000  # any one list (steps of every epoch of a long run fit)
+# Seconds, joules, watts, FLOPs, prices: a positive figure outside [TINY, HUGE] is no
+# measurement, and the quotients of figures inside it stay far from overflow.
+TINY, HUGE = 1e-12, 1e21
 
 
 def _text(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def _whole(low: int) -> Check:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+def _number(low: float, high: float, *, zero: bool = False, whole: bool = False) -> Check:
+    """A finite number in [low, high] (or 0 with `zero`; only an int with `whole`): the
+    one check of every number a reader computes with."""
+
+    def check(v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, int if whole else int | float):
+            return False
+        return (zero and v == 0) or low <= v <= high  # NaN compares False
+
+    return check
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def _whole(low: int, high: int = MAX_WHOLE) -> Check:
+    return _number(low, high, whole=True)
 
 
-def _positive(v: Any) -> bool:
-    return _finite(v) and v > 0
-
-
-def _non_negative(v: Any) -> bool:
-    return _finite(v) and v >= 0
+_positive = _number(TINY, HUGE)  # seconds, joules, FLOPs, prices: measured, above zero
+_non_negative = _number(TINY, HUGE, zero=True)
+_fraction = _number(0, 1)  # top-1 accuracy
+_bytes = _whole(0, MAX_INT)
 
 
 def _number_or_nan(v: Any) -> bool:  # a loss may diverge to nan or inf, and that is data
@@ -746,11 +785,23 @@ def _number_or_nan(v: Any) -> bool:  # a loss may diverge to nan or inf, and tha
 
 
 def _optional(check: Check) -> Check:
-    return lambda v: v is None or check(v)
+    def optional(v: Any) -> bool:
+        return v is None or check(v)
+
+    optional.each = getattr(check, "each", None)  # type: ignore[attr-defined]
+    return optional
 
 
-def _list_of(check: Check) -> Check:
-    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+def _list_of(check: Check, most: int = MAX_ITEMS) -> Check:
+    """A list of at most `most` items, each passing `check` (kept as `.each`, so that an
+    error can name the first bad item)."""
+
+    def list_of(v: Any) -> bool:
+        return isinstance(v, list) and len(v) <= most and all(check(x) for x in v)
+
+    list_of.each = check  # type: ignore[attr-defined]
+    list_of.most = most  # type: ignore[attr-defined]
+    return list_of
 
 
 def _dict_of(check: Check) -> Check:
@@ -758,13 +809,22 @@ def _dict_of(check: Check) -> Check:
 
 
 def _one_of(*allowed: str) -> Check:
-    return lambda v: v in allowed
+    return lambda v: isinstance(v, str) and v in allowed
+
+
+def _object(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _axis_value(v: Any) -> bool:
+    """A sweep axis's value: what a point is looked up by (hashable, printable)."""
+    return v is None or _text(v) or _whole(0, MAX_INT)(v)
 
 
 _SECONDS = _list_of(_list_of(_positive))
 _ENERGY = {
-    "per_device_j": (_dict_of(_non_negative), "joules (numbers >= 0) by device"),
-    "window_s": (_positive, "positive seconds"),
+    "per_device_j": (_dict_of(_non_negative), "joules (0, or 1e-12 to 1e21) by device"),
+    "window_s": (_positive, "seconds from 1e-12 to 1e21"),
     "sources": (_dict_of(_text), "source names by device"),
     "epoch_j": (_optional(_list_of(_non_negative)), "a list of joules or null"),
 }
@@ -788,21 +848,19 @@ def _busy_record(value: Any) -> bool:
         for k in ("others_cpus", "steal_cpus", "window_s")
     )
     throttle = value.get("throttle")
-    reasons = throttle is None or (
-        isinstance(throttle, dict)
-        and all(isinstance(v, list) and all(_text(t) for t in v) for v in throttle.values())
-    )
+    reasons = throttle is None or _dict_of(_list_of(_text))(throttle)
     return numbers and reasons
 
 
 def _rung(value: Any) -> bool:
-    """What the ladder table reads of a rung."""
+    """What the ladder table reads of a rung (its point is looked up by its axes)."""
+    point = value.get("point") if isinstance(value, dict) else None
     return (
-        isinstance(value, dict)
+        isinstance(point, dict)
         and _text(value.get("rung"))
         and _text(value.get("why"))
         and value.get("kept") in (True, False, None)
-        and isinstance(value.get("point"), dict)
+        and all(_axis_value(point.get(name)) for name in POINT_AXES)
     )
 
 
@@ -810,15 +868,14 @@ def _tune(value: Any) -> bool:
     """What bench show reads of a tune record (its points are checked as points)."""
     rounds = value.get("rounds") if isinstance(value, dict) else None
     return (
-        isinstance(rounds, list)
+        _list_of(_object)(rounds)
         and _positive(value.get("budget_s"))
         and _optional(_text)(value.get("stopped"))
         and all(
-            isinstance(r, dict)
-            and _whole(1)(r.get("round"))
+            _whole(1)(r.get("round"))
             and _whole(1)(r.get("steps"))
-            and isinstance(r.get("points"), list)
-            for r in rounds
+            and _list_of(_object)(r.get("points"))
+            for r in rounds or ()
         )
     )
 
@@ -827,17 +884,16 @@ def _accuracy_record(value: Any) -> bool:
     """What ToAccuracy reads: a target or null, and each epoch's top-1 and times."""
     epochs = value.get("epochs") if isinstance(value, dict) else None
     return (
-        isinstance(epochs, list)
+        _list_of(_object)(epochs)
         and bool(epochs)
-        and _optional(lambda t: _positive(t) and t <= 1)(value.get("target"))
+        and _optional(lambda t: _fraction(t) and t > 0)(value.get("target"))
         and all(
-            isinstance(e, dict)
-            and _non_negative(e.get("top1")) and e["top1"] <= 1
+            _fraction(e.get("top1"))
             and _non_negative(e.get("train_s"))
             and _non_negative(e.get("eval_s"))
-            for e in epochs
+            for e in epochs or ()
         )
-    )  # fmt: skip
+    )
 
 
 def _power_reading(value: Any) -> bool:
@@ -850,24 +906,24 @@ def _power_reading(value: Any) -> bool:
 
 # field -> (check, what is expected); fields marked required must be present.
 _POINT = {
-    "batch_size": (_whole(1), "a whole number >= 1"),
+    "batch_size": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
     "precision": (_text, "text"),
     "memory_format": (_text, "text"),
     "compile": (_optional(_text), "text or null"),
     "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
     "error": (_optional(_text), "text or null"),
-    "warmup_times_s": (_SECONDS, "lists of positive, finite seconds"),
-    "step_times_s": (_SECONDS, "lists of positive, finite seconds"),
-    "epoch_times_s": (_optional(_SECONDS), "lists of positive, finite seconds, or null"),
-    "peak_memory_bytes": (_list_of(_optional(_whole(0))), "a list of byte counts"),
+    "warmup_times_s": (_SECONDS, "lists of seconds from 1e-12 to 1e21"),
+    "step_times_s": (_SECONDS, "lists of seconds from 1e-12 to 1e21"),
+    "epoch_times_s": (_optional(_SECONDS), "lists of seconds from 1e-12 to 1e21, or null"),
+    "peak_memory_bytes": (_list_of(_optional(_bytes)), "a list of byte counts"),
     "memory_kind": (_optional(_text), "text or null"),
     "memory_unavailable": (_optional(_text), "text or null"),
     "loss_first": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
     "loss_last": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
-    "parameters": (_optional(_whole(0)), "a whole number or null"),
-    "devices": (_whole(1), "a whole number >= 1"),
-    "flops_per_sample": (_optional(_positive), "a positive number or null"),
-    "energy": (_list_of(_optional(lambda v: isinstance(v, dict))), "a list of objects"),
+    "parameters": (_optional(_bytes), "a whole number or null"),
+    "devices": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
+    "flops_per_sample": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
+    "energy": (_list_of(_optional(_object)), "a list of objects"),
     "energy_unavailable": (_optional(_text), "text or null"),
     "power_before": (
         _list_of(_optional(_dict_of(_power_reading))),
@@ -876,24 +932,24 @@ _POINT = {
     "noise": (_optional(_text), "text or null"),
     "ranks": (_list_of(_optional(_ranks_record)), "a list of rank records or null"),
     "busy": (_list_of(_optional(_busy_record)), "a list of busy-machine records or null"),
-    "details": (lambda v: isinstance(v, dict), "an object"),
+    "details": (_object, "an object"),
     "allocator": (_optional(_one_of(*ALLOCATORS)), "one of " + ", ".join(ALLOCATORS) + " or null"),
     "openmp": (_optional(_one_of(*OPENMP_RUNTIMES)),
                "one of " + ", ".join(OPENMP_RUNTIMES) + " or null"),
     "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
     "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
     "optimize": (_optional(_text), "text or null"),
-    "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (numbers >= 0)"),
-    "synthetic_step_times_s": (_list_of(_positive), "a list of positive, finite seconds"),
+    "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (0, or 1e-12 to 1e21)"),
+    "synthetic_step_times_s": (_list_of(_positive), "a list of seconds from 1e-12 to 1e21"),
     "accuracy": (_list_of(_optional(_accuracy_record)),
                  "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null"),
 }  # fmt: skip
 _POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
 _PROBE = {
-    "batch_size": (_whole(1), "a whole number >= 1"),
+    "batch_size": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
     "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
     "error": (_optional(_text), "text or null"),
-    "peak_memory_bytes": (_optional(_whole(0)), "a byte count or null"),
+    "peak_memory_bytes": (_optional(_bytes), "a byte count or null"),
 }
 _MAX_BATCH = {
     "precision": (_text, "text"),
@@ -903,30 +959,53 @@ _MAX_BATCH = {
     "first_failing": (_optional(_whole(1)), "a whole number or null"),
     "status": (_one_of("running", "done", "error"), "one of running, done, error"),
     "error": (_optional(_text), "text or null"),
-    "probes": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+    "probes": (_list_of(_object), "a list of objects"),
     "resolution": (_whole(1), "a whole number >= 1"),
 }
 _RESULT = {
-    "config": (lambda v: isinstance(v, dict), "an object"),
-    "points": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
-    "max_batch": (_list_of(lambda v: isinstance(v, dict)), "a list of objects"),
+    "config": (_object, "an object"),
+    "points": (_list_of(_object), "a list of objects"),
+    "max_batch": (_list_of(_object), "a list of objects"),
     "status": (_one_of("running", "complete", "interrupted"),
                "one of running, complete, interrupted"),
     "started": (_text, "text"),
     "finished": (_optional(_text), "text or null"),
     "command": (_list_of(_text), "a list of text"),
-    "pricing": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
-    "peak_tflops": (_optional(_positive), "a positive number or null"),
+    "pricing": (_optional(_object), "an object or null"),
+    "peak_tflops": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
     "label": (_optional(_text), "text or null"),
     "ladder": (_list_of(_rung), "a list of ladder rungs {rung, point, kept, why}"),
     "tune": (_optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}"),
-    "environment": (_optional(lambda v: isinstance(v, dict)), "an object or null"),
+    "environment": (_optional(_object), "an object or null"),
 }  # fmt: skip
-_SECTION = _optional(lambda v: isinstance(v, dict))
+# The config's types and numbers (what they mean RunConfig checks itself): whole numbers
+# as the command line takes them, so that `bench rerun` of a crafted file asks nothing
+# absurd (a sweep of billions of points RunConfig refuses).
+_COUNT = (_optional(_whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
+_CONFIG = {
+    **{name: (_text, "text") for name in ("workload", "framework", "device", "data")},
+    "rdzv_endpoint": (_optional(_text), "text or null"),
+    **{name: _COUNT for name in (
+        "threads", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples", "seq_len",
+        "repeats", "min_repeats", "max_repeats", "max_batch_limit", "max_batch_step",
+        "max_batch_start", "probe_steps", "seed", "nnodes", "node_rank")},
+    "memory_limit_bytes": (_optional(_bytes), "a byte count or null"),
+    "timeout_s": (_optional(_positive), "seconds from 1e-12 to 1e21, or null"),
+    "target_rsd": (_fraction, "a fraction"),
+    "train_to": (_optional(_fraction), "a fraction or null"),
+    "batch_sizes": (_list_of(_whole(1)), f"a list of whole numbers from 1 to {MAX_WHOLE}"),
+    "devices": (_list_of(_optional(_whole(1))), "a list of whole numbers or null"),
+    **{name: (_list_of(_optional(_text)), "a list of text or null") for name in (
+        "precisions", "memory_formats", "compilers", "allocators", "openmps", "numas",
+        "optimizations")},
+}  # fmt: skip
+_SECTION = _optional(_object)
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _ENVIRONMENT = {
     **{name: (_SECTION, "an object or null")
        for name in ("bench", "host", "cpu", "accelerator", "framework", "image", "env")},
+    "nodes": (_optional(_list_of(_object)), "a list of objects or null"),
+    "nodes_differ": (_optional(_list_of(_text)), "a list of field names or null"),
 }  # fmt: skip
 _ENVIRONMENT_FIELDS = {
     "accelerator": {
@@ -936,13 +1015,18 @@ _ENVIRONMENT_FIELDS = {
     "cpu": {
         "model": (_optional(_text), "text or null"),
         "physical_cores": (_optional(_whole(1)), "a whole number or null"),
-        "max_mhz": (_optional(_positive), "a positive number or null"),
+        "max_mhz": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
         "flags": (_optional(_list_of(_text)), "a list of text"),
     },
     "image": {"name": (_optional(_text), "text or null")},
+    "host": {
+        "hostname": (_optional(_text), "text or null"),
+        "dmi": (_SECTION, "an object or null"),
+    },
 }
 _PRICING = {
-    "usd_per_hour": (_optional(_positive), "a positive number of USD or null"),
+    "usd_per_hour": (_optional(_positive), "a number of USD from 1e-12 to 1e21, or null"),
+    "instance": (_optional(_text), "text or null"),
     "source": (_optional(_text), "text or null"),
 }
 
@@ -957,31 +1041,62 @@ def _check_fields(
     for key, (check, expected) in fields.items():
         value = data.get(key)
         if key in data and not check(value):
-            name = f"{where}.{key}"
-            if isinstance(value, list):  # name the first bad element: a file may be long
-                i = next(i for i, item in enumerate(value) if not check([item]))
-                name, value = f"{name}[{i}]", value[i]
-            raise InvalidField(f"{name}: expected {expected}, found {_brief(value)}")
+            raise InvalidField(_wrong(f"{where}.{key}", value, check, expected))
+
+
+def _wrong(name: str, value: Any, check: Check, expected: str) -> str:
+    """'points[0].step_times_s[1]: expected ..., found ...': the first bad item of a
+    list (a file may be long), else the value itself."""
+    each = getattr(check, "each", None)
+    if isinstance(value, list) and each is not None:
+        most = getattr(check, "most", MAX_ITEMS)
+        if len(value) > most:
+            return f"{name}: expected at most {most:,} items, found {len(value):,}"
+        i = next((i for i, item in enumerate(value) if not each(item)), None)
+        if i is not None:
+            return _wrong(f"{name}[{i}]", value[i], each, expected)
+    return f"{name}: expected {expected}, found {_brief(value)}"
 
 
 def _brief(value: Any) -> str:
-    text = json.dumps(value)
+    """At most 40 characters of the value, as JSON, without serialising all of it."""
+    if isinstance(value, list | dict) and len(value) > 8:
+        kind = "a list" if isinstance(value, list) else "an object"
+        return f"{kind} of {len(value):,} items"
+    text = json.dumps(value[:40] + "..." if isinstance(value, str) and len(value) > 40 else value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _depth(data: Any) -> int:
-    """How deeply lists and objects nest, without recursion (a hostile file may nest
-    far deeper than Python's stack)."""
-    deepest, stack = 0, [(data, 1)]
+def _scan(data: Any) -> str | None:
+    """What makes a document no result at all, found in one pass without recursion (a
+    hostile file may nest far deeper than Python's stack) and in memory that grows with
+    the depth only: nesting deeper than MAX_DEPTH, or a whole number no field of a result
+    holds (past 64 bits, arithmetic and printing take time that grows with its digits)."""
+    stack: list[tuple[Iterator[tuple[Any, Any]], tuple[Any, ...]]] = [(iter([(None, data)]), ())]
     while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > MAX_DEPTH:
-                return deepest
-            children = value.values() if isinstance(value, dict) else value
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
+        items, trail = stack[-1]
+        for key, value in items:
+            if isinstance(value, dict | list):
+                if len(stack) > MAX_DEPTH:
+                    return f"nested deeper than {MAX_DEPTH} levels"
+                inner = value.items() if isinstance(value, dict) else enumerate(value)
+                stack.append((iter(inner), (key, trail)))
+                break
+            if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+                return f"{_trail((key, trail))}: a whole number beyond 64 bits"
+        else:
+            stack.pop()
+    return None
+
+
+def _trail(trail: tuple[Any, ...]) -> str:
+    """'points[0].batch_size' from the scan's (key, (parent's key, (...))) chain."""
+    keys = []
+    while trail:
+        key, trail = trail
+        if key is not None:  # the document itself
+            keys.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(reversed(keys)).removeprefix(".") or "the document"
 
 
 def validate(data: Any) -> dict[str, Any]:
@@ -989,6 +1104,7 @@ def validate(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidField("not a JSON object")
     _check_fields(data, _RESULT, "result", required=("config", "points"))
+    _check_fields(data["config"], _CONFIG, "config")
     for i, point in enumerate(data["points"]):
         where = f"points[{i}]"
         _check_fields(point, _POINT, where, required=_POINT_REQUIRED)
@@ -1007,41 +1123,73 @@ def validate(data: Any) -> dict[str, Any]:
     _check_fields(environment, _ENVIRONMENT, "environment")
     for section, fields in _ENVIRONMENT_FIELDS.items():
         _check_fields(environment.get(section) or {}, fields, f"environment.{section}")
-    _check_fields(data.get("pricing") or {}, _PRICING, "pricing")
+    if data.get("pricing") is not None:
+        _check_fields(data["pricing"], _PRICING, "pricing", required=("usd_per_hour",))
+    return data
+
+
+def _failure(path: Path, what: str) -> ResultError:
+    """The one line naming the file and what is wrong, control characters (of a file's
+    name or of its content) made visible: it may reach a terminal."""
+    return ResultError(visible(f"{path}: {what}"))
+
+
+def read_document(path: str | Path) -> Any:
+    """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES, whole
+    numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise."""
+    path = Path(path)
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never end
+            raise _failure(path, "not a regular file")
+        with path.open("rb") as file:
+            raw = file.read(MAX_RESULT_BYTES + 1)
+        if len(raw) > MAX_RESULT_BYTES:
+            raise _failure(path, f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result")
+        data = json.loads(raw.decode())
+    except ResultError:
+        raise
+    except FileNotFoundError:
+        raise _failure(path, "no such result file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise _failure(path, f"cannot read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise _failure(path, f"not a bench result (invalid JSON: {error})") from None
+    except RecursionError:
+        raise _failure(path, "not a bench result (nested too deeply)") from None
+    except ValueError:  # Python's own limit on the digits of a whole number
+        digits = sys.get_int_max_str_digits()
+        raise _failure(
+            path, f"not a bench result (a whole number of more than {digits} digits)"
+        ) from None
+    problem = _scan(data)
+    if problem is not None:
+        raise _failure(path, f"not a bench result ({problem})")
     return data
 
 
 def load(path: str | Path) -> Result:
     """Read a result of this or any older schema version; errors name file and field."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultError(f"{path}: no such result file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultError(f"{path}: cannot read ({error})") from None
-    except json.JSONDecodeError as error:
-        raise ResultError(f"{path}: not a bench result (invalid JSON: {error})") from None
-    except RecursionError:
-        raise ResultError(f"{path}: not a bench result (nested too deeply)") from None
-    if _depth(data) > MAX_DEPTH:
-        raise ResultError(f"{path}: not a bench result (nested deeper than {MAX_DEPTH} levels)")
+    data = read_document(path)
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if not isinstance(version, int):
-        raise ResultError(f"{path}: not a bench result (no schema_version)")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _failure(path, "not a bench result (no schema_version)")
     if version > SCHEMA_VERSION:
-        raise ResultError(
-            f"{path}: schema version {version} is newer than this bench reads "
-            f"(up to {SCHEMA_VERSION}); upgrade bench"
+        raise _failure(
+            path,
+            f"schema version {version} is newer than this bench reads (up to {SCHEMA_VERSION}); "
+            "upgrade bench",
         )
     points = data.get("points", [])
     if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
-        raise ResultError(f"{path}: invalid result (points: expected a list of objects)")
+        raise _failure(path, "invalid result (points: expected a list of objects)")
     sealed = integrity.check(data)  # before migrations: the checksum covers the file
     if sealed == integrity.EDITED:
         print(
-            f"bench: warning: {path} was changed after bench wrote it (its sha256 does not "
-            "match): its figures may not be the ones measured",
+            visible(
+                f"bench: warning: {path} was changed after bench wrote it (its sha256 does "
+                "not match): its figures may not be the ones measured"
+            ),
             file=sys.stderr,
         )
     try:
@@ -1052,7 +1200,7 @@ def load(path: str | Path) -> Result:
         loaded.integrity = sealed
         return loaded
     except (UsageError, InvalidField) as error:
-        raise ResultError(f"{path}: invalid result ({error})") from None
+        raise _failure(path, f"invalid result ({error})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         # Migrations run before validation, so they may meet any malformed shape.
-        raise ResultError(f"{path}: invalid result ({type(error).__name__}: {error})") from None
+        raise _failure(path, f"invalid result ({type(error).__name__}: {error})") from None

@@ -169,3 +169,192 @@ def test_scaling_compares_with_the_one_device_point_of_every_same_axis():
     assert run.single_device(points[3]) is points[1]
     assert run.scaling_efficiency(points[3]) == pytest.approx(0.109 / (2 * 0.040))
     assert run.scaling_efficiency(points[4]) is None  # no one-device jemalloc point
+
+
+# --- crafted files: refused on load in one line, or read without a crash -----------------
+
+
+def _crafted(tmp_path, change, fixture="result-v9.json", name="crafted.json"):
+    """A fixture changed by `change` (its checksum dropped: no 'edited' warning)."""
+    data = json.loads((DATA / fixture).read_text())
+    data.pop("integrity", None)
+    change(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data).replace('"@@5000 digits@@"', "9" * 5000))
+    return path
+
+
+def _refused(path, field):
+    """load names the file and `field`; `bench show` says so in one line, exit status 2."""
+    with pytest.raises(ResultError) as error:
+        result.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ") and field in message, message
+    return message
+
+
+def _bench(capsys, *argv):
+    """bench in this process: its exit status, stdout and stderr."""
+    from bench.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d.update(status=[]), "result.status"),
+        (lambda d: d["points"][0].update(status=[]), "points[0].status"),
+        (lambda d: d["points"][0].update(precision=[]), "points[0].precision"),
+        (lambda d: d["points"][0].update(status=["ok"]), "points[0].status"),
+        (lambda d: d.update(command=[[]]), "result.command[0]"),
+    ],
+)
+def test_a_list_where_text_is_expected_is_named_not_a_crash(tmp_path, capsys, change, field):
+    # Naming the first bad item of a list once ran next() over a value that was no list
+    # of items at all: StopIteration, a traceback.
+    path = _crafted(tmp_path, change)
+    _refused(path, field)
+    code, _, err = _bench(capsys, "show", str(path))
+    assert code == 2 and len(err.splitlines()) == 1 and field in err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["points"][0].update(batch_size="@@5000 digits@@"), "more than 4300 digits"),
+        (lambda d: d["environment"]["host"].update(x="@@5000 digits@@"), "more than 4300 digits"),
+        (lambda d: d["config"].update(seed=2**70), "config.seed: a whole number beyond 64 bits"),
+        (lambda d: d["environment"].update(x=[1, -(10**4000)]),
+         "environment.x[1]: a whole number beyond 64 bits"),
+        (lambda d: d["points"][0].update(batch_size=2**40), "points[0].batch_size"),
+        (lambda d: d["config"].update(steps=2**40), "config.steps"),
+    ],
+)  # fmt: skip
+def test_whole_numbers_too_long_to_print_or_count_are_refused(tmp_path, capsys, change, message):
+    path = _crafted(tmp_path, change)
+    _refused(path, message)
+    code, _, err = _bench(capsys, "show", str(path))
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["points"][0].update(step_times_s=[[1e308, 1e308]]), "step_times_s[0][0]"),
+        (lambda d: d["points"][0].update(step_times_s=[[0.1, 1e-300]]), "step_times_s[0][1]"),
+        (lambda d: d["points"][0].update(step_times_s=[[5e-324]]), "step_times_s[0][0]"),
+        (lambda d: d["points"][0].update(flops_per_sample=1e300), "points[0].flops_per_sample"),
+        (lambda d: d["points"][0].update(energy=[{"window_s": 1.0, "per_device_j": {"g": 1e308},
+         "sources": {"g": "x"}, "epoch_j": None}]), "points[0].energy[0].per_device_j"),
+        (lambda d: d.update(pricing={"usd_per_hour": 1e-300}), "pricing.usd_per_hour"),
+        (lambda d: d.update(peak_tflops=float("inf")), "result.peak_tflops"),
+        (lambda d: d["config"].update(timeout_s=float("inf")), "config.timeout_s"),
+    ],
+)  # fmt: skip
+def test_figures_that_overflow_the_statistics_are_refused(tmp_path, capsys, change, field):
+    # 1e308 s steps once overflowed fsum (OverflowError); 1e-300 s made throughput inf.
+    path = _crafted(tmp_path, change)
+    _refused(path, field)
+    for command in (["show"], ["compare"], ["diff", str(DATA / "result-v9.json")]):
+        code, _, err = _bench(capsys, *command, str(path))
+        assert code == 2 and err.count("bench: error:") == 1, err
+
+
+def test_energy_of_a_repeat_without_steps_is_no_division_by_zero(tmp_path, capsys):
+    window = {"window_s": 2.0, "per_device_j": {"gpu0": 300.0}, "sources": {"gpu0": "nvml"},
+              "epoch_j": None}  # fmt: skip
+    point = Point(batch_size=8, precision="fp32", step_times_s=((), (0.1, 0.1)),
+                  energy=(window, window))  # fmt: skip
+    assert point.energy_summary.per_sample_j == pytest.approx(300 / 16)  # the 2nd repeat's
+    assert Point(batch_size=8, precision="fp32", step_times_s=((),),
+                 energy=(window,)).energy_summary is None  # fmt: skip
+    path = _crafted(tmp_path, lambda d: d["points"][0].update(step_times_s=[[]], energy=[window]))
+    for command in ("show", "compare"):
+        code, _out, err = _bench(capsys, command, str(path))
+        assert code == 0 and not err, err
+
+
+def test_epoch_times_of_fewer_repeats_than_steps_are_no_index_error():
+    steps = (0.1,) * 4
+    point = Point(batch_size=8, precision="fp32", step_times_s=(steps, steps),
+                  epoch_times_s=((0.2, 0.2),))  # fmt: skip
+    assert point.repeat_throughputs() == [pytest.approx(16 / 0.2), pytest.approx(80)]
+    fewer = Point(batch_size=2, precision="fp32", step_times_s=((0.1,),),
+                  epoch_times_s=((0.2, 0.2, 0.2),))  # fmt: skip
+    assert fewer.throughput is None  # 2 samples cannot fill three epochs: no figure, not 0
+
+
+def test_node_lists_that_are_not_field_names_are_refused(tmp_path, capsys):
+    # `nodes_differ` is joined into a note under the table: [1, [2]] was a TypeError there.
+    path = _crafted(tmp_path, lambda d: d["environment"].update(nodes_differ=[1, [2]]))
+    _refused(path, "environment.nodes_differ[0]")
+    path = _crafted(tmp_path, lambda d: d["environment"].update(nodes_differ=["cpu.model"]))
+    code, out, _ = _bench(capsys, "show", str(path))
+    assert code == 0 and "the machines of this run differ in: cpu.model" in out
+
+
+def test_a_price_without_its_figure_is_refused(tmp_path, capsys):
+    # compare read pricing["usd_per_hour"]: a KeyError for {"foo": 1}.
+    path = _crafted(tmp_path, lambda d: d.update(pricing={"foo": 1}))
+    _refused(path, "pricing: missing field 'usd_per_hour'")
+    for command in ("compare", "show"):
+        code, _, err = _bench(capsys, command, str(path))
+        assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_a_sweep_of_billions_of_points_is_refused_in_one_line(tmp_path, capsys):
+    from bench.errors import UsageError
+
+    from .test_fuzz_results import deadline
+
+    with deadline(10), pytest.raises(UsageError, match=r"sweep: 10,000,000,000 points"):
+        RunConfig(workload="tiny", batch_sizes=range(1, 100_001), devices=range(1, 100_001))
+    path = _crafted(tmp_path, lambda d: d["config"].update(
+        batch_sizes=list(range(1, 100_001)), devices=list(range(1, 100_001))))  # fmt: skip
+    with deadline(10):
+        message = _refused(path, "sweep: 20,000,000,000 points (100000 batch_sizes x 100000 "
+                                 "devices x 2 optimizations) is more than 10,000")  # fmt: skip
+        code, _, err = _bench(capsys, "rerun", str(path))
+    assert code == 2 and err.strip() == f"bench: error: {message}"
+
+
+def test_scaling_and_ladder_lookups_take_time_linear_in_the_points():
+    """Each point's one-device point, and each rung's point, were searched for among all
+    points: 20,000 points took minutes. Now by an index of the points' axes."""
+    from bench.report.table import ladder_rows, scaling_notes
+
+    from .test_fuzz_results import deadline
+
+    n = 10_000
+    one = [Point(batch_size=b, precision="fp32", step_times_s=((0.2,),)) for b in range(1, n + 1)]
+    two = [Point(batch_size=b, precision="fp32", devices=2, step_times_s=((0.1,),))
+           for b in range(1, n + 1)]  # fmt: skip
+    rungs = [{"rung": f"batch {b}", "point": {"batch_size": b, "precision": "fp32",
+                                              "memory_format": "contiguous"},
+              "kept": True, "why": ""} for b in range(n, 0, -1)]  # fmt: skip
+    run = Result(config=RunConfig(workload="tiny"), points=one + two, ladder=rungs)
+    with deadline(20):
+        notes = scaling_notes(run)
+        rows = ladder_rows(run)
+        efficiencies = run.scaling_efficiencies()
+    assert efficiencies == [None] * n + [pytest.approx(1.0)] * n
+    assert len(notes) == n and notes[0].startswith("batch 1 fp32 on 2 devices: 2.00x")
+    assert rows[0][1].value == pytest.approx(n / 0.2) and rows[-1][2] == pytest.approx(1 / n)
+    assert run.single_device(two[5]) is one[5] and run.scaling_efficiency(two[5]) == 1.0
+
+
+def test_only_regular_files_of_bounded_size_are_read(tmp_path, monkeypatch):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # opening it would wait for a writer forever
+    with pytest.raises(ResultError, match=r"pipe\.json: not a regular file"):
+        result.load(fifo)
+    monkeypatch.setattr(result, "MAX_RESULT_BYTES", 1000)
+    path = tmp_path / "big.json"
+    path.write_text(" " * 1001)
+    with pytest.raises(ResultError, match=r"big\.json: larger than 0 MiB"):
+        result.load(path)

@@ -4,6 +4,7 @@ executed, never leaking secrets."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -230,3 +231,110 @@ def test_numbers_that_do_not_fit_or_are_not_ascii_are_refused(tmp_path, args, me
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+# --- file names, CSV and HTML: control characters never pass raw -------------------------
+
+TITLE = "\x1b]0;owned\x07"  # ESC ] 0 ; ... BEL: a terminal takes it as its new title
+RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _in_process(capsys, *argv):
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_file_names_with_terminal_escapes_are_shown_escaped(tmp_path, capsys):
+    folder = tmp_path / "r"
+    good = result.create(machine(V100, [point(64, [100])]), folder)
+    named = good.rename(folder / f"good{TITLE}.json")
+    bad = folder / f"bad{TITLE}.json"
+    bad.write_text('{"schema_version": 2, "points": "x"')  # cut short
+    code, out, err = _in_process(capsys, "show", str(folder))
+    assert code == 0 and not RAW.search(out + err), (out, err)
+    assert f"set apart: {folder}/bad\\x1b]0;owned\\x07.json: not a bench result" in err
+    code, _, err = _in_process(capsys, "show", str(bad))  # named itself: an error
+    assert code == 2 and err.startswith(f"bench: error: {folder}/bad\\x1b]0;owned\\x07.json: ")
+    assert len(err.splitlines()) == 1 and not RAW.search(err)
+    edited = json.loads(named.read_text())
+    edited["label"] = "x"
+    named.write_text(json.dumps(edited))  # now its checksum no longer matches: a warning
+    code, out, err = _in_process(capsys, "show", str(named), str(named))
+    assert code == 0 and "good\\x1b]0;owned\\x07.json" in out + err
+    assert not RAW.search(out + err)
+
+
+def test_one_corrupt_file_in_a_folder_is_set_apart_and_the_rest_read(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    result.create(machine(V100, [point(64, [100])]), tmp_path / "r")
+    result.create(machine("NVIDIA H100", [point(64, [300])]), tmp_path / "r")
+    bad = tmp_path / "r" / "corrupt.json"
+    bad.write_text('{"schema_version": 9, "points": [{"batch_size": "@@"}')
+    for argv in (["show"], ["compare", "--baseline", V100],
+                 ["collect", "-o", str(tmp_path / "c" / "all")]):  # fmt: skip
+        code, _out, err = _in_process(capsys, argv[0], str(tmp_path / "r"), *argv[1:])
+        assert code == 0, err
+        assert f"bench: warning: set apart: {bad}: not a bench result (invalid JSON" in err
+    assert len((tmp_path / "c" / "all.csv").read_text().splitlines()) == 3  # header, 2 points
+    code, _, err = _in_process(capsys, "collect", str(bad), "-o", str(tmp_path / "c" / "x"))
+    assert code == 2 and err.startswith(f"bench: error: {bad}: not a bench result")
+
+
+def test_control_characters_never_reach_csv_or_html(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    assert csv_cell(f"{TITLE}=1+1") == "\\x1b]0;owned\\x07=1+1"
+    assert csv_cell("=1+1") == "'=1+1" and csv_cell("\t=1") == "'\t=1" and csv_cell(1.5) == 1.5
+    bad = point(64, [100])
+    hostile = machine(V100, [type(bad)(**{**bad.__dict__, "precision": f"fp32{TITLE}"}),
+                             point(128, [90], status="error")])  # fmt: skip
+    hostile.points[1] = type(bad)(**{**hostile.points[1].__dict__, "error": f"=cmd{TITLE}"})
+    path = result.create(hostile, tmp_path / "in")
+    assert _in_process(capsys, "collect", str(path), "-o", str(tmp_path / "c" / "all"))[0] == 0
+    code, csv_text, _ = _in_process(capsys, "compare", str(path), "--format", "csv")
+    assert code == 0
+    assert _in_process(capsys, "report", str(path), "-o", str(tmp_path / "r"))[0] == 0
+    for name, text in (
+        ("compare csv", csv_text),
+        ("collect csv", (tmp_path / "c" / "all.csv").read_text()),
+        ("report.html", (tmp_path / "r" / "report.html").read_text()),
+        ("report.md", (tmp_path / "r" / "report.md").read_text()),
+    ):
+        assert not RAW.search(text.replace("\r\n", "\n")), name
+        assert "\\x1b" in text.replace("\\\\", "\\"), name  # made visible
+    assert "'=cmd\\x1b]0;owned\\x07" in (tmp_path / "c" / "all.csv").read_text()
+
+
+def test_a_chart_never_grows_past_what_a_png_holds():
+    """A ladder of 1,300 rungs was a chart 70,000 pixels tall, 180 points trained to a
+    target one of 69,000; a PNG renderer refuses 65,536. Now the chart shows what fits
+    and says so; the tables hold everything."""
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+
+    from bench.report import compare, page
+    from bench.result import Point
+
+    epochs = [{"epoch": 1, "top1": 0.5, "train_s": 3.0, "eval_s": 0.5}]
+    points = [
+        Point(batch_size=b, precision="fp32", step_times_s=((0.1,),),
+              accuracy=({"metric": "top1", "target": 0.4, "epochs": epochs},))
+        for b in range(1, 181)
+    ]  # fmt: skip
+    run = machine(V100, points)
+    run.ladder = [{"rung": f"rung {i}", "point": {"batch_size": 1, "precision": "fp32",
+                   "memory_format": "contiguous"}, "kept": i % 2 == 0, "why": ""}
+                  for i in range(1300)]  # fmt: skip
+    charts = page.charts(compare.compare([(Path("many.json"), run)], None))
+    for name in ("ladder", "accuracy", "throughput"):
+        figure = charts[name]
+        assert figure.get_size_inches()[1] * page.DPI < 2**16, name
+    ladder = charts["ladder"]
+    assert "the first 48 of 1300 rungs (the tables hold all)" in ladder.get_supxlabel()
+    assert "the first 31 of 180 points" in charts["accuracy"].get_supxlabel()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -6,7 +6,6 @@ core package does not need it (pip install 'bench[report]').
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -27,13 +26,19 @@ if TYPE_CHECKING:
 
 
 def warn(message: str) -> None:
-    print(f"bench: warning: {message}", file=sys.stderr)
+    """One line on stderr; control characters (of a file's name, say) made visible."""
+    print(text.visible(f"bench: warning: {message}"), file=sys.stderr)
 
 
 def result_files(paths: Iterable[str | Path]) -> list[Path]:
     """The result files named, and every *.json below the folders named. A subfolder
     that cannot be read is named in a warning, not silently left out."""
-    found: list[Path] = []
+    return [path for path, _ in _found(paths)]
+
+
+def _found(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """result_files, each with whether it was named itself (not found in a folder)."""
+    found: list[tuple[Path, bool]] = []
 
     def unreadable(error: OSError) -> None:
         warn(f"cannot read folder {error.filename} ({error.strerror}); its files are left out")
@@ -41,17 +46,17 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
     for path in map(Path, paths):
         if path.is_dir():
             found += sorted(
-                Path(folder) / name
+                (Path(folder) / name, False)
                 for folder, _, names in os.walk(path, onerror=unreadable)
                 for name in names
                 if name.endswith(".json")
             )
         elif path.exists():
-            found.append(path)
+            found.append((path, True))
         else:
-            raise UsageError(f"{path}: no such file or folder")
+            raise UsageError(text.visible(f"{path}: no such file or folder"))
     if not found:
-        raise UsageError(f"no result files in {', '.join(map(str, paths))}")
+        raise UsageError(text.visible(f"no result files in {', '.join(map(str, paths))}"))
     return found
 
 
@@ -59,8 +64,8 @@ def is_bench_output(path: Path) -> bool:
     """Whether a JSON file is one of bench's own outputs other than a result (what
     `bench compare --format json -o` writes, which users keep beside their results)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
+        data = result.read_document(path)  # with the bounds of a result's
+    except result.ResultError:
         return False
     return isinstance(data, dict) and (
         data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND)
@@ -69,16 +74,23 @@ def is_bench_output(path: Path) -> bool:
 
 
 def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
+    """Every result file named or found. One that cannot be read fails the command when
+    it was named itself; found in a folder, it is named in a warning and set apart, and
+    the folder's other files are read."""
     loaded = []
-    for path in result_files(paths):
+    for path, named in _found(paths):
         try:
             loaded.append((path, result.load(path)))
-        except result.ResultError:
-            if not is_bench_output(path):
+        except result.ResultError as error:
+            if is_bench_output(path):
+                warn(f"skipped {path}: a bench output (comparison, diff or suite state), "
+                     "not a result")  # fmt: skip
+            elif named:
                 raise
-            warn(f"skipped {path}: a bench output (comparison, diff or suite state), not a result")
+            else:
+                warn(f"set apart: {error}")
     if not loaded:
-        raise UsageError(f"no result files in {', '.join(map(str, paths))}")
+        raise UsageError(text.visible(f"no result files in {', '.join(map(str, paths))}"))
     return loaded
 
 

@@ -39,29 +39,60 @@ from bench.report.compare import (
     training_cost,
 )
 from bench.report.table import ladder_rows
-from bench.report.text import markdown
+from bench.report.text import markdown, visible
 from bench.result import MaxBatch
 from bench.units import axis_tick, human
 
 Figure = Any  # matplotlib.figure.Figure
 
+DPI = 120
+# A chart's height, at most: 12,000 pixels at DPI (a PNG renderer refuses 65,536, and
+# the page embeds every PNG). Panels, and the bars of a panel, beyond what fits are left
+# out, and the chart says how many it shows; the tables beside it hold them all.
+MAX_CHART_INCHES = 100.0
+MAX_GROUPS = 48  # groups of bars (rows, rungs, searches) in one panel
+
+
+def _fit(count: int, each: float, fixed: float = 0.0) -> int:
+    """How many of `count` panels of `each` inches fit in MAX_CHART_INCHES with `fixed`
+    inches of titles and legends (at least one)."""
+    return max(1, min(count, int((MAX_CHART_INCHES - fixed) // each)))
+
+
+def _shown(shown: int, total: int, what: str) -> list[str]:
+    """The note a chart carries when it left some out."""
+    return [f"the first {shown} of {total} {what} (the tables hold all)"] if shown < total else []
+
 
 def _row_label(key: tuple[Any, ...]) -> str:
     _, batch, precision, fmt, compiler, setup = key
-    parts = [f"bs {batch}", precision]
+    parts = [f"bs {batch}", _legend(precision, 20)]
     if fmt != "contiguous":
         parts.append("NHWC")
     if compiler:
-        parts.append(compiler)
+        parts.append(_legend(compiler, 20))
     if setup:
-        parts.append(setup)
+        parts.append(_legend(setup, 40))
     return "\n".join([" ".join(parts[:2]), *parts[2:]])
 
 
 def _legend(label: str, limit: int = 70) -> str:
-    """A machine's label in a chart legend: long ones (a file may hold anything) cut, so
-    the legend never squeezes the chart away; the tables keep the whole label."""
-    return label if len(label) <= limit else label[: limit - 1] + "…"
+    """Text from a file in a chart (a machine's label in a legend, a rung's name): long
+    ones cut, so that the text never squeezes the chart away (the tables keep it whole),
+    control characters made visible."""
+    label = label if len(label) <= limit else label[: limit - 1] + "…"
+    return visible(label)
+
+
+def _finite(value: float | None) -> float | None:
+    """A bar's height: None (no bar) for what is not a finite number (samples per joule
+    of a window that read 0 J is infinite)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _html(text: str) -> str:
+    """Text for the page: HTML's specials as entities, control characters visible."""
+    return html.escape(visible(text))
 
 
 def _by_workload(comparison: Comparison) -> dict[str, list[tuple[tuple[Any, ...], list[Cell]]]]:
@@ -72,12 +103,14 @@ def _by_workload(comparison: Comparison) -> dict[str, list[tuple[tuple[Any, ...]
 
 
 def _errors(values: list[float | None], intervals: list[tuple[float, float] | None]) -> Any:
-    """matplotlib's asymmetric yerr; NaN (no bar drawn) where there is no interval."""
+    """matplotlib's asymmetric yerr; NaN (no bar drawn) where there is no interval. Never
+    below 0, which matplotlib refuses: the interval of a throughput is the geometric
+    mean's, and for repeats without spread it lies a rounding error beside the mean."""
     low, high = [], []
     for y, ci in zip(values, intervals, strict=True):
         ok = y is not None and ci is not None
-        low.append(y - ci[0] if ok else math.nan)  # type: ignore[operator,index]
-        high.append(ci[1] - y if ok else math.nan)  # type: ignore[operator,index]
+        low.append(max(0.0, y - ci[0]) if ok else math.nan)  # type: ignore[operator,index]
+        high.append(max(0.0, ci[1] - y) if ok else math.nan)  # type: ignore[operator,index]
     return [low, high]
 
 
@@ -101,15 +134,21 @@ def _bars(
     if not any(value(c) is not None for _, cells in comparison.rows for c in cells):
         return None
     machines = comparison.machines
+    panels = _fit(len(groups), 3.4, 1.2)
+    left_out = _shown(panels, len(groups), "workloads")
+    shown = {w: rows for w, rows in list(groups.items())[:panels]}
+    if any(len(rows) > MAX_GROUPS for rows in shown.values()):
+        left_out += [f"at most {MAX_GROUPS} rows per workload (the tables hold all)"]
     fig, axes = plt.subplots(
-        len(groups), 1, figsize=(10, 1.2 + 3.4 * len(groups)), squeeze=False, layout="constrained"
+        panels, 1, figsize=(10, 1.2 + 3.4 * panels), squeeze=False, layout="constrained"
     )
     width = 0.8 / len(machines)
-    for ax, (workload, rows) in zip(axes[:, 0], groups.items(), strict=True):
+    for ax, (workload, all_rows) in zip(axes[:, 0], shown.items(), strict=True):
+        rows = all_rows[:MAX_GROUPS]
         for m, machine in enumerate(machines):
             xs = [i + (m - (len(machines) - 1) / 2) * width for i in range(len(rows))]
             cells = [row_cells[m] for _, row_cells in rows]
-            ys = [value(c) for c in cells]
+            ys = [_finite(value(c)) for c in cells]
             bars = ax.bar(
                 xs,
                 [y or 0 for y in ys],
@@ -136,7 +175,7 @@ def _bars(
         if significance:
             ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
         ax.set_xticks(range(len(rows)), [_row_label(key) for key, _ in rows], fontsize=8)
-        ax.set_title(f"{workload}: {title}")
+        ax.set_title(_legend(f"{workload}: {title}", 90))
         ax.set_ylabel(ylabel)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: axis_tick(y)))
         ax.grid(axis="y", alpha=0.3)
@@ -146,8 +185,9 @@ def _bars(
         else []
     )
     if significance:
-        notes += [f"dashed: the baseline, {comparison.baseline.label}", _NOT_SIGNIFICANT,
-                  "'?': one run, no interval"]  # fmt: skip
+        notes += [f"dashed: the baseline, {_legend(comparison.baseline.label)}",
+                  _NOT_SIGNIFICANT, "'?': one run, no interval"]  # fmt: skip
+    notes += left_out
     fig.legend(loc="outside upper center", ncols=min(len(machines), 3), fontsize=8)
     if notes:
         fig.supxlabel("; ".join(notes), fontsize=7)
@@ -183,7 +223,9 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
     if not series:
         return None
     cols = min(2, len(series))
-    rows = math.ceil(len(series) / cols)
+    rows = _fit(math.ceil(len(series) / cols), 4)
+    left_out = _shown(min(len(series), rows * cols), len(series), "workloads and precisions")
+    series = dict(list(series.items())[: rows * cols])
     fig, axes = plt.subplots(
         rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False, layout="constrained"
     )
@@ -207,26 +249,24 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: axis_tick(y)))
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel("throughput (samples/s)")
-        ax.set_title(f"{workload} {precision}: throughput vs batch size")
+        ax.set_title(_legend(f"{workload} {precision}: throughput vs batch size", 90))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(series) :]:
         ax.axis("off")
-    fig.supxlabel("shaded: 95% intervals", fontsize=7)
+    fig.supxlabel("; ".join(["shaded: 95% intervals", *left_out]), fontsize=7)
     return fig
 
 
 def _max_batch(comparison: Comparison) -> Figure | None:
     if not comparison.max_batch:
         return None
+    searched = comparison.max_batch[:MAX_GROUPS]
     fig, ax = plt.subplots(figsize=(10, 4.4), layout="constrained")
     width = 0.8 / len(comparison.machines)
     for m, machine in enumerate(comparison.machines):
-        xs = [
-            i + (m - (len(comparison.machines) - 1) / 2) * width
-            for i in range(len(comparison.max_batch))
-        ]
-        found = [searches[m] for _, searches in comparison.max_batch]
+        xs = [i + (m - (len(comparison.machines) - 1) / 2) * width for i in range(len(searched))]
+        found = [searches[m] for _, searches in searched]
         bars = ax.bar(
             xs, [s.largest_ok or 0 if s else 0 for s in found], width, label=_legend(machine.label)
         )
@@ -237,18 +277,19 @@ def _max_batch(comparison: Comparison) -> Figure | None:
         for x, s in zip(xs, found, strict=True):
             if s and s.display == "*":
                 ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
-    labels = [f"{k[0]}\n{k[1]}" for k, _ in comparison.max_batch]
+    labels = [_legend(f"{k[0]}\n{k[1]}", 40) for k, _ in searched]
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_ylabel("largest batch that trains (samples)")
     ax.set_title("Largest batch per machine")
     ax.grid(axis="y", alpha=0.3)
     fig.legend(loc="outside upper center", ncols=min(len(comparison.machines), 3), fontsize=8)
-    fig.supxlabel(
+    notes = [
         "'*': not even the smallest batch fits; '≥N', dotted: the search stopped at its limit "
         "with N still training; 'N–M': the largest batch lies in that range "
         "(the search's resolution)",
-        fontsize=7,
-    )
+        *_shown(len(searched), len(comparison.max_batch), "searches"),
+    ]
+    fig.supxlabel("; ".join(notes), fontsize=7)
     return fig
 
 
@@ -271,12 +312,16 @@ def _ladder(comparison: Comparison) -> Figure | None:
     ]  # fmt: skip
     if not climbs:
         return None
-    rows = max(len(res.ladder) for _, res in climbs)
-    fig, axes = plt.subplots(len(climbs), 1, figsize=(10, 1.5 + 0.45 * rows * len(climbs)),
+    longest = max(len(res.ladder) for _, res in climbs)
+    rows = min(longest, MAX_GROUPS)
+    panels = _fit(len(climbs), 0.45 * rows, 1.5)
+    left_out = [*_shown(panels, len(climbs), "ladders"), *_shown(rows, longest, "rungs")]
+    climbs = climbs[:panels]
+    fig, axes = plt.subplots(panels, 1, figsize=(10, 1.5 + 0.45 * rows * panels),
                              squeeze=False, layout="constrained")  # fmt: skip
     for ax, (label, res) in zip(axes[:, 0], climbs, strict=True):
         names, values, kept = [], [], []
-        for rung, tp, speedup in ladder_rows(res):
+        for rung, tp, speedup in ladder_rows(res)[:rows]:
             names.append(rung["rung"] if tp else f"{rung['rung']} (skipped)")
             values.append(speedup or 0.0)
             kept.append(bool(rung["kept"]))
@@ -293,8 +338,9 @@ def _ladder(comparison: Comparison) -> Figure | None:
         ax.set_xlabel(f"throughput / the baseline rung (batch {start.get('batch_size')}, fp32)")
         ax.set_title(_legend(f"{res.config.workload} on {label}: the ladder", 90))
         ax.grid(axis="x", alpha=0.3)
-    fig.supxlabel("solid: kept (faster beyond noise than the best so far); hatched: left out",
-                  fontsize=7)  # fmt: skip
+    notes = ["solid: kept (faster beyond noise than the best so far); hatched: left out",
+             *left_out]  # fmt: skip
+    fig.supxlabel("; ".join(notes), fontsize=7)
     return fig
 
 
@@ -305,7 +351,10 @@ def _accuracy_curves(comparison: Comparison) -> Figure | None:
             if any(c.point and c.point.to_accuracy for c in cells)]  # fmt: skip
     if not rows:
         return None
-    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 3.2 * len(rows)), squeeze=False,
+    panels = _fit(len(rows), 3.2)
+    left_out = _shown(panels, len(rows), "points trained to accuracy")
+    rows = rows[:panels]
+    fig, axes = plt.subplots(panels, 1, figsize=(8, 3.2 * panels), squeeze=False,
                              layout="constrained")  # fmt: skip
     for ax, (key, cells) in zip(axes[:, 0], rows, strict=True):
         target = None
@@ -325,6 +374,8 @@ def _accuracy_curves(comparison: Comparison) -> Figure | None:
         ax.set_title(_legend(_row_label(key), 90))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    if left_out:
+        fig.supxlabel("; ".join(left_out), fontsize=7)
     return fig
 
 
@@ -382,10 +433,8 @@ def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], li
 
 
 def _html_table(headers: list[str], body: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body
-    )
+    head = "".join(f"<th>{_html(h)}</th>" for h in headers)
+    rows = "".join("<tr>" + "".join(f"<td>{_html(c)}</td>" for c in r) + "</tr>" for r in body)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
@@ -404,7 +453,7 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
             for ext in ("png", "svg"):
                 path = folder / f"{name}.{ext}"
                 image = io.BytesIO()
-                fig.savefig(image, format=ext, dpi=120)
+                fig.savefig(image, format=ext, dpi=DPI)
                 files.replace(path, image.getvalue())
                 written.append(path)
             plt.close(fig)
@@ -452,10 +501,10 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         f'(<a href="{name}.svg">SVG</a>)</figcaption></figure>'
         for name, path in made.items()
     )
-    body = "".join(f"<h2>{html.escape(h)}</h2>{_html_table(*t)}" for h, t in tables)
+    body = "".join(f"<h2>{_html(h)}</h2>{_html_table(*t)}" for h, t in tables)
     noise_html = (
         "<p>Less sure than they look:</p><ul>"
-        + "".join(f"<li>{html.escape(line)}</li>" for line in noise)
+        + "".join(f"<li>{_html(line)}</li>" for line in noise)
         + "</ul>"
         if noise
         else ""
@@ -465,7 +514,7 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 1em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
         "img{max-width:100%}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(lead)}</p><p>{html.escape(note)}</p>"
+        f"<h1>{_html(title)}</h1><p>{_html(lead)}</p><p>{_html(note)}</p>"
         f"{noise_html}{body}{images}</body></html>"
     )
     written.append(folder / "report.html")

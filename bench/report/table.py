@@ -79,7 +79,7 @@ def points_table(result: Result, width: int | None = None) -> Table:
             return f"{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}"
         return "– (1 run)" if tp else ""
 
-    efficiency = [result.scaling_efficiency(p) for p in points]
+    efficiency = result.scaling_efficiencies()
     energy = [p.energy_summary for p in points]
     column("devices", [str(p.devices) for p in points], any(p.devices > 1 for p in points))
     column("batch", [str(p.batch_size) for p in points])
@@ -173,8 +173,7 @@ def notes(result: Result) -> str | None:
 def scaling_notes(result: Result) -> list[str]:
     """Whether each multi-device point beat its one-device point, and its slowest rank."""
     lines = []
-    for p in result.points:
-        efficiency = result.scaling_efficiency(p)
+    for p, efficiency in zip(result.points, result.scaling_efficiencies(), strict=True):
         if efficiency is not None:
             speedup = efficiency * p.devices
             verdict = "faster than" if speedup > 1 else "no faster than"
@@ -250,8 +249,11 @@ def ladder_rows(result: Result) -> list[tuple[dict[str, Any], Estimate | None, f
     speed over the baseline rung; the table and the report's chart read these."""
     rows: list[tuple[dict[str, Any], Estimate | None, float | None]] = []
     base = None
+    points: dict[tuple[Any, ...], Point] = {}  # the first point of each config, by its axes
+    for p in result.points:
+        points.setdefault(point_axes(p), p)
     for rung in result.ladder:
-        point = next((p for p in result.points if is_rung(p, rung["point"])), None)
+        point = points.get(point_axes(rung["point"]))
         tp = point.throughput if point and rung["kept"] is not None else None
         base = base or tp
         rows.append((rung, tp, tp.value / base.value if tp and base else None))

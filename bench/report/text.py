@@ -41,8 +41,10 @@ def markdown(text: str) -> str:
 
 
 def csv_cell(value: Any) -> Any:
-    """A text cell that a spreadsheet would run as a formula gets a leading quote
-    (OWASP's advice); numbers and other values pass unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """A text cell with its control characters made visible, and a leading quote where
+    a spreadsheet would run it as a formula (OWASP's advice); numbers and other values
+    pass unchanged."""
+    if not isinstance(value, str):
+        return value
+    value = visible(value)
+    return "'" + value if value.startswith(_FORMULA_START) else value
