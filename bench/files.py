@@ -2,17 +2,23 @@
 
 Result folders are often shared (a /results volume, a team's NFS folder), so a write
 must never follow a link planted there, never leave half a file behind, and a folder
-bench cannot write must be refused before anything is measured, not after.
+bench cannot write must be refused before anything is measured, not after. What bench
+creates is never writable by everyone (folders 0755, files 0644, less under a stricter
+umask), and a file one bench is writing is claimed (FileClaim), so a second bench going
+on with the same file is refused instead of overwriting its points.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 from pathlib import Path
 
 from bench.errors import UsageError
+
+FOLDER_MODE = 0o755  # and the umask's: mkdir applies it
 
 # Where the folder is a Docker volume, the usual cause is the image's unprivileged user.
 _DOCKER_HINT = (
@@ -31,7 +37,8 @@ def temp_file(directory: Path, name: str) -> tuple[int, Path]:
     """A new hidden file beside `name`, created exclusively (O_EXCL: an existing file or
     link of that name is an error, never followed), with the usual permissions."""
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
+    # mkstemp makes 0600; results are for sharing: readable, never writable by all.
+    os.fchmod(fd, 0o666 & ~(_umask() | 0o002))
     return fd, Path(tmp)
 
 
@@ -77,25 +84,30 @@ def create(path: Path, data: str | bytes) -> bool:
 
 def require_writable_dir(folder: Path, option: str) -> Path:
     """Refuse, in one line, a folder bench could not write: read-only, not a folder, or
-    under a missing path. The folder itself is created when only it is missing."""
+    under a file. A missing folder is created with its missing parents (as mkdir -p),
+    each with FOLDER_MODE: `bench suite quick` in an empty folder makes
+    results/suite-quick, as `bench tiny` makes results."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{option}: {folder} is not a folder")
     if not folder.exists():
-        parent = folder.absolute().parent
-        if not parent.is_dir():
-            raise UsageError(
-                f"{option}: {folder} cannot be created: {parent} does not exist "
-                "(create it first, or check the path)"
-            )
-        try:
-            folder.mkdir()
-        except FileExistsError:
-            pass
-        except OSError as error:
-            raise UsageError(
-                f"{option}: cannot create {folder} ({error.strerror}); {_DOCKER_HINT}"
-            ) from None
+        # From the first existing ancestor down (Path.mkdir's parents=True would give
+        # the parents 0777 less the umask, not FOLDER_MODE).
+        levels = [folder]
+        while not levels[-1].parent.exists() and levels[-1].parent != levels[-1]:
+            levels.append(levels[-1].parent)
+        above = (levels[-1] if levels else folder).absolute().parent
+        if not above.is_dir():
+            raise UsageError(f"{option}: {folder} cannot be created: {above} is not a folder")
+        for level in reversed(levels):
+            try:
+                level.mkdir(mode=FOLDER_MODE)
+            except FileExistsError:
+                pass
+            except OSError as error:
+                raise UsageError(
+                    f"{option}: cannot create {folder} ({error.strerror}); {_DOCKER_HINT}"
+                ) from None
     try:
         fd, tmp = temp_file(folder, "bench-write-check")
         os.close(fd)
@@ -115,3 +127,47 @@ def require_writable_file(path: Path, option: str) -> Path:
         raise UsageError(f"{option}: {path} is a folder; name a file")
     require_writable_dir(path.absolute().parent, option)
     return path
+
+
+class FileClaim:
+    """This process's claim on a file it writes, so that no other bench writes it at
+    the same time: an advisory lock (flock) on a hidden file beside it, .NAME.lock,
+    removed on release. A second claim is refused at once (it never waits), and a
+    claim ends with its process however that ended (the kernel drops the lock), so a
+    killed run leaves nothing to clean up. Advisory: it keeps bench from bench."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.lock = self.path.with_name(f".{self.path.name}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True once this process holds the claim; False if another process does."""
+        if self._fd is not None:
+            return True
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        while True:
+            fd = os.open(self.lock, flags, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            # The lock is only good on the file still at that name: a holder that
+            # released in between removed the one this process opened.
+            try:
+                held = os.path.samestat(os.fstat(fd), os.stat(self.lock, follow_symlinks=False))
+            except FileNotFoundError:
+                held = False
+            if held:
+                self._fd = fd
+                return True
+            os.close(fd)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.lock.unlink()  # while still held: a waiting opener sees it is gone
+        os.close(self._fd)
+        self._fd = None

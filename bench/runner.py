@@ -3,7 +3,10 @@
 The parent never imports a framework or touches a device. A launcher (bench.launchers)
 starts each point's child: one process, or torchrun's ranks. The parent saves the
 result file after every point so nothing finished is lost when a later point fails or
-the run is interrupted.
+the run is interrupted. While it runs it holds a claim on that file (bench.files), so
+two runs, suites or tunes in one folder never write one file: each run creates its own
+(exclusively, never over another's), and going on with a file another bench is still
+writing is refused.
 """
 
 from __future__ import annotations
@@ -117,11 +120,40 @@ class Runner:
         self.path: Path | None = None
         self.save_error: OSError | None = None
         self.writes = config.node_rank == 0
+        self.claim: files.FileClaim | None = None
         self._flops: dict[tuple[Any, ...], float | None] = {}
+
+    def _claim(self, path: Path) -> None:
+        """Hold `path` for this run until it ends: no other bench writes it meanwhile."""
+        claim = files.FileClaim(path)
+        try:
+            held = claim.acquire()
+        except OSError as error:
+            raise BenchError(f"{path}: cannot claim it for writing ({error.strerror})") from None
+        if not held:
+            raise UsageError(
+                f"{path}: another bench is writing it now; let that one finish (or stop it) "
+                "before going on with this file"
+            )
+        self.claim = claim
+
+    def _release(self) -> None:
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
 
     def resume(self, path: Path) -> None:
         """Go on with an interrupted run of the same config, in its own file: what it
-        measured (points, finished max-batch searches) is kept and not measured again."""
+        measured (points, finished max-batch searches) is kept and not measured again.
+        Refused while another bench is still writing that file."""
+        self._claim(Path(path))
+        try:
+            self._resume(Path(path))
+        except BaseException:
+            self._release()
+            raise
+
+    def _resume(self, path: Path) -> None:
         old = result.load(path)
         if old.config != self.config:
             raise UsageError(f"{path}: a run of another config; bench cannot go on with it")
@@ -130,7 +162,7 @@ class Runner:
             raise UsageError(f"{path}: not a bench {name} result; bench {name} cannot go on")
         old.status, old.finished = "running", None
         old.max_batch = [m for m in old.max_batch if m.status != "running"]
-        self.result, self.path = old, Path(path)
+        self.result, self.path = old, path
 
     @staticmethod
     def _same(measured: Point, point: PointConfig) -> bool:
@@ -156,15 +188,25 @@ class Runner:
         again after the next point and at the end; `save_error` says if the last failed.
         On several machines only node 0 writes: the others train their ranks of each
         point and hold no figures (rank 0 gathers them)."""
+        try:
+            self._run()
+        finally:
+            self._release()
+        return self.result
+
+    def _run(self) -> None:
+        launchers.check(self.config)  # several machines without their secret: one line
         if self.writes and self.path is None:  # a resumed run goes on in its own file
             files.require_writable_dir(self.output_dir, "output-dir")
             try:
-                self.path = result.create(self.result, self.output_dir)
+                path = result.create(self.result, self.output_dir)
             except OSError as error:
                 raise BenchError(
                     f"output-dir: cannot write a result file in {self.output_dir} "
                     f"({error.strerror}); nothing was measured"
                 ) from None
+            self._claim(path)  # a name new to the folder: no other bench holds it
+            self.path = path
         try:
             if self.config.find_max_batch:
                 self._find_max_batch()
@@ -180,7 +222,6 @@ class Runner:
                 # No child reported one (all crashed early): at least the host.
                 self.result.environment = provenance.collect()
             self._save()
-        return self.result
 
     def _save(self) -> None:
         if self.path is None:  # only before run() created the file

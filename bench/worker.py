@@ -8,7 +8,10 @@ line. Pipes, not files: bench needs no writable /tmp (read-only containers).
 
 As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
 BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR); every
-rank trains its share of the global batch, and rank 0 gathers the others' figures.
+rank trains its share of the global batch, and rank 0 gathers the others' figures (as
+JSON, never a pickle). On several machines every rank first proves that it knows the
+run's secret (BENCH_RDZV_TOKEN, taken out of the environment at once), and stops with
+one line when a peer cannot.
 
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state. Failures
@@ -35,7 +38,7 @@ from bench import provenance, registry
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
-from bench.launchers.rank import Rank, current, merge, share
+from bench.launchers.rank import TOKEN_ENV, Rank, authenticate, current, merge, share
 from bench.platforms.base import Platform
 from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
@@ -219,11 +222,16 @@ _CAPPED_ALLOCATION_FAILURES = ("could not create a primitive",)
 
 
 def run_point(
-    request: dict[str, Any], progress: Progress = _no_progress, rank: Rank | None = None
+    request: dict[str, Any],
+    progress: Progress = _no_progress,
+    rank: Rank | None = None,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
-    0 answers for the point with every rank's figures."""
+    0 answers for the point with every rank's figures. On several machines every rank
+    first proves it knows the run's secret `token` (BENCH_RDZV_TOKEN), and a rank that
+    meets one that cannot stops before training."""
     response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
     framework = session = None
     speaks = rank is None or rank.leads_node
@@ -251,6 +259,8 @@ def run_point(
             # that the measured mean power is plausible.
             response["power_before"] = platform.power_readings() or None
         session = framework.prepare(point, platform)
+        if rank is not None and point.nnodes > 1:
+            authenticate(session.gather, token, rank)
         response["parameters"] = session.parameters
         response["devices"] = session.devices
         response["details"] = session.details
@@ -334,6 +344,9 @@ def main_rank(address: str) -> int:
     if rank is None:
         raise SystemExit("bench.worker: BENCH_REPORT_ADDR is set but torchrun's RANK is not")
     request = json.loads(os.environ["BENCH_REQUEST"])
+    # Out of the environment at once: nothing this rank starts (input workers, a
+    # compiler's) inherits the run's secret.
+    token = os.environ.pop(TOKEN_ENV, None)
     die_with_parent(os.getppid())  # torchrun; the parent holds our stdin as a lifeline
     host, _, port = address.rpartition(":")
     connection = socket.create_connection((host, int(port)))
@@ -352,7 +365,7 @@ def main_rank(address: str) -> int:
     signal.signal(signal.SIGTERM, stopped)
     try:
         response = run_point(
-            request, parent.progress if rank.local_rank == 0 else _no_progress, rank
+            request, parent.progress if rank.local_rank == 0 else _no_progress, rank, token
         )
     except _Stopped:
         response = {"status": "error", "stopped": True,

@@ -4,6 +4,7 @@ results of real small CPU runs."""
 
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,9 +105,9 @@ def test_each_shipped_fleet_plans_tasks_that_skypilot_reads(tmp_path, path):
         spec = yaml.safe_load((tmp_path / f"{target.name}.yaml").read_text())
         assert spec == tasks.task(fleet, target)
         _sky_parses(spec)
-        assert f"sky {'jobs launch -n' if fleet.bucket else 'launch -c'} {spec['name']}" in (
-            done.stdout.replace("\n", "")
-        )
+        # each launch under a name of its own: the task's and a random suffix
+        command = f"sky {'jobs launch -n' if fleet.bucket else 'launch -c'} {spec['name']}-"
+        assert re.search(re.escape(command) + r"[0-9a-f]{6} ", done.stdout.replace("\n", ""))
         # The image runs as built: its entrypoint is bench.
         assert f"{target.image} run " in spec["run"]
 
@@ -143,6 +144,8 @@ def test_several_nodes_take_their_rank_and_rendezvous_from_skypilot(tmp_path):
     assert done.returncode == 0, done.stderr
     argv = (tmp_path / "argv").read_text().splitlines()
     assert argv[:6] == ["docker", "run", "--rm", "--net", "host", "--ipc"]
+    # the nodes' secret reaches bench by name, from the task's environment
+    assert argv[argv.index("-e") + 1] == "BENCH_RDZV_TOKEN"
     assert "--gpus" in argv and argv[
         argv.index(target.image) + 1 : argv.index(target.image) + 3
     ] == ["run", "tiny"]
@@ -152,15 +155,36 @@ def test_several_nodes_take_their_rank_and_rendezvous_from_skypilot(tmp_path):
 
 class FakeSky:
     """SkyPilot's SDK with its cloud calls replaced: records what bench hands over
-    (real sky.Task objects, read by SkyPilot's parser) and answers with states."""
+    (real sky.Task objects, read by SkyPilot's parser) and answers with states. Its
+    clusters are one cloud's, shared by every fleet that launches there."""
 
     def __init__(self, sky, monkeypatch):
         self.launched, self.cancelled, self.job_state = [], [], {}
+        self.clusters: dict[str, str] = {}  # name -> state
+        self.torn_down: list[str] = []
         self.next_id = 1
         monkeypatch.setattr(sky, "get", lambda request: request)
         monkeypatch.setattr(sky.jobs, "launch", self.jobs_launch)
         monkeypatch.setattr(sky.jobs, "queue", self.jobs_queue)
         monkeypatch.setattr(sky.jobs, "cancel", lambda job_ids: self.cancelled.extend(job_ids))
+        monkeypatch.setattr(sky, "launch", self.launch)
+        monkeypatch.setattr(sky, "status", self.status)
+        monkeypatch.setattr(sky, "down", self.down)
+
+    def launch(self, task, cluster_name):
+        self.launched.append((task, cluster_name))
+        self.clusters[cluster_name] = "UP"  # an existing one is reused, as SkyPilot does
+
+    def status(self, cluster_names):
+        return [
+            SimpleNamespace(name=n, status=SimpleNamespace(value=self.clusters[n]))
+            for n in cluster_names
+            if n in self.clusters
+        ]
+
+    def down(self, name):
+        self.torn_down.append(name)
+        del self.clusters[name]
 
     def jobs_launch(self, task, name):
         self.launched.append((task, name))
@@ -188,20 +212,84 @@ def test_launch_never_starts_twice_what_finished_or_runs(tmp_path, monkeypatch):
     said = []
     assert launch.launch(fleet, folder, said.append) == {"c7i": "launched", "m7i": "launched"}
     task, name = fake.launched[0]
-    assert isinstance(task, sky.Task) and name == "pair-c7i"
-    assert task.num_nodes == 1 and "run tiny" in task.run
+    assert isinstance(task, sky.Task) and re.fullmatch(r"pair-c7i-[0-9a-f]{6}", name)
+    assert task.num_nodes == 1 and "run tiny" in task.run and not task.secrets
+    names = [n for _, n in fake.launched]
     assert launch.load_state(fleet) == {
-        "c7i": {"job_id": 1, "yaml": str(folder / "c7i.yaml")},
-        "m7i": {"job_id": 2, "yaml": str(folder / "m7i.yaml")},
+        "c7i": {"job_id": 1, "name": names[0], "yaml": str(folder / "c7i.yaml")},
+        "m7i": {"job_id": 2, "name": names[1], "yaml": str(folder / "m7i.yaml")},
     }
     fake.job_state.update({1: "SUCCEEDED", 2: "FAILED_SETUP"})
     assert launch.statuses(fleet) == {"c7i": "SUCCEEDED", "m7i": "FAILED_SETUP"}
     done = launch.launch(fleet, folder, said.append)
     assert done == {"c7i": "left alone: SUCCEEDED", "m7i": "launched"}
-    assert [n for _, n in fake.launched] == ["pair-c7i", "pair-m7i", "pair-m7i"]
+    assert len(fake.launched) == 3 and fake.launched[2][1].startswith("pair-m7i-")
+    assert fake.launched[2][1] != names[1]  # a launch again: a name of its own
     assert launch.load_state(fleet)["m7i"]["job_id"] == 3
     launch.down(fleet, said.append)
     assert fake.cancelled == [1, 3]
+
+
+def test_two_fleets_of_one_name_never_share_a_cluster_and_down_stops_only_its_own(
+    tmp_path, monkeypatch
+):
+    """Two people (two folders) with a fleet called 'pair' on one cloud account: each
+    launch has a cluster of its own, and `down` of one leaves the other's running."""
+    sky = pytest.importorskip("sky")
+    fake = FakeSky(sky, monkeypatch)
+    fleets = []
+    for who in ("alice", "bob"):
+        (tmp_path / who).mkdir()
+        fleet = config.load(write(tmp_path / who, GOOD))  # results in a local folder
+        folder = tmp_path / who / "pair.tasks"
+        assert run_bench("fleet", "plan", str(fleet.path)).returncode == 0
+        assert launch.launch(fleet, folder, print) == {"c7i": "launched", "m7i": "launched"}
+        fleets.append(fleet)
+    alice, bob = (launch.load_state(f) for f in fleets)
+    assert (
+        len(fake.clusters) == 4
+        and len({s["cluster"] for s in (*alice.values(), *bob.values())}) == 4
+    )
+    launch.down(fleets[0], print)
+    assert sorted(fake.torn_down) == sorted(s["cluster"] for s in alice.values())
+    assert sorted(fake.clusters) == sorted(s["cluster"] for s in bob.values())
+    assert launch.statuses(fleets[1]) == {"c7i": "UP", "m7i": "UP"}
+    assert launch.load_state(fleets[0]) == {}  # torn down: launched afresh next time
+    said = []
+    launch.down(fleets[0], said.append)
+    assert said == ["fleet pair: nothing launched"] and len(fake.clusters) == 2
+
+
+def test_several_nodes_get_a_secret_that_is_written_nowhere(tmp_path, monkeypatch):
+    sky = pytest.importorskip("sky")
+    yaml = pytest.importorskip("yaml")
+    fake = FakeSky(sky, monkeypatch)
+    text = GOOD.replace('instance_type = "c7i.2xlarge"', 'accelerators = "H100:8"\nnodes = 2')
+    fleet = config.load(write(tmp_path, text))
+    folder = tmp_path / "pair.tasks"
+    done = run_bench("fleet", "plan", str(fleet.path))
+    assert done.returncode == 0, done.stderr
+    assert "--secret BENCH_RDZV_TOKEN" in done.stdout.replace("\n", "")
+    monkeypatch.delenv("BENCH_RDZV_TOKEN", raising=False)
+    said = []
+    launch.launch(fleet, folder, said.append)
+    (two, _), (one, _) = fake.launched
+    secret = two.secrets["BENCH_RDZV_TOKEN"].get_secret_value()
+    assert re.fullmatch(r"[0-9a-f]{64}", secret) and not one.secrets
+    assert "c7i: its 2 nodes share a fresh random BENCH_RDZV_TOKEN" in said
+    written = [p.read_text() for p in (*folder.iterdir(), launch.state_path(fleet))]
+    assert all(secret not in text for text in written) and secret not in " ".join(said)
+    assert yaml.safe_load((folder / "c7i.yaml").read_text()).get("secrets") is None
+    # the user's own, when set (and checked)
+    mine = "d" * 64
+    monkeypatch.setenv("BENCH_RDZV_TOKEN", mine)
+    launch.down(fleet, print)
+    launch.launch(fleet, folder, said.append)
+    assert fake.launched[2][0].secrets["BENCH_RDZV_TOKEN"].get_secret_value() == mine
+    monkeypatch.setenv("BENCH_RDZV_TOKEN", "short")
+    launch.down(fleet, print)
+    with pytest.raises(UsageError, match="BENCH_RDZV_TOKEN: use 32 to 1024"):
+        launch.launch(fleet, folder, said.append)
 
 
 def test_launch_without_skypilot_names_the_extra(tmp_path, monkeypatch):

@@ -181,15 +181,28 @@ def test_frameworks_that_use_every_device_in_one_process_refuse_ranks():
 # --- real ranks on this CPU -------------------------------------------------------------
 
 
+# Every process these tests start carries this in its environment, so that the check
+# for orphans sees only theirs, not those of other test runs on the same machine.
+_TAG = f"bench-test-{os.getpid()}-{time.monotonic_ns()}"
+
+
+@pytest.fixture(autouse=True)
+def _tagged(monkeypatch):
+    monkeypatch.setenv("BENCH_TEST_TAG", _TAG)
+
+
 def _bench_processes() -> list[str]:
-    """Command lines of any torchrun or rank still alive (an orphan after a point)."""
+    """Command lines of any torchrun or rank of these tests still alive (an orphan
+    after a point)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if "torch.distributed.run" in cmdline or "-m bench.worker" in cmdline:
+        mine = f"BENCH_TEST_TAG={_TAG}".encode() in environ
+        if mine and ("torch.distributed.run" in cmdline or "-m bench.worker" in cmdline):
             found.append(cmdline)
     return found
 
@@ -221,6 +234,7 @@ def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_pa
 @needs_two_cores
 def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
     port = _free_port()  # for node 0's rendezvous
+    secret = "c0ffee" * 8  # the run's BENCH_RDZV_TOKEN, the same on both machines
     nodes = [
         subprocess.Popen(
             [
@@ -245,6 +259,7 @@ def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(t
                 "--output-dir",
                 str(tmp_path / f"n{rank}"),
             ],
+            env={**os.environ, "BENCH_RDZV_TOKEN": secret},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -253,6 +268,10 @@ def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(t
     ]
     outputs = [node.communicate(timeout=300)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs
+    assert (
+        secret not in "".join(outputs)
+        and secret not in next((tmp_path / "n0").glob("*.json")).read_text()
+    )  # in no result, no output
     assert not (tmp_path / "n1").exists() and "node 0 writes the result" in outputs[1]
     data = only_result(tmp_path / "n0")
     point = data["points"][0]

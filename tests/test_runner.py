@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench import result
+from bench import files, result
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.report.table import notes
@@ -326,3 +326,36 @@ def test_only_a_run_of_the_same_config_can_be_resumed(tmp_path):
     other = Runner(RunConfig(workload="tiny", steps=7), tmp_path, spawn=FakeChild(None))
     with pytest.raises(UsageError, match="a run of another config"):
         other.resume(first.path)
+
+
+def test_two_runs_never_go_on_with_one_file_at_once(tmp_path):
+    """Two suites (or tunes) that both go on with one interrupted file would each
+    rewrite it whole, and the last to save would drop the other's points: the second
+    is refused while the first writes, and may go on once it has ended."""
+    config = RunConfig(workload="tiny", batch_sizes=(8, 16, 32))
+    first = Runner(config, tmp_path, spawn=FakeChild(lambda p, n: ok_response()))
+    first.run()
+    partial = json.loads(first.path.read_text())
+    partial["points"], partial["status"] = partial["points"][:1], "interrupted"
+    first.path.write_text(json.dumps(partial))
+    refused = []
+
+    def answer(point, n):
+        if n == 1:  # while this run goes on with the file, another tries the same
+            other = Runner(config, tmp_path, spawn=FakeChild(lambda p, n: ok_response(0.3)))
+            with pytest.raises(UsageError) as error:
+                other.resume(first.path)
+            refused.append(str(error.value))
+        return ok_response(0.2)
+
+    again = Runner(config, tmp_path, spawn=FakeChild(answer))
+    again.resume(first.path)
+    again.run()
+    assert refused == [f"{first.path}: another bench is writing it now; let that one finish "
+                       "(or stop it) before going on with this file"]  # fmt: skip
+    saved = result.load(first.path)
+    assert [p.step_times_s[0][0] for p in saved.points] == [0.1, 0.2, 0.2]
+    assert [p.name for p in tmp_path.iterdir()] == [first.path.name]  # claim released
+    claim = files.FileClaim(first.path)
+    assert claim.acquire()  # free again for the next bench
+    claim.release()

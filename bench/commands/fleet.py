@@ -4,7 +4,7 @@ machines through SkyPilot, its results gathered and compared.
     plan      write one SkyPilot task YAML per target and show what launching would do
     launch    launch what has not finished and does not run (needs bench[fleet])
     status    each target's state as SkyPilot sees it
-    down      cancel the jobs, tear down the clusters
+    down      cancel the jobs, tear down the clusters (only those its launch recorded)
     collect   copy the results here, say which target has none, compare and report
 """
 
@@ -20,6 +20,7 @@ from bench import files
 from bench.commands.options import require_extra
 from bench.errors import UsageError
 from bench.fleet import config, gather, launch, tasks
+from bench.launchers.rank import TOKEN_ENV
 from bench.report.table import console
 from bench.report.text import plain
 
@@ -102,9 +103,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
         )
     out = console()
     out.print(table)
-    out.print("launch by hand (or: bench fleet launch):")
+    out.print("launch by hand (or: bench fleet launch), each under a name of its own:")
     for target in fleet.targets:
-        out.print(plain("  " + tasks.sky_command(fleet, target, str(written[target.name]))))
+        name = tasks.launch_name(fleet, target)
+        out.print(plain("  " + tasks.sky_command(fleet, target, str(written[target.name]), name)))
+    several = [target.name for target in fleet.targets if target.nodes > 1]
+    if several:
+        out.print(
+            plain(
+                f"several nodes ({', '.join(several)}): by hand, export the same secret "
+                f"first: export {TOKEN_ENV}=$(python3 -c 'import secrets; "
+                "print(secrets.token_hex(32))'); bench fleet launch makes one if it is unset"
+            )
+        )
     out.print(plain(f"results: {fleet.results}; baseline: {fleet.baseline or 'none'}"))
     if unpinned:
         out.print(

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench import result
+from bench import files, result
 from bench.errors import UsageError
 from bench.fleet import tasks
 from bench.fleet.config import Fleet
@@ -60,7 +60,7 @@ def fetch(commands: list[list[str]], say) -> list[str]:
             raise UsageError(
                 f"bench fleet collect needs {argv[0]} on PATH to run: {' '.join(argv)}"
             )
-        Path(argv[-1]).mkdir(parents=True, exist_ok=True)
+        Path(argv[-1]).mkdir(mode=files.FOLDER_MODE, parents=True, exist_ok=True)
         say(" ".join(argv))
         done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:

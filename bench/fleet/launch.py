@@ -7,12 +7,21 @@ so that `bench fleet collect` can copy its results back.
 
 What was launched is kept in FLEET.state.json beside the fleet file (written
 atomically), so launching again never starts twice a target that finished or still
-runs: only those that failed, were cancelled or never started.
+runs: only those that failed, were cancelled or never started. Each launch has a name
+of its own (the fleet's, the target's and a random suffix), recorded there before
+SkyPilot is asked, so two fleets of one name never share a cluster and `down` tears
+down only the clusters and jobs this state recorded.
+
+A target of several nodes gets the nodes' shared secret (BENCH_RDZV_TOKEN) as a
+SkyPilot secret: the launching user's own if set, else a fresh random one per launch.
+It is written nowhere: not in the task file, the state or a result.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +29,7 @@ from bench import files
 from bench.errors import UsageError
 from bench.fleet import tasks
 from bench.fleet.config import Fleet, Target
+from bench.launchers.rank import TOKEN_ENV, rdzv_token
 
 STATE_KIND = "bench-fleet-state"
 # A managed job in one of these is left alone by a second launch.
@@ -105,16 +115,40 @@ def _statuses(sky: Any, fleet: Fleet, state: dict[str, dict[str, Any]]) -> dict[
     return said
 
 
-def _launch_one(sky: Any, fleet: Fleet, target: Target, yaml_path: Path) -> dict[str, Any]:
+def _secret(target: Target, say: Any) -> dict[str, str]:
+    """The nodes' shared secret for a target of several nodes (none for one node)."""
+    if target.nodes == 1:
+        return {}
+    if os.environ.get(TOKEN_ENV):
+        token = rdzv_token(os.environ, target.nodes)  # checked: one line if too short
+        say(f"{target.name}: its {target.nodes} nodes share your {TOKEN_ENV}")
+    else:
+        token = secrets.token_hex(32)
+        say(f"{target.name}: its {target.nodes} nodes share a fresh random {TOKEN_ENV}")
+    return {TOKEN_ENV: token}
+
+
+def _launch_one(
+    sky: Any, fleet: Fleet, target: Target, yaml_path: Path, state: dict[str, dict[str, Any]],
+    say: Any,
+) -> None:  # fmt: skip
+    """Launch one target under a name of its own, recorded in `state` (and saved) before
+    SkyPilot is asked: a launch that fails half-way leaves a cluster `down` can find."""
     task = sky.Task.from_yaml(str(yaml_path))
-    name = tasks.job_name(fleet, target)
+    secret = _secret(target, say)
+    if secret:
+        task.update_secrets(secret)
+    name = tasks.launch_name(fleet, target)
     if fleet.bucket:
         job_ids, _ = sky.get(sky.jobs.launch(task, name=name))
         if not job_ids:
             raise UsageError(f"target {target.name!r}: SkyPilot returned no job id")
-        return {"job_id": int(job_ids[0]), "yaml": str(yaml_path)}
+        state[target.name] = {"job_id": int(job_ids[0]), "name": name, "yaml": str(yaml_path)}
+        save_state(fleet, state)
+        return
+    state[target.name] = {"cluster": name, "yaml": str(yaml_path)}
+    save_state(fleet, state)
     sky.get(sky.launch(task, cluster_name=name))
-    return {"cluster": name, "yaml": str(yaml_path)}
 
 
 def launch(fleet: Fleet, plan_dir: Path, say: Any) -> dict[str, str]:
@@ -132,23 +166,32 @@ def launch(fleet: Fleet, plan_dir: Path, say: Any) -> dict[str, str]:
             say(f"{target.name}: {current} (launched before; not launched again)")
             continue
         say(f"{target.name}: launching ({'managed job' if fleet.bucket else 'cluster'})")
-        state[target.name] = _launch_one(sky, fleet, target, plan_dir / f"{target.name}.yaml")
-        save_state(fleet, state)  # at once: a later failure must not forget this one
+        _launch_one(sky, fleet, target, plan_dir / f"{target.name}.yaml", state, say)
         done[target.name] = "launched"
         say(f"{target.name}: launched {state[target.name]}")
     return done
 
 
 def down(fleet: Fleet, say: Any) -> None:
-    """Cancel the fleet's managed jobs, or tear down its clusters."""
+    """Cancel the managed jobs and tear down the clusters that this fleet's state
+    recorded, and nothing else: a cluster of another fleet, even of the same name, has a
+    name of its own. Torn-down clusters leave the state (a launch starts them afresh)."""
     sky = _sky()
     state = load_state(fleet)
+    if not state:
+        say(f"fleet {fleet.name}: nothing launched")
+        return
     job_ids = [s["job_id"] for s in state.values() if "job_id" in s]
     if job_ids:
         sky.get(sky.jobs.cancel(job_ids=job_ids))
         say(f"cancelled managed jobs {', '.join(map(str, job_ids))}")
-    for name in (s["cluster"] for s in state.values() if "cluster" in s):
-        sky.get(sky.down(name))
-        say(f"tore down cluster {name}")
-    if not state:
-        say(f"fleet {fleet.name}: nothing launched")
+    clusters = {target: s["cluster"] for target, s in state.items() if "cluster" in s}
+    existing = _cluster_states(sky, list(clusters.values()))
+    for target, name in clusters.items():
+        if name in existing:
+            sky.get(sky.down(name))
+            say(f"tore down cluster {name}")
+        else:
+            say(f"cluster {name}: already gone")
+        del state[target]
+        save_state(fleet, state)  # at once: a later failure must not forget this one

@@ -10,16 +10,22 @@ into it with apt and log in as its user, and a TPU is reached from the VM anyway
 Results go to /bench-results/TARGET on the machine. With a bucket, each command's files
 are copied into the bucket (mounted at /bench-bucket) as soon as it ends, failed or not;
 with a local folder, `bench fleet collect` copies them back with rsync.
+
+A target of several nodes trains over the network: its nodes share a secret
+(BENCH_RDZV_TOKEN) that SkyPilot hands them as a task secret at launch, never written in
+the task file, and `docker run -e BENCH_RDZV_TOKEN` passes it on by name.
 """
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from typing import Any
 
 from bench import catalog
 from bench.errors import UsageError
 from bench.fleet.config import Fleet, Target
+from bench.launchers.rank import TOKEN_ENV
 
 RESULTS = "/bench-results"  # on the machine
 BUCKET = "/bench-bucket"  # where the bucket is mounted
@@ -78,8 +84,11 @@ def bench_arguments(target: Target) -> list[list[str]]:
 
 def run_script(fleet: Fleet, target: Target) -> str:
     here = f"{RESULTS}/{target.name}"
+    # Several nodes: the run's secret, from the task's environment (a SkyPilot secret),
+    # passed by name so that its value is on no command line.
+    secret = ["-e", TOKEN_ENV] if target.nodes > 1 else []
     docker = [
-        "sudo", "docker", "run", "--rm", "--net", "host", "--ipc", "host",
+        "sudo", "docker", "run", "--rm", "--net", "host", "--ipc", "host", *secret,
         *_device_args(target), "-v", f"{here}:{CONTAINER_RESULTS}/{target.name}", target.image,
     ]  # fmt: skip
     lines = ["status=0"]
@@ -128,12 +137,21 @@ def task(fleet: Fleet, target: Target) -> dict[str, Any]:
 
 
 def job_name(fleet: Fleet, target: Target) -> str:
-    """The managed job's or the cluster's name."""
+    """The task's name: the fleet's and the target's."""
     return f"{fleet.name}-{target.name}"
 
 
-def sky_command(fleet: Fleet, target: Target, yaml_path: str) -> str:
-    """What a person would type to launch the same task by hand."""
+def launch_name(fleet: Fleet, target: Target) -> str:
+    """A name for one launch of a target's cluster or managed job: the task's name and a
+    random suffix, so that two fleets of one name (two people, two folders) never share
+    a cluster, and tearing one down never touches another's."""
+    return f"{job_name(fleet, target)}-{secrets.token_hex(3)}"
+
+
+def sky_command(fleet: Fleet, target: Target, yaml_path: str, name: str) -> str:
+    """What a person would type to launch the same task by hand, as `name`; several
+    nodes take the secret from the person's environment (--secret NAME, no value)."""
+    secret = ["--secret", TOKEN_ENV] if target.nodes > 1 else []
     if fleet.bucket:
-        return shlex.join(["sky", "jobs", "launch", "-n", job_name(fleet, target), yaml_path])
-    return shlex.join(["sky", "launch", "-c", job_name(fleet, target), yaml_path])
+        return shlex.join(["sky", "jobs", "launch", "-n", name, *secret, yaml_path])
+    return shlex.join(["sky", "launch", "-c", name, *secret, yaml_path])

@@ -344,13 +344,31 @@ class TorchSession(Session):
             dist.barrier()
 
     def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
+        runs its code here): the lengths first, checked against a bound before anything
+        that large is allocated, then the bytes padded to the longest, then each
+        decoded as a JSON object or refused in one line (bench.launchers.rank)."""
         if self.rank is None:
             return [mine]
+        import torch
         import torch.distributed as dist
 
-        everyone: list[Any] = [None] * self.rank.world_size
-        dist.all_gather_object(everyone, mine)
-        return everyone
+        data = ranks.encode_share(mine)
+        # On the backend's device, as in evaluate(): gloo's CPU, NCCL's GPU.
+        length = torch.tensor([len(data)], dtype=torch.int64, device=self.device)
+        lengths = [torch.zeros_like(length) for _ in range(self.rank.world_size)]
+        dist.all_gather(lengths, length)
+        sizes = [int(n) for n in lengths]
+        ranks.check_share_sizes(sizes)
+        padded = torch.zeros(max(sizes), dtype=torch.uint8)
+        padded[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        padded = padded.to(self.device)
+        received = [torch.empty_like(padded) for _ in sizes]
+        dist.all_gather(received, padded)
+        return [
+            ranks.decode_share(r, tensor[:size].cpu().numpy().tobytes())
+            for r, (tensor, size) in enumerate(zip(received, sizes, strict=True))
+        ]
 
     def close(self) -> None:
         """A rank's process group is left to the process's end (bench.worker leaves by

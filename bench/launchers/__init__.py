@@ -8,6 +8,8 @@
 The runner calls spawn(); the point says which launcher it needs: more than one rank
 (--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
 allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
+Several machines share a secret (BENCH_RDZV_TOKEN, bench.launchers.rank): only their
+ranks see it, through the environment; a one-machine point's child never does.
 A fleet of cloud instances launches whole runs, not points, and lives with the fleet
 commands.
 """
@@ -19,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import runtime
-from bench.config import PointConfig
-from bench.launchers import process, torchrun
+from bench.config import PointConfig, RunConfig
+from bench.launchers import process, rank, torchrun
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
@@ -28,6 +30,13 @@ Progress = Callable[[str, int, int], None]
 
 def name(point: PointConfig) -> str:
     return "torchrun" if point.ranks > 1 else "process"
+
+
+def check(config: RunConfig) -> None:
+    """Refuse, before anything runs, a run that no point of could launch: several
+    machines without their shared secret (one line that says how to set it)."""
+    if config.nnodes > 1:
+        rank.rdzv_token(os.environ, config.nnodes)
 
 
 def spawn(

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from bench import oomkill
 from bench.config import PointConfig
+from bench.launchers.rank import TOKEN_ENV
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
@@ -82,6 +83,8 @@ def spawn_worker(
     """Run `python -m bench.worker` for one point and return its response; `runtime`:
     its environment and command prefix (bench.runtime), else the parent's."""
     runtime = runtime or ChildRuntime(dict(os.environ))
+    # Several machines' shared secret: a process of one point alone never needs it.
+    env = {name: value for name, value in runtime.env.items() if name != TOKEN_ENV}
     read_fd, write_fd = os.pipe()
     child = subprocess.Popen(
         [*runtime.prefix, sys.executable, "-m", "bench.worker"],
@@ -90,7 +93,7 @@ def spawn_worker(
         stderr=subprocess.STDOUT,
         text=True,
         pass_fds=(write_fd,),
-        env={**runtime.env, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
+        env={**env, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
     )
     os.close(write_fd)
     pipe, output = _ChildPipe(read_fd, on_progress), _OutputTail(child.stdout)  # type: ignore[arg-type]

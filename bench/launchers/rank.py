@@ -1,12 +1,33 @@
-"""Which rank this process is, as torchrun tells it in the environment."""
+"""Which rank this process is, as torchrun tells it in the environment; what ranks
+send each other (JSON, bounded: never a pickle, whose bytes a peer could make run
+code); and how ranks on several machines prove they belong to one run."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
-from collections.abc import Mapping
+import re
+import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bench.errors import BenchError, UsageError
+
+# The run's shared secret on every machine of a run with several (never on a command
+# line, which `ps` shows and the result records, nor in a result or a log).
+TOKEN_ENV = "BENCH_RDZV_TOKEN"
+TOKEN_MIN, TOKEN_MAX = 32, 1024  # characters: 32 hex digits are 128 bits
+_TOKEN_HOW = (
+    f"set the same secret on every machine, e.g. export {TOKEN_ENV}=$(python3 -c "
+    "'import secrets; print(secrets.token_hex(32))')"
+)
+# The most one rank may send the others: every step time of a long run on a dataset
+# (90 epochs of ImageNet at batch 256: about 450,000 steps) fits many times over.
+MAX_SHARE_BYTES = 64 * 2**20
+_NONCE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -157,3 +178,101 @@ def merge(shares: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, A
                 power[f"node{node['node']}/{device}"] = reading
         merged["power_before"] = power or None
     return merged
+
+
+# --- what ranks send each other --------------------------------------------------------
+
+
+def encode_share(value: dict[str, Any]) -> bytes:
+    """One rank's share as UTF-8 JSON: plain data the others decode, never code."""
+    data = json.dumps(value, separators=(",", ":")).encode()
+    if len(data) > MAX_SHARE_BYTES:
+        raise BenchError(f"this rank's share is {len(data):,} bytes; at most {MAX_SHARE_BYTES:,}")
+    return data
+
+
+def check_share_sizes(sizes: list[int]) -> None:
+    """Every rank's announced length, before anything that large is allocated."""
+    bad = [f"rank {r} ({n:,} bytes)" for r, n in enumerate(sizes) if not 0 < n <= MAX_SHARE_BYTES]
+    if bad:
+        raise BenchError(
+            f"{', '.join(bad)} announced a share outside 1 to {MAX_SHARE_BYTES:,} bytes: refused"
+        )
+
+
+def decode_share(rank: int, data: bytes) -> dict[str, Any]:
+    """Rank `rank`'s share: a JSON object, or one line saying it is not one."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        reason = type(error).__name__
+        raise BenchError(f"rank {rank} sent a share that is not JSON ({reason}): refused") from None
+    if not isinstance(value, dict):
+        raise BenchError(f"rank {rank} sent a {type(value).__name__}, not a JSON object: refused")
+    return value
+
+
+# --- several machines: every rank proves it knows the run's secret ----------------------
+
+
+def rdzv_token(env: Mapping[str, str], nnodes: int) -> str:
+    """The shared secret of a run on several machines, or one line saying how to set it."""
+    token = env.get(TOKEN_ENV, "")
+    if not token:
+        raise UsageError(
+            f"{TOKEN_ENV}: {nnodes} machines need a shared secret, so that only they can join "
+            f"node 0's rendezvous; {_TOKEN_HOW}"
+        )
+    if not TOKEN_MIN <= len(token) <= TOKEN_MAX or not token.isprintable() or " " in token:
+        raise UsageError(
+            f"{TOKEN_ENV}: use {TOKEN_MIN} to {TOKEN_MAX} printable characters without spaces "
+            f"(it is {len(token)} long); {_TOKEN_HOW}"
+        )
+    return token
+
+
+def _proof(token: str, rank: int, world_size: int, nonces: list[Any]) -> str:
+    """HMAC-SHA256 under the token of this rank's place and every rank's nonce."""
+    message = json.dumps(["bench-rdzv-1", rank, world_size, nonces]).encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
+def _proves(token: str, rank: int, world: int, nonces: list[Any], nonce: Any, proof: Any) -> bool:
+    """Whether `proof` is rank `rank`'s, made with `token`, over a well-formed nonce."""
+    if not isinstance(nonce, str) or not _NONCE.fullmatch(nonce) or not isinstance(proof, str):
+        return False
+    return hmac.compare_digest(proof.encode(), _proof(token, rank, world, nonces).encode())
+
+
+Exchange = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def authenticate(exchange: Exchange, token: str | None, rank: Rank) -> None:
+    """Every rank proves to every other that it knows the run's secret, right after the
+    process group forms, before any training: each sends a fresh nonce, then an HMAC of
+    the secret over all the nonces and its own rank. A proof cannot be replayed (it
+    covers the verifier's own fresh nonce) and does not reveal the secret. Every
+    rank takes part in both rounds, then each decides alone, and all that see a bad
+    proof stop with one line naming the rank: no peer is left waiting. `exchange`
+    gathers one JSON object from every rank, in rank order (Session.gather)."""
+    nonce = secrets.token_hex(16)
+    said = exchange({"nonce": nonce})
+    nonces = [s.get("nonce") for s in said]
+    mine = _proof(token, rank.rank, rank.world_size, nonces) if token else ""
+    proofs = [s.get("proof") for s in exchange({"proof": mine})]
+    if not token:
+        raise BenchError(f"{TOKEN_ENV} is not set on this machine (node {rank.node}); {_TOKEN_HOW}")
+    world = rank.world_size
+    if len(nonces) != world or len(proofs) != world or nonces[rank.rank] != nonce:
+        raise BenchError("the ranks' proofs of this run's secret came back altered: stopped")
+    failed = [
+        r
+        for r in range(world)
+        if r != rank.rank and not _proves(token, r, world, nonces, nonces[r], proofs[r])
+    ]
+    if failed:
+        names = ", ".join(f"rank {r}" for r in failed)
+        raise BenchError(
+            f"{names} did not prove it knows this run's {TOKEN_ENV}: stopped before training "
+            "(a machine with another secret, or one that is not yours, joined the rendezvous)"
+        )

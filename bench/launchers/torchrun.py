@@ -8,6 +8,9 @@ closes every other descriptor, so the ranks report over a loopback socket instea
 the one-process pipe: each connects, proves it was started by this parent (a random
 token in its environment), then writes the same line protocol. Rank 0 gathers every
 rank's figures and sends the point's response; the others send their status only.
+That token is this machine's own. On several machines the ranks also prove to each
+other that they know the run's shared secret (BENCH_RDZV_TOKEN, set by the user on
+every machine and passed to the ranks in their environment only), before training.
 
 A point fails the way its worst rank failed: out of memory on any rank makes it 'oom';
 a rank that ended without reporting (killed, crashed) is named; otherwise the first
@@ -33,6 +36,7 @@ from typing import Any
 
 from bench.config import PointConfig
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
+from bench.launchers.rank import TOKEN_ENV, rdzv_token
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
@@ -145,12 +149,14 @@ def spawn_ranks(
     """Run one point over torchrun's ranks and return the point's response; `runtime`:
     the environment and command prefix of torchrun and its ranks (bench.runtime)."""
     runtime = runtime or ChildRuntime(dict(os.environ))
+    if point.nnodes > 1:  # the ranks prove they know it (bench.launchers.rank.authenticate)
+        rdzv_token(runtime.env, point.nnodes)
     server = socket.create_server(("127.0.0.1", 0))
     token = secrets.token_hex(16)
     listener = _Listener(server, token, on_progress)
     listener.start()
     env = {
-        **runtime.env,
+        **{k: v for k, v in runtime.env.items() if k != TOKEN_ENV or point.nnodes > 1},
         "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
