@@ -10,34 +10,38 @@ IMAGE ?= $(shell sh images/common/host-image.sh)
 ARGS ?= list
 CI_IMAGES ?= cuda xeon xeon-ipex tpu tpu-jax
 
-.PHONY: quickstart test lint images image lock run smoke collect save vendor rerun base
+.PHONY: quickstart test lint images image lock run smoke collect save vendor rerun base need-nox
 
-quickstart:
+# Every target runs nox sessions: without nox, one line says how to get it.
+need-nox:
+	@command -v nox > /dev/null 2>&1 || { echo "make: nox is not installed (every target runs a nox session): pip install nox" >&2; exit 1; }
+
+quickstart: need-nox
 	@if [ "$(IMAGE)" = native ] || ! docker info > /dev/null 2>&1; then \
 		echo "no Docker here: pip install '.[torch]' && bench suite quick"; exit 1; fi
 	nox -s "build(image='$(IMAGE)')"
 	nox -s "run(image='$(IMAGE)')" -- suite quick
-test:
+test: need-nox
 	nox -s tests
-lint:
+lint: need-nox
 	nox -s lint
-base:
+base: need-nox
 	nox -s base
-images:
+images: need-nox
 	for image in $(CI_IMAGES); do nox -s "build(image='$$image')" || exit 1; done
-image:
+image: need-nox
 	nox -s "build(image='$(IMAGE)')"
-lock:
+lock: need-nox
 	nox -s "lock(image='$(IMAGE)')"
-run:
+run: need-nox
 	nox -s "run(image='$(IMAGE)')" -- $(ARGS)
-smoke:
+smoke: need-nox
 	nox -s "smoke(image='$(IMAGE)')"
-collect:
+collect: need-nox
 	nox -s collect
-save:
+save: need-nox
 	nox -s "save(image='$(IMAGE)')"
-vendor:
+vendor: need-nox
 	nox -s "vendor(image='$(IMAGE)')"
-rerun:
+rerun: need-nox
 	nox -s rerun -- $(FILE)

@@ -353,8 +353,15 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print the tables of saved results")
     show.add_argument("files", nargs="+", help="result files or folders (searched recursively)")
     show.set_defaults(func=cmd_show)
-    rerun = sub.add_parser("rerun", help="run the config of a saved result again, into a new file")
+    rerun = sub.add_parser(
+        "rerun",
+        help="run the config of a saved result again, into a new file",
+        description="The workload, sizes and settings come from the file; the ranks and "
+        "machines (--devices, --nnodes, --node-rank, --rdzv-endpoint) only from this "
+        "command line: a result run on several machines runs again on this one alone.",
+    )
     rerun.add_argument("file", type=Path)
+    _add_launch_options(rerun)
     _add_machine_options(rerun)
     _add_output_options(rerun)
     rerun.set_defaults(func=cmd_rerun)
@@ -390,7 +397,11 @@ def resolve_device(name: str, framework_name: str = "torch") -> str:
             raise UsageError(f"device {name!r} is not available: {reason}")
         return name
     ranked = sorted(registry.platforms().values(), key=lambda p: -p.auto_priority)
-    return next(p.name for p in ranked if framework.unavailable_reason(p) is None)
+    reasons = {p.name: framework.unavailable_reason(p) for p in ranked}
+    usable = [name for name, reason in reasons.items() if reason is None]
+    if not usable:  # the framework itself is missing: the last resort says why
+        raise UsageError(f"framework {framework.name!r}: {reasons[ranked[-1].name]}")
+    return usable[0]
 
 
 def _add_runtime_options(p: argparse.ArgumentParser) -> None:
@@ -478,6 +489,7 @@ def run_and_print(
     `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder)."""
     console = _console(args)
     pricing = catalog.pricing(args.instance, args.price_per_hour)
+    registry.require_installed(config.workload, config.framework)  # timm for nasnet-large
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
     _ipex.check(config.optimizations, config.compilers)  # IPEX installed, for this torch
     datasets.check(config)  # a missing or malformed dataset too, before any child starts
@@ -567,18 +579,58 @@ def cmd_run(args: argparse.Namespace) -> int:
     return worst
 
 
+def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
+    """A saved config to run again here, and a line for each thing that differs from it.
+
+    The file says what to train and how; where the ranks run comes from this command
+    line only. A file is anyone's to write: the machines it names are not to be joined
+    (a rendezvous endpoint in it would make node 0 a member of whatever process group
+    listens there), and the devices it names are another machine's."""
+    import dataclasses
+
+    framework = registry.framework(old.framework)
+    try:  # as `bench run` resolves them, the saved config's rules checked again
+        resolve_device(old.device, old.framework)
+        config = dataclasses.replace(
+            old,
+            devices=resolve_devices(args.devices, old.device, old.framework),
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            rdzv_endpoint=args.rdzv_endpoint,
+        )
+    except UsageError as error:
+        raise UsageError(f"{args.file}: cannot run it here: {error}") from None
+    said = []
+    if old.nnodes > 1 and config.nnodes == 1:
+        said.append(
+            f"rerun: the saved run used {old.nnodes} machines; this rerun runs on this one "
+            "only (for several, give --nnodes, --node-rank, --rdzv-endpoint and "
+            "BENCH_RDZV_TOKEN on each)"
+        )
+    if framework.launches_ranks and old.devices != config.devices:
+        counts = ",".join(str(d or 1) for d in old.devices)
+        said.append(
+            f"rerun: the saved run used --devices {counts}; this rerun uses "
+            f"{','.join(str(d or 1) for d in config.devices)} (give --devices to choose)"
+        )
+    return config, said
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
     """The old config again, into a new file, then the drift verdict against the old. A
     ladder is climbed again, a tune searches again (on another machine their paths may
-    differ)."""
+    differ). Ranks and machines are this command line's (rerun_config)."""
     from bench.ladder import LadderRunner
     from bench.tune import TuneRunner
 
     old = result.load(args.file)
+    config, said = rerun_config(old.config, args)
+    for line in said:
+        _print(_console(args), line)
     climb: Callable[..., Runner] = LadderRunner if old.ladder else Runner
     if old.tune:  # the same grid, budget and seed
         climb = functools.partial(TuneRunner, budget_s=old.tune["budget_s"])
-    code, outcome, _ = run_and_print(old.config, args, runner_class=climb)
+    code, outcome, _ = run_and_print(config, args, runner_class=climb)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code
     return diff.verdict_after_rerun(_console(args), args.file, outcome)
@@ -611,6 +663,24 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parameters(spec: Any, missing: registry.MissingExtra | None) -> str:
+    """The parameter count PyTorch gives the workload's model (built on the meta device),
+    or why there is none."""
+    if "torch" not in spec.frameworks():
+        return "n/a (no torch model)"
+    if missing is not None:
+        return f"n/a (needs {', '.join(missing.modules)})"
+    try:
+        counted = registry.framework("torch").count_parameters(
+            spec, PointConfig(workload=spec.name)
+        )
+    except ImportError:
+        return "n/a (no torch)"
+    except BenchError:  # the model cannot be built here: the run says why, in one line
+        return "n/a"
+    return f"{counted:,}"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     console = _console()
     table = Table(title="workloads", title_justify="left")
@@ -627,12 +697,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         right = name in ("classes", "parameters", "default batch")
         table.add_column(name, justify="right" if right else "left")
     for spec in registry.workloads().values():
-        try:
-            point = PointConfig(workload=spec.name)
-            counted = registry.framework("torch").count_parameters(spec, point)
-            parameters = f"{counted:,}"
-        except ImportError:
-            parameters = "n/a (no torch)"
+        # A workload whose optional library is missing (nasnet-large: timm) is listed,
+        # marked with the extra that brings it; it never stops the listing.
+        needs = {f: registry.missing_extras(spec, f) for f in spec.frameworks()}
+        cells = [f + (f" (needs: {m.install})" if m else "") for f, m in needs.items()]
+        parameters = _parameters(spec, needs.get("torch"))
         shape = "x".join(map(str, spec.input_shape())) + (" tokens" if spec.takes_seq_len else "")
         table.add_row(
             spec.name,
@@ -641,7 +710,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{spec.num_classes:,}",
             parameters,
             str(spec.default_batch_size),
-            ", ".join(spec.frameworks()),
+            plain(", ".join(cells)),
             spec.description,
         )
     console.print(table)

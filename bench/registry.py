@@ -3,15 +3,25 @@
 Nothing is registered by hand: a platform is a module in bench/platforms/, a framework
 a module in bench/frameworks/, a workload a folder in bench/workloads/. Discovery
 imports only light modules (no deep-learning framework is imported here).
+
+Also the one table of optional modules and the extra of bench that brings each, with
+`optional_import` and `require` (pandas' import_optional_dependency): a missing one is
+one line naming the extra, so a bare install lists and runs all that it can. A
+workload's own optional modules (timm for nasnet-large) are the ones its implementation
+imports, read from its source without importing it (`missing_extras`).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bench.errors import UsageError
@@ -23,6 +33,57 @@ if TYPE_CHECKING:
 
 # Modules in the axis packages that are shared code, not members.
 _NOT_MEMBERS = {"base"}
+
+# Optional module (as imported) -> the extra of bench that brings it: pyproject.toml's
+# [project.optional-dependencies] (tests/test_cli.py checks that the two agree).
+EXTRAS = {
+    "torch": "torch", "torchvision": "torch",
+    "tensorflow": "tensorflow", "keras": "tensorflow",
+    "jax": "jax", "flax": "jax", "optax": "jax",
+    "pandas": "report", "tabulate": "report", "matplotlib": "report", "scipy": "report",
+    "timm": "zoo",
+    "zeus": "energy", "pynvml": "energy",
+    "sky": "fleet", "yaml": "fleet",
+}  # fmt: skip
+
+
+class MissingExtra(UsageError):
+    """An optional module is not installed: one line naming the extra that brings it."""
+
+    def __init__(self, what: str, modules: list[str]) -> None:
+        self.modules = modules
+        self.extras = sorted({EXTRAS[m] for m in modules if m in EXTRAS})
+        super().__init__(f"{what} needs {', '.join(modules)}: {self.install}")
+
+    @property
+    def install(self) -> str:
+        """'pip install 'bench[report]'': what brings the missing modules."""
+        others = [m for m in self.modules if m not in EXTRAS]  # no extra brings them
+        return "pip install " + " ".join(
+            ([f"'bench[{','.join(self.extras)}]'"] if self.extras else []) + others
+        )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken or half-removed install
+        return False
+
+
+def require(what: str, *modules: str) -> None:
+    """Raise MissingExtra ('bench diff needs scipy: pip install 'bench[report]'') unless
+    every module is installed; imports nothing. `modules` are keys of EXTRAS."""
+    missing = [m for m in modules if not _installed(m)]
+    if missing:
+        raise MissingExtra(what, missing)
+
+
+def optional_import(module: str, what: str) -> ModuleType:
+    """The module, imported; or MissingExtra naming the extra that brings it. `module`
+    may be a submodule ('scipy.stats'): its top-level package is the one looked up."""
+    require(what, module.partition(".")[0])
+    return importlib.import_module(module)
 
 
 def _member_modules(package: str, *, packages: bool) -> list[str]:
@@ -50,6 +111,41 @@ def workloads() -> dict[str, WorkloadSpec]:
             object.__setattr__(spec, "package", package)
             found[spec.name] = spec
     return found
+
+
+@functools.cache
+def _imports(module: str) -> frozenset[str]:
+    """The top-level modules that `module`'s source imports, anywhere in it (also inside
+    functions, where optional ones are imported), read without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text(), spec.origin)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.partition(".")[0])
+    return frozenset(found)
+
+
+def missing_extras(spec: WorkloadSpec, framework: str) -> MissingExtra | None:
+    """What the workload needs in `framework` beyond the framework itself and is not
+    installed (nasnet-large in torch: timm, from bench[zoo]); None when nothing is."""
+    needed = sorted(
+        name
+        for name in _imports(f"{spec.package}.{framework}")
+        if EXTRAS.get(name) not in (None, framework) and not _installed(name)
+    )
+    return MissingExtra(f"{spec.name} ({framework})", needed) if needed else None
+
+
+def require_installed(workload_name: str, framework: str) -> None:
+    """Before a run: the workload's own optional modules in this framework are here
+    (one line naming the extra, exit 2), rather than a failed point from the child."""
+    missing = missing_extras(workload(workload_name), framework)
+    if missing is not None:
+        raise missing
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

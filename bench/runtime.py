@@ -2,6 +2,12 @@
 runtime (preloaded with LD_PRELOAD), and NUMA binding (numactl). These are the Xeon CPU
 training study's launcher settings, as sweep axes (--allocator, --openmp, --numa).
 
+NUMA binding: `on` binds or says why not (a note after the run: it was asked for);
+`auto` (bench:xeon's default) binds where it can and it helps, on a machine of several
+NUMA nodes whose container may bind (Docker: --cap-add SYS_NICE), and otherwise runs
+unbound with the reason in the point's record ('not bound (single node)', '(no
+SYS_NICE)'), silently; `off` runs unbound.
+
 The parent decides per point and starts the child with them; nothing is changed in the
 parent itself. A value of None leaves the child as bench itself was launched (its
 LD_PRELOAD, its binding). The settings follow `torch.backends.xeon.run_cpu`: Intel
@@ -26,7 +32,8 @@ from bench.numa import node_cpus
 
 ALLOCATORS = ("system", "tcmalloc", "jemalloc")
 OPENMP_RUNTIMES = ("gnu", "intel")
-NUMA_MODES = ("on", "off")
+NUMA_MODES = ("auto", "on", "off")
+CAP_SYS_NICE = 23  # linux/capability.h
 
 # (axis, value): (library file names, first found wins; how to install it)
 _LIBRARIES = {
@@ -140,26 +147,54 @@ def _preload(env: dict[str, str], drop: tuple[str, ...], add: list[str]) -> None
         env.pop("LD_PRELOAD", None)
 
 
+def has_sys_nice(status: Path = Path("/proc/self/status")) -> bool | None:
+    """Whether this process holds CAP_SYS_NICE (None: the OS does not say). Docker's
+    default seccomp profile lets a process set its memory policy only with it."""
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_NICE & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _try_binding() -> tuple[tuple[str, ...], str, str]:
+    """numactl's prefix for this process's cores and their nodes, tried once with
+    `true`; or () and why not, at length (for `on`) and in short (for `auto`)."""
+    numactl = shutil.which("numactl")
+    bind = _bind_cpus()
+    if numactl is None:
+        return (), "numactl is not installed (Debian/Ubuntu: apt-get install numactl)", "no numactl"
+    if bind is None:
+        why = "this OS does not say which CPUs the process may use"
+        return (), why, "CPUs unknown"
+    prefix = (numactl, "-C", bind[0], "-m", bind[1])
+    trial = subprocess.run([*prefix, "true"], capture_output=True, text=True, check=False)
+    if trial.returncode == 0:
+        return prefix, "", ""
+    said = (trial.stderr.strip().splitlines() or ["no message"])[0]
+    if has_sys_nice() is False:
+        return (
+            (),
+            f"numactl may not bind here (in Docker: --cap-add SYS_NICE): {said}",
+            "no SYS_NICE",
+        )
+    return (), f"numactl could not bind here: {said}", f"numactl: {said}"
+
+
 def _numa(mode: str | None) -> tuple[tuple[str, ...], dict[str, Any]]:
     if mode is None:
         return (), {}
     if mode == "off":
         return (), {"numa": "off"}
-    numactl = shutil.which("numactl")
-    bind = _bind_cpus()
-    if numactl is None:
-        reason = "numactl is not installed (Debian/Ubuntu: apt-get install numactl)"
-    elif bind is None:
-        reason = "this OS does not say which CPUs the process may use"
-    else:
-        prefix = (numactl, "-C", bind[0], "-m", bind[1])
-        trial = subprocess.run([*prefix, "true"], capture_output=True, text=True, check=False)
-        if trial.returncode == 0:
-            return prefix, {"numa": "on", "numa_binding": " ".join(["numactl", *prefix[1:]])}
-        reason = (
-            "numactl may not bind here (in Docker: --cap-add SYS_NICE): "
-            + (trial.stderr.strip().splitlines() or ["no message"])[0]
-        )
+    if mode == "auto" and len(node_cpus()) < 2:  # nothing to gain: unbound, silently
+        return (), {"numa": "auto", "numa_binding": None, "numa_note": "not bound (single node)"}
+    prefix, reason, short = _try_binding()
+    if prefix:
+        return prefix, {"numa": mode, "numa_binding": " ".join(["numactl", *prefix[1:]])}
+    if mode == "auto":  # not asked for: recorded, never a warning
+        return (), {"numa": "auto", "numa_binding": None, "numa_note": f"not bound ({short})"}
     return (), {"numa": "on", "numa_binding": None, "numa_reason": reason}
 
 

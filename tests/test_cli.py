@@ -180,3 +180,108 @@ def test_tables_fit_the_terminal_and_never_cut_a_number(width):
         assert "left out at this width: step p95 (ms)" in text
     if width == 160:
         assert "left out" not in text
+
+
+# --- a bare install: what an extra brings is named, never a traceback ----------------------
+
+
+def test_list_lists_every_workload_and_marks_one_whose_library_is_missing(monkeypatch, capsys):
+    """timm (bench[zoo]) missing: nasnet-large is listed, marked with the extra; the
+    listing of the others goes on (it stopped at nasnet-large with an error)."""
+    import sys
+
+    from bench import registry
+    from bench.cli import main
+
+    monkeypatch.setitem(sys.modules, "timm", None)  # `import timm` fails, find_spec is None
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in registry.workloads():
+        assert name in out
+    assert "needs: pip" in out and "'bench[zoo]')" in out and "(needs timm)" in out
+    assert "25,557,032" in out  # the others keep their parameter counts
+
+
+def test_a_workload_names_the_extra_its_implementation_needs(monkeypatch):
+    import sys
+
+    from bench import registry
+    from bench.errors import UsageError
+
+    spec = registry.workload("nasnet-large")
+    monkeypatch.setitem(sys.modules, "timm", None)
+    missing = registry.missing_extras(spec, "torch")
+    assert missing is not None and missing.modules == ["timm"] and missing.extras == ["zoo"]
+    with pytest.raises(UsageError) as raised:
+        registry.require_installed("nasnet-large", "torch")
+    assert str(raised.value) == "nasnet-large (torch) needs timm: pip install 'bench[zoo]'"
+    # what the framework itself brings (torchvision with torch) is not the workload's
+    assert registry.missing_extras(registry.workload("resnet50"), "torch") is None
+    monkeypatch.delitem(sys.modules, "timm")
+    if registry._installed("timm"):
+        assert registry.missing_extras(spec, "torch") is None
+
+
+def test_optional_import_names_the_extra_in_one_line(monkeypatch):
+    import sys
+
+    from bench import registry
+
+    for name in ("scipy", "pandas", "sky"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(registry.MissingExtra, match=r"^bench diff needs scipy: pip install "
+                       r"'bench\[report\]'$"):  # fmt: skip
+        registry.optional_import("scipy.stats", "bench diff")
+    with pytest.raises(registry.MissingExtra, match=r"^x needs pandas, sky: pip install "
+                       r"'bench\[fleet,report\]'$"):  # fmt: skip
+        registry.require("x", "pandas", "sky")
+    assert registry.optional_import("rich.text", "x").__name__ == "rich.text"
+
+
+def test_the_extras_table_agrees_with_pyproject_and_every_message_names_a_real_extra():
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from bench import registry
+
+    root = Path(__file__).parent.parent
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    module = {"skypilot": "sky", "pyyaml": "yaml", "nvidia-ml-py": "pynvml"}
+    declared = {}
+    for extra, requirements in extras.items():
+        if extra in ("dev", "xeon"):  # tools; a shared library (libiomp5), not a module
+            continue
+        for requirement in requirements:
+            name = re.match(r"[A-Za-z0-9_.-]+", requirement).group().lower()
+            declared[module.get(name, name.replace("-", "_"))] = extra
+    assert declared == registry.EXTRAS
+    named = set()
+    for source in (root / "bench").rglob("*.py"):
+        named |= set(re.findall(r"bench\[([a-z0-9-]+)\]", source.read_text()))
+    assert named and named <= set(extras), named - set(extras)
+
+
+@pytest.mark.parametrize(
+    ("args", "hidden", "message"),
+    [
+        (["diff", "{a}", "{a}"], "scipy", "bench diff needs scipy: pip install 'bench[report]'"),
+        (["collect", "{a}", "-o", "{tmp}/s"], "pandas",
+         "bench collect needs pandas: pip install 'bench[report]'"),
+        (["report", "{a}"], "matplotlib",
+         "bench report needs matplotlib: pip install 'bench[report]'"),
+    ],
+)  # fmt: skip
+def test_a_command_whose_extra_is_missing_says_which_in_one_line(
+    tmp_path, monkeypatch, capsys, fixture_v1, args, hidden, message
+):
+    import sys
+
+    from bench.cli import main
+
+    monkeypatch.setitem(sys.modules, hidden, None)
+    argv = [a.format(a=fixture_v1, tmp=tmp_path) for a in args]
+    assert main(argv) == 2  # it was a ModuleNotFoundError traceback for bench diff
+    assert capsys.readouterr().err.strip() == f"bench: error: {message}"

@@ -423,3 +423,83 @@ def test_provenance_records_the_machine_type_and_never_a_serial():
     host = provenance.collect()["host"]
     assert "dmi" in host
     assert set(host["dmi"] or {}) <= {"sys_vendor", "product_name"}
+
+
+# --- the default baseline and the default report folder --------------------------------
+
+
+def _before_after(before_label="before", after_label="after"):
+    before = machine(V100, [point(64, [100, 101, 99])])
+    after = machine(V100, [point(64, [120, 121, 119])])
+    before.started, after.started = "2026-11-20T10:00:00+00:00", "2026-11-21T10:00:00+00:00"
+    before.label, after.label = before_label, after_label
+    return before, after
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected", "why"),
+    [
+        (("before", "after"), f"{V100} · before", "the run labelled before"),
+        (("after", "before"), f"{V100} · before", "the run labelled before"),  # not the date
+        (("old", "new"), f"{V100} · old", "the earliest of 2 runs of this machine"),
+        (("new driver", "baseline"), f"{V100} · baseline", "the run labelled baseline"),
+        ((None, None), V100, "the earliest of 2 runs of this machine, started 2026-11-20"),
+    ],
+)
+def test_runs_of_one_machine_get_a_baseline_without_being_asked_and_say_which(
+    labels, expected, why
+):
+    before, after = _before_after(*labels)
+    # listed newest first: the choice is by label, then by date, never by order
+    comparison = cmp.compare([(Path("b"), after), (Path("a"), before)], None)
+    assert comparison.baseline.label == expected
+    assert comparison.baseline_note.startswith(f"baseline: {expected} ({why}")
+    assert "--baseline" in comparison.baseline_note
+    assert cmp.compare([(Path("a"), before)], None).baseline_note is None  # one column
+    other = next(m.label for m in comparison.machines if m is not comparison.baseline)
+    named = cmp.compare([(Path("a"), before), (Path("b"), after)], other)
+    assert named.baseline.label == other and named.baseline_note is None
+
+
+def test_several_machines_take_a_labelled_baseline_else_need_one_named(two_machines):
+    _a, b = (res for _, res in two_machines)
+    with pytest.raises(UsageError, match="2 machines: name the baseline with --baseline"):
+        cmp.compare(two_machines, None)
+    b.label = "baseline"
+    comparison = cmp.compare(two_machines, None)
+    assert comparison.baseline.label == f"{A100} · baseline"
+    assert "the run labelled baseline" in comparison.baseline_note
+
+
+def test_cli_compare_of_before_and_after_picks_before_and_says_so_on_stderr(tmp_path, capsys):
+    from bench import result
+    from bench.cli import main
+
+    for res in _before_after():
+        result.create(res, tmp_path / "runs" / res.label)
+    assert main(["compare", str(tmp_path / "runs"), "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (
+        f"bench: baseline: {V100} · before (the run labelled before; name another with --baseline)"
+    )
+    rows = captured.out.splitlines()  # stdout is the CSV alone
+    assert rows[0].startswith("workload,") and len(rows) == 3
+    assert ",True," in next(r for r in rows if "· before" in r)
+
+
+def test_cli_report_without_o_writes_beside_the_results_and_prints_the_page(
+    tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("matplotlib", reason="bench[report] (matplotlib) is not installed")
+    from bench import result
+    from bench.cli import main
+
+    made = [result.create(res, tmp_path / "results") for res in _before_after()]
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "results"]) == 0  # it needed -o
+    printed = capsys.readouterr().out.split()
+    assert printed[-1] == "results/report/report.html"
+    assert (tmp_path / "results" / "report" / "report.md").is_file()
+    assert main(["report", *(str(p.relative_to(tmp_path)) for p in made)]) == 0  # their folder
+    assert capsys.readouterr().out.split()[-1] == "results/report/report.html"
+    assert main(["compare", "results"]) == 0  # the report beside them is no result to read

@@ -1,5 +1,8 @@
 """The child's runtime axes: allocator, OpenMP runtime, NUMA binding (bench.runtime)."""
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from bench import runtime
@@ -121,3 +124,125 @@ def test_numa_nodes_are_read_in_node_order_with_ranges_and_cpu_less_nodes(tmp_pa
     }
     assert list(numa.node_cpus(tmp_path)) == [0, 2, 10]
     assert numa.node_cpus(tmp_path / "absent") == {}
+
+
+# --- NUMA auto: bind where it helps and may, else unbound, silently ----------------------
+
+
+def _machine(monkeypatch, nodes, numactl="/usr/bin/numactl", stderr=None, sys_nice=None):
+    """A machine of `nodes` NUMA nodes whose numactl binds, or fails with `stderr`."""
+    calls = []
+
+    def run(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 1 if stderr else 0, "", stderr or "")
+
+    monkeypatch.setattr(runtime, "node_cpus", lambda: nodes)
+    monkeypatch.setattr(runtime.shutil, "which", lambda name: numactl)
+    monkeypatch.setattr(runtime.subprocess, "run", run)
+    monkeypatch.setattr(runtime, "_bind_cpus", lambda: ("0,1", "0,1"))
+    monkeypatch.setattr(runtime, "has_sys_nice", lambda: sys_nice)
+    return calls
+
+
+def _said_after_the_run(record):
+    """What bench prints under the table about this point's runtime."""
+    from bench.report.table import notes
+    from bench.result import Point, Result
+
+    point = Point(batch_size=8, precision="fp32", numa=record.get("numa"), runtime=record)
+    return notes(Result(config=RunConfig(workload="tiny"), points=[point])) or ""
+
+
+TWO_NODES = {0: [0], 1: [1]}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "stderr", "sys_nice", "note"),
+    [
+        ({0: [0, 1]}, None, None, "not bound (single node)"),
+        ({}, None, None, "not bound (single node)"),  # the kernel shows no nodes
+        (TWO_NODES, "set_mempolicy: Operation not permitted", False, "not bound (no SYS_NICE)"),
+    ],
+)
+def test_numa_auto_runs_unbound_where_it_cannot_help_or_may_not_and_says_nothing(
+    monkeypatch, nodes, stderr, sys_nice, note
+):
+    calls = _machine(monkeypatch, nodes, stderr=stderr, sys_nice=sys_nice)
+    child = runtime.child_runtime(None, None, "auto", {})
+    assert child.prefix == ()
+    assert child.record == {"numa": "auto", "numa_binding": None, "numa_note": note}
+    assert "NUMA" not in _said_after_the_run(child.record)  # no warning: nothing was asked
+    assert len(calls) == (0 if len(nodes) < 2 else 1)  # one node: numactl not even tried
+
+
+def test_numa_auto_binds_on_several_nodes_where_the_container_may(monkeypatch):
+    _machine(monkeypatch, TWO_NODES)
+    child = runtime.child_runtime(None, None, "auto", {})
+    assert child.prefix == ("/usr/bin/numactl", "-C", "0,1", "-m", "0,1")
+    assert child.record == {"numa": "auto", "numa_binding": "numactl -C 0,1 -m 0,1"}
+
+
+def test_numa_on_that_cannot_bind_still_warns(monkeypatch):
+    _machine(monkeypatch, {0: [0, 1]}, stderr="set_mempolicy: Operation not permitted",
+             sys_nice=False)  # fmt: skip
+    child = runtime.child_runtime(None, None, "on", {})  # asked for: tried on one node too
+    assert child.prefix == () and child.record["numa_binding"] is None
+    assert "--cap-add SYS_NICE" in child.record["numa_reason"]
+    said = _said_after_the_run(child.record)
+    assert "NUMA binding asked for, not applied" in said and "SYS_NICE" in said
+
+
+def test_sys_nice_is_read_from_the_effective_capabilities(tmp_path):
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nCapEff:\t00000000a80425fb\n")  # Docker's default set
+    assert runtime.has_sys_nice(status) is False
+    status.write_text(f"CapEff:\t{0xA80425FB | 1 << 23:016x}\n")  # with --cap-add SYS_NICE
+    assert runtime.has_sys_nice(status) is True
+    assert runtime.has_sys_nice(tmp_path / "absent") is None
+
+
+def test_numa_auto_is_a_value_configs_and_result_files_take(tmp_path):
+    from bench import result
+    from bench.result import Point, Result
+
+    config = RunConfig(workload="tiny", numas=("auto", "off"))
+    assert [p.numa for p in config.points()] == ["auto", "off"]
+    record = {"numa": "auto", "numa_binding": None, "numa_note": "not bound (single node)"}
+    point = Point(batch_size=16, precision="fp32", step_times_s=((0.1, 0.1),), numa="auto",
+                  runtime=record)  # fmt: skip
+    path = result.create(Result(config=config, points=[point]), tmp_path)
+    loaded = result.load(path)
+    assert loaded.points[0].numa == "auto" and loaded.points[0].runtime == record
+
+
+def test_the_xeon_launcher_defaults_to_numa_auto():
+    launcher = Path(__file__).parent.parent / "images" / "common" / "xeon-launcher.sh"
+    assert 'export BENCH_NUMA="${BENCH_NUMA:-auto}"' in launcher.read_text().splitlines()
+
+
+@pytest.mark.parametrize("image", ["xeon", "xeon-ipex"])
+def test_the_image_toml_runtime_says_what_the_launcher_sets(image):
+    import tomllib
+
+    root = Path(__file__).parent.parent / "images"
+    launcher = (root / "common" / "xeon-launcher.sh").read_text()
+    meta = tomllib.loads((root / image / "image.toml").read_text())
+    for axis, value in meta["runtime"].items():
+        assert f'BENCH_{axis.upper()}="${{BENCH_{axis.upper()}:-{value}}}"' in launcher, axis
+
+
+def test_a_run_with_numa_auto_on_this_machine_is_silent_about_numa(tmp_path):
+    """The bench:xeon default on whatever machine runs the tests: no NUMA warning, and
+    the point says whether it was bound and, if not, why."""
+    done = run_bench(
+        "tiny", "--device", "cpu", "--steps", "2", "--warmup-steps", "1", "--numa", "auto",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "NUMA" not in done.stdout + done.stderr
+    (point,) = only_result(tmp_path)["points"]
+    assert point["numa"] == "auto"
+    assert point["runtime"]["numa_binding"] or point["runtime"]["numa_note"].startswith(
+        "not bound ("
+    )

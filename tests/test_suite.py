@@ -97,3 +97,43 @@ def test_a_matrix_runs_each_run_per_value_and_compare_gives_each_its_column(
     loaded = [result.load(p) for p in out.glob("tiny-*.json")]
     assert sorted(r.config.memory_limit_bytes for r in loaded) == [2**30, 4 * 2**30]
     assert all(r.max_batch[0].status == "done" for r in loaded)
+
+
+def test_a_suite_in_an_empty_folder_makes_its_results_folder_with_its_parents(
+    two_runs, tmp_path, monkeypatch, capsys
+):
+    """`bench suite quick` in an empty folder: results/suite-quick is made, results too,
+    as `bench tiny` makes results (it was refused: 'results does not exist')."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    monkeypatch.delenv("BENCH_OUTPUT_DIR", raising=False)
+    assert main(["suite", "mini", "--device", "cpu"]) == 0
+    folder = empty / "results" / "suite-mini"
+    assert (folder / "suite-mini.json").is_file() and len(list(folder.glob("tiny-*.json"))) == 2
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "compare them: bench compare results/suite-mini" in out
+
+
+def test_an_output_folder_is_made_with_every_missing_parent_none_writable_by_all(
+    tmp_path, monkeypatch
+):
+    import os
+
+    from bench import files
+    from bench.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    old = os.umask(0)
+    try:
+        made = files.require_writable_dir(Path("a/b/c"), "output-dir")
+    finally:
+        os.umask(old)
+    assert made.is_dir()
+    for level in ("a", "a/b", "a/b/c"):  # mkdir -p would leave the parents 0777 here
+        assert (tmp_path / level).stat().st_mode & 0o777 == 0o755, level
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(UsageError, match=r"^output-dir: a-file/x/y cannot be created: .*"
+                       r"a-file is not a folder$"):  # fmt: skip
+        files.require_writable_dir(Path("a-file/x/y"), "output-dir")
+    assert not (tmp_path / "a-file" / "x").exists()

@@ -1,11 +1,15 @@
-"""`bench compare PATHS` and `bench report PATHS -o DIR`: machines side by side,
+"""`bench compare PATHS` and `bench report PATHS [-o DIR]`: machines side by side,
 normalised to a baseline, as tables (terminal, Markdown, CSV, JSON) or as a report with
-charts. The baseline is needed only when there are several machines."""
+charts. Without --baseline, the run labelled baseline or before, else the earliest run
+of one machine, is the baseline, and a line on stderr says which; several machines need
+one named. The report goes to -o, else to a folder `report` beside the results."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ from rich.table import Table
 from bench import files
 from bench.commands.options import number, require_extra
 from bench.report.table import console
-from bench.report.text import plain
+from bench.report.text import plain, visible
 
 
 def _price(text: str) -> tuple[str, float]:
@@ -29,8 +33,9 @@ def _add_comparison_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", help="result files or folders (searched recursively)")
     p.add_argument(
         "--baseline",
-        help="the machine everything is relative to: part of its label or a file "
-        "(needed when there are several machines)",
+        help="the machine or run everything is relative to: part of its label or a file "
+        "(default: the run labelled baseline or before, else the earliest run of one "
+        "machine; several machines need one named)",
     )
     p.add_argument(
         "--price",
@@ -50,7 +55,13 @@ def register(sub: Any) -> None:
     compare.set_defaults(func=cmd_compare)
     report = sub.add_parser("report", help="an HTML and Markdown report with charts")
     _add_comparison_options(report)
-    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="folder for the report: report.html, report.md and the charts (default: "
+        "a folder named report in the results' folder, e.g. results/report)",
+    )
     report.add_argument(
         "--train-epochs",
         type=number,
@@ -67,7 +78,21 @@ def _comparison(args: argparse.Namespace):  # -> bench.report.compare.Comparison
     comparison = compare.compare(load_all(args.paths), args.baseline, dict(args.price))
     for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
         warn(line)
+    if comparison.baseline_note:  # bench chose it: say which, on stderr too
+        print(visible(f"bench: {comparison.baseline_note}"), file=sys.stderr)
     return comparison
+
+
+def default_report_folder(paths: list[str]) -> Path:
+    """Where a report goes without -o: `report` in the folder the results are in (the
+    folder named, or a named file's folder; for several, the folder they share)."""
+    folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in paths]
+    try:
+        shared = Path(os.path.commonpath([str(f.absolute()) for f in folders]))
+    except ValueError:  # nothing shared
+        return Path("report")
+    here = Path.cwd()
+    return (shared.relative_to(here) if shared.is_relative_to(here) else shared) / "report"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -116,7 +141,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     require_extra("report", "matplotlib")
     from bench.report import page
 
-    files.require_writable_dir(args.output, "output")
-    for path in page.write_report(_comparison(args), args.output, args.train_epochs):
-        print(path)
+    output = args.output if args.output is not None else default_report_folder(args.paths)
+    files.require_writable_dir(output, "output")
+    for path in page.write_report(_comparison(args), output, args.train_epochs):
+        print(path)  # report.html last
     return 0

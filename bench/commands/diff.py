@@ -12,7 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import drift, result
+from bench import drift, registry, result
+from bench.commands.options import require_extra
 from bench.errors import UsageError
 from bench.report.collect import DIFF_KIND
 from bench.report.table import console as terminal
@@ -109,6 +110,7 @@ def show(console: Console, old: result.Result, new: result.Result, threshold: fl
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    require_extra("diff", "scipy")  # its two-sample tests: one line, before any file is read
     old, new = result.load(args.old), result.load(args.new)
     if args.format == "json":
         drifts = drift.compare(old, new, args.threshold)
@@ -130,12 +132,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def verdict_after_rerun(console: Console, old_path: Path, new: result.Result) -> int:
     """`bench rerun`'s last word: 0 or EXIT_DRIFT; a note (and 0) without scipy."""
     try:
-        import scipy  # noqa: F401
-    except ImportError:
+        registry.require("the drift verdict", "scipy")
+    except registry.MissingExtra as missing:
         console.print(
             plain(
-                "drift: no verdict here (scipy is not installed: pip install 'bench[report]', "
-                f"or run bench diff {old_path} NEW where it is)"
+                f"drift: no verdict here ({missing}; or run bench diff {old_path} NEW where it is)"
             )
         )
         return 0

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import re
 from pathlib import Path
 
-from bench.errors import UsageError
+from bench import registry
 
 _NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
 
@@ -23,13 +22,13 @@ def number(text: str) -> float:
     return value
 
 
-def require_extra(command: str, *modules: str, extra: str = "report") -> None:
-    """One line, not a traceback, when an optional library of an extra is missing."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(
-            f"bench {command} needs {', '.join(missing)}: pip install 'bench[{extra}]'"
-        )
+def require_extra(command: str, *modules: str, extra: str | None = None) -> None:
+    """One line, not a traceback, when an optional library of an extra is missing:
+    'bench diff needs scipy: pip install 'bench[report]''. The extra is looked up in
+    registry.EXTRAS, the one table (`extra`, where a caller names it, must agree)."""
+    if extra is not None and any(registry.EXTRAS[m] != extra for m in modules):
+        raise ValueError(f"{modules} are not all in bench[{extra}] (registry.EXTRAS)")
+    registry.require(f"bench {command}", *modules)
 
 
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*")

@@ -164,5 +164,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for key, _, _ in planned:
         summary.add_row(plain(key), plain(done.get(key, "not run")))
     out.print(summary)
-    out.print(plain(f"compare them: bench compare {output_dir} --baseline <machine>"))
+    out.print(
+        plain(
+            f"compare them: bench compare {output_dir} (with other machines' "
+            f"results: --baseline MACHINE); a report: bench report {output_dir}"
+        )
+    )
     return worst

@@ -142,6 +142,8 @@ class Comparison:
     rows: list[tuple[tuple[Any, ...], list[Cell]]]
     max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
     set_apart: list[str] = field(default_factory=list)  # one line per result left out
+    # Which baseline bench chose, and why, when none was named (None: named, or one column).
+    baseline_note: str | None = None
 
     @property
     def title(self) -> str:
@@ -230,6 +232,39 @@ def _select(machines: list[Machine], selector: str) -> Machine:
             f"baseline {selector!r} {how}; machines: {'; '.join(m.label for m in machines)}"
         )
     return found[0]
+
+
+# Run labels (--label) that name the reference of a before/after pair, first wins.
+BASELINE_LABELS = ("baseline", "before")
+
+
+def _started(machine: Machine) -> str:
+    return min(res.started for _, res in machine.results)
+
+
+def default_baseline(machines: list[Machine]) -> tuple[Machine, str]:
+    """The baseline when none is named, and one line saying which and why: the run
+    labelled `baseline` (else `before`); else, when every column is a run of one
+    machine, the earliest run. Columns of several machines need one named: which
+    machine is the reference is the user's question, not a date's."""
+    hint = "name another with --baseline"
+    for wanted in BASELINE_LABELS:
+        found = [m for m in machines if any(
+            (res.label or "").strip().lower() == wanted for _, res in m.results)]  # fmt: skip
+        if found:
+            base = min(found, key=_started)
+            return base, f"baseline: {base.label} (the run labelled {wanted}; {hint})"
+    hosts = {machine_label(res) for m in machines for _, res in m.results}
+    if len(hosts) > 1:
+        raise UsageError(
+            f"{len(hosts)} machines: name the baseline with --baseline "
+            f"(part of a label or a file); machines: {'; '.join(m.label for m in machines)}"
+        )
+    base = min(machines, key=_started)
+    return base, (
+        f"baseline: {base.label} (the earliest of {len(machines)} runs of this machine, "
+        f"started {_started(base)[:19]}; {hint})"
+    )
 
 
 def _setting(res: Result, name: str) -> Any:
@@ -322,7 +357,7 @@ def compare(
     prices: dict[str, float] | None = None,
 ) -> Comparison:
     """Group results by machine and line their points up by row key. Without a
-    baseline, the only machine is its own; several machines need one named."""
+    baseline named, default_baseline chooses one and says so (baseline_note)."""
     if not loaded:
         raise UsageError("nothing to compare")
     loaded, set_apart = _set_apart(loaded, baseline)
@@ -338,12 +373,13 @@ def compare(
     for selector, usd in (prices or {}).items():
         target = _select(ordered, selector)
         target.price_per_hour, target.price_source = usd, "given with --price"
-    if baseline is None and len(ordered) > 1:
-        raise UsageError(
-            f"{len(ordered)} machines: name the baseline with --baseline "
-            f"(part of a label or a file); machines: {'; '.join(m.label for m in ordered)}"
-        )
-    base = ordered[0] if baseline is None else _select(ordered, baseline)
+    note = None
+    if baseline is not None:
+        base = _select(ordered, baseline)
+    elif len(ordered) > 1:
+        base, note = default_baseline(ordered)
+    else:
+        base = ordered[0]
 
     points: dict[tuple[Any, ...], dict[str, Point]] = defaultdict(dict)
     searches: dict[tuple[Any, ...], dict[str, MaxBatch]] = defaultdict(dict)
@@ -365,7 +401,7 @@ def compare(
     max_batch = [
         (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
     ]
-    return Comparison(ordered, base, rows, max_batch, set_apart)
+    return Comparison(ordered, base, rows, max_batch, set_apart, baseline_note=note)
 
 
 def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
@@ -586,8 +622,11 @@ def to_csv(comparison: Comparison) -> str:
     import io
 
     records = [{k: csv_cell(v) for k, v in r.items()} for r in comparison.to_records()]
+    # Every record's columns, in order of first use: only points trained to a target
+    # accuracy have those columns, and the first record may not be one of them.
+    columns = dict.fromkeys(key for record in records for key in record) or dict.fromkeys(ROW_KEYS)
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(records[0]) if records else list(ROW_KEYS))
+    writer = csv.DictWriter(text, fieldnames=list(columns))
     writer.writeheader()
     writer.writerows(records)
     return text.getvalue()
