@@ -11,6 +11,36 @@ needs_two_cores = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="two CPU ranks need two cores"
 )
 
+# What only the full tier (nox -s tests_full) installs. A test the fast tier would skip
+# for want of one of these must be marked full, or it would run in neither tier.
+FULL_ONLY = ("tensorflow", "keras", "jax", "flax", "optax", "sky", "timm")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The full tier: every slow test, and every test parametrized on TensorFlow or JAX."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        ids = params.id if params is not None else ""
+        if item.get_closest_marker("slow") or any(f in ids for f in ("tensorflow", "jax")):
+            item.add_marker(pytest.mark.full)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.skipped and not item.get_closest_marker("full"):
+        reason = str(report.longrepr)
+        missing = next((name for name in FULL_ONLY if f"'{name}" in reason or f"no {name}" in reason
+                        or f"{name} is not installed" in reason), None)  # fmt: skip
+        if missing is not None:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"skipped for want of {missing}, which only the full tier installs: mark the"
+                " test full (pytest.mark.full), or it runs in no tier"
+            )
+    return outcome
+
 
 def run_bench(
     *args: str, cwd: Path | None = None, timeout: float = 600

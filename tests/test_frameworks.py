@@ -220,6 +220,7 @@ def test_bad_input_is_one_line_naming_the_value(framework, args, named):
     assert len(lines) == 1 and named in lines[0], done.stderr
 
 
+@pytest.mark.full  # the JAX platform says why: JAX must be installed
 def test_tpu_without_a_tpu_says_why_and_how():
     done = run_bench("tiny", "--framework", "jax", "--device", "tpu")
     assert done.returncode == 2

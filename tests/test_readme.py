@@ -71,7 +71,9 @@ def why_not_run(argv: list[str], docker: bool) -> str | None:
     if argv[0] == "nox":
         if any("build" in word or word == "base" for word in argv):
             return f"{builds}{daemon}"
-        return "a nox session: nox is not in bench[torch], and lint and tests are this test suite"
+        return (
+            "a nox session: lint and tests are this test suite itself (nox -s lint tests runs it)"
+        )
     if argv[0] == "docker":
         if argv[1:2] == ["build"]:
             return f"{builds}{daemon}"

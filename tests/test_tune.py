@@ -132,6 +132,7 @@ def test_budget_accepts_times_with_units(text, seconds):
     assert duration(text) == seconds
 
 
+@pytest.mark.slow
 def test_tune_on_the_cpu_prints_the_winner_as_a_command(tmp_path):
     done = run_bench(
         "tune", "tiny", "--budget", "5m", "--batch-size", "8,16", "--precision", "fp32",
