@@ -147,6 +147,7 @@ def test_a_label_names_the_run_in_its_file_and_table(tmp_path):
     assert "tiny · torch" in done.stdout and "· before" in done.stdout
 
 
+@pytest.mark.slow
 def test_several_workloads_run_in_turn_one_result_each(tmp_path):
     done = run_bench(
         "run", "tiny,cnn-s", "--device", "cpu", "--steps", "2", "--batch-size", "8",

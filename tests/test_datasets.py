@@ -265,6 +265,7 @@ def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet,
     assert epochs[-1]["samples"] == (200 if kind == "cifar10" else 40)
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_two_ranks_train_to_a_target_and_count_the_whole_validation_split(cifar, tmp_path):
     pytest.importorskip("torch")

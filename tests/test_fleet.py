@@ -94,6 +94,7 @@ def _sky_parses(spec: dict) -> None:
     assert task.name == spec["name"] and task.num_nodes == spec["num_nodes"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", FLEETS, ids=lambda p: p.stem)
 def test_each_shipped_fleet_plans_tasks_that_skypilot_reads(tmp_path, path):
     yaml = pytest.importorskip("yaml")
@@ -201,6 +202,7 @@ class FakeSky:
         ]
 
 
+@pytest.mark.full
 def test_launch_never_starts_twice_what_finished_or_runs(tmp_path, monkeypatch):
     sky = pytest.importorskip("sky")
     fake = FakeSky(sky, monkeypatch)
@@ -230,6 +232,7 @@ def test_launch_never_starts_twice_what_finished_or_runs(tmp_path, monkeypatch):
     assert fake.cancelled == [1, 3]
 
 
+@pytest.mark.full
 def test_two_fleets_of_one_name_never_share_a_cluster_and_down_stops_only_its_own(
     tmp_path, monkeypatch
 ):
@@ -260,6 +263,7 @@ def test_two_fleets_of_one_name_never_share_a_cluster_and_down_stops_only_its_ow
     assert said == ["fleet pair: nothing launched"] and len(fake.clusters) == 2
 
 
+@pytest.mark.full
 def test_several_nodes_get_a_secret_that_is_written_nowhere(tmp_path, monkeypatch):
     sky = pytest.importorskip("sky")
     yaml = pytest.importorskip("yaml")

@@ -207,6 +207,7 @@ def _bench_processes() -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_path):
     done = run_bench(
@@ -231,6 +232,7 @@ def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_pa
     assert _bench_processes() == []
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
     port = _free_port()  # for node 0's rendezvous
@@ -281,6 +283,7 @@ def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(t
     assert data["config"]["nnodes"] == 2
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_a_killed_rank_ends_the_point_as_an_error_naming_it_and_leaves_no_process(tmp_path):
     bench = subprocess.Popen(
@@ -310,6 +313,7 @@ def test_a_killed_rank_ends_the_point_as_an_error_naming_it_and_leaves_no_proces
     assert _bench_processes() == []
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_a_rank_out_of_memory_under_the_cap_makes_the_point_oom(tmp_path):
     done = run_bench(

@@ -33,6 +33,7 @@ def test_every_shipped_preset_parses_into_valid_runs():
             config_from_args(build_parser().parse_args(["run", *run, "--device", "cpu"]))
 
 
+@pytest.mark.slow
 def test_a_suite_runs_each_run_into_its_own_result_and_goes_on_after_a_stop(two_runs, capsys):
     assert main(["suite", "mini", "--device", "cpu", "--output-dir", str(two_runs)]) == 0
     state = json.loads((two_runs / "suite-mini.json").read_text())
@@ -68,6 +69,7 @@ def test_suite_list_names_every_preset():
         assert name in done.stdout
 
 
+@pytest.mark.slow
 def test_a_matrix_runs_each_run_per_value_and_compare_gives_each_its_column(
     tmp_path, monkeypatch, capsys
 ):
@@ -99,6 +101,7 @@ def test_a_matrix_runs_each_run_per_value_and_compare_gives_each_its_column(
     assert all(r.max_batch[0].status == "done" for r in loaded)
 
 
+@pytest.mark.slow
 def test_a_suite_in_an_empty_folder_makes_its_results_folder_with_its_parents(
     two_runs, tmp_path, monkeypatch, capsys
 ):

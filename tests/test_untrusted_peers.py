@@ -317,6 +317,7 @@ def _two_nodes(tmp_path: Path, tokens: tuple[str, str]) -> list[subprocess.Popen
     ]
 
 
+@pytest.mark.slow
 @needs_two_cores
 def test_a_machine_with_another_secret_is_stopped_before_training(tmp_path):
     nodes = _two_nodes(tmp_path, (TOKEN, "e" * 64))
