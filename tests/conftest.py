@@ -55,6 +55,33 @@ def run_bench(
     )
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def two_nodes(tmp_path: Path, tokens: tuple[str, str], steps: int = 3) -> list[subprocess.Popen]:
+    """Two 'machines' on this host: `bench tiny` with --nnodes 2, one CPU rank each, node
+    R writing into tmp_path/nR, each with its own BENCH_RDZV_TOKEN (tokens[R])."""
+    port = free_port()  # for node 0's rendezvous
+    argv = [sys.executable, "-m", "bench", "tiny", "--device", "cpu", "--devices", "1",
+            "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--batch-size", "16",
+            "--steps", str(steps), "--warmup-steps", "1"]  # fmt: skip
+    return [
+        subprocess.Popen(
+            [*argv, "--node-rank", str(r), "--output-dir", str(tmp_path / f"n{r}")],
+            env={**os.environ, "BENCH_RDZV_TOKEN": tokens[r]},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in (0, 1)
+    ]
+
+
 def only_result(directory: Path) -> dict:
     files = list(directory.glob("*.json"))
     assert len(files) == 1, files

@@ -18,7 +18,7 @@ from bench.launchers import name, torchrun
 from bench.launchers.rank import Rank, merge, share
 from bench.platforms.cpu import rank_cpus
 
-from .conftest import needs_two_cores, only_result, run_bench
+from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
 
 CORES = len(os.sched_getaffinity(0))
 
@@ -235,39 +235,8 @@ def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_pa
 @pytest.mark.slow
 @needs_two_cores
 def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
-    port = _free_port()  # for node 0's rendezvous
     secret = "c0ffee" * 8  # the run's BENCH_RDZV_TOKEN, the same on both machines
-    nodes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench",
-                "tiny",
-                "--device",
-                "cpu",
-                "--devices",
-                "1",
-                "--nnodes",
-                "2",
-                "--node-rank",
-                str(rank),
-                "--rdzv-endpoint",
-                f"127.0.0.1:{port}",
-                "--batch-size",
-                "16",
-                "--steps",
-                "5",
-                "--output-dir",
-                str(tmp_path / f"n{rank}"),
-            ],
-            env={**os.environ, "BENCH_RDZV_TOKEN": secret},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]
+    nodes = two_nodes(tmp_path, (secret, secret), steps=5)
     outputs = [node.communicate(timeout=300)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs
     assert (
@@ -345,7 +314,7 @@ print("kept" if dist.is_initialized() else "destroyed")
 def test_a_rank_leaves_its_process_group_to_the_process_end():
     # Destroying it deadlocked PyTorch 2.8.0's ranks in their teardown (the group's
     # destructor joins gloo's threads holding the GIL; see TorchSession.close).
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
            "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-c", _CLOSE_A_RANK], env=env, capture_output=True, text=True,
@@ -353,14 +322,6 @@ def test_a_rank_leaves_its_process_group_to_the_process_end():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["kept"]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_result_v4_fixture_holds_a_two_rank_point():

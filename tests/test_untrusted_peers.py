@@ -19,8 +19,7 @@ from bench.launchers import process, rank, torchrun
 from bench.launchers.rank import TOKEN_ENV, Rank
 from bench.runner import Runner
 
-from .conftest import needs_two_cores, only_result
-from .test_launchers import _free_port
+from .conftest import free_port, needs_two_cores, only_result, two_nodes
 from .test_runner import FakeChild, ok_response
 
 TOKEN = "0123456789abcdef" * 4  # 64 hex digits, as secrets.token_hex(32) makes
@@ -136,7 +135,7 @@ os._exit(0)
 def test_a_peer_that_sends_a_pickle_runs_no_code_and_is_refused(tmp_path):
     """Two real gloo ranks; rank 1 sends what all_gather_object would unpickle."""
     marker = tmp_path / "pwned"
-    port = str(_free_port())
+    port = str(free_port())
     peers = [
         subprocess.Popen(
             [sys.executable, "-c", _PEER, str(marker)],
@@ -280,47 +279,10 @@ def test_one_machine_needs_no_secret_and_its_children_never_see_one(monkeypatch)
     assert [TOKEN_ENV in env for env in seen] == [False, False, True]
 
 
-def _two_nodes(tmp_path: Path, tokens: tuple[str, str]) -> list[subprocess.Popen]:
-    port = _free_port()
-    return [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench",
-                "tiny",
-                "--device",
-                "cpu",
-                "--devices",
-                "1",
-                "--nnodes",
-                "2",
-                "--node-rank",
-                str(r),
-                "--rdzv-endpoint",
-                f"127.0.0.1:{port}",
-                "--batch-size",
-                "16",
-                "--steps",
-                "3",
-                "--warmup-steps",
-                "1",
-                "--output-dir",
-                str(tmp_path / f"n{r}"),
-            ],
-            env={**os.environ, TOKEN_ENV: tokens[r]},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for r in (0, 1)
-    ]
-
-
 @pytest.mark.slow
 @needs_two_cores
 def test_a_machine_with_another_secret_is_stopped_before_training(tmp_path):
-    nodes = _two_nodes(tmp_path, (TOKEN, "e" * 64))
+    nodes = two_nodes(tmp_path, (TOKEN, "e" * 64))
     outputs = [node.communicate(timeout=300)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [1, 1], outputs
     point = only_result(tmp_path / "n0")["points"][0]
