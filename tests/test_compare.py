@@ -503,3 +503,29 @@ def test_cli_report_without_o_writes_beside_the_results_and_prints_the_page(
     assert main(["report", *(str(p.relative_to(tmp_path)) for p in made)]) == 0  # their folder
     assert capsys.readouterr().out.split()[-1] == "results/report/report.html"
     assert main(["compare", "results"]) == 0  # the report beside them is no result to read
+
+
+def test_the_report_embeds_the_charts_it_drew_not_what_the_folder_holds_later(
+    two_machines, tmp_path, monkeypatch
+):
+    """A shared report folder: someone swapping a PNG between its writing and the HTML's
+    must not get their picture into the report."""
+    import base64
+
+    pytest.importorskip("matplotlib")
+    from bench import files
+    from bench.report import page
+
+    swapped = b"\x89PNG someone else's picture"
+    real_replace = files.replace
+
+    def replace_then_swap(path, data):
+        real_replace(path, data)
+        if path.suffix == ".png":
+            path.write_bytes(swapped)
+
+    monkeypatch.setattr(files, "replace", replace_then_swap)
+    page.write_report(cmp.compare(two_machines, baseline="v100"), tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert base64.b64encode(swapped).decode() not in html
+    assert html.count("data:image/png;base64,iVBORw0KGgo") >= 1  # real PNGs, drawn here

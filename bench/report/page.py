@@ -456,8 +456,9 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
                 fig.savefig(image, format=ext, dpi=DPI)
                 files.replace(path, image.getvalue())
                 written.append(path)
+                if ext == "png":  # embedded from memory: never read back from a shared folder
+                    made[name] = image.getvalue()
             plt.close(fig)
-            made[name] = folder / f"{name}.png"
     several = len(comparison.machines) > 1
     tables = [("Throughput (samples/s, global): mean [95% interval]", throughput_grid(comparison))]
     if several:
@@ -491,15 +492,15 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
     if noise:
         md.append(f"Less sure than they look:\n\n{noise_md}")
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
-    md += [f"![{name}]({path.name})" for name, path in made.items()]
+    md += [f"![{name}]({name}.png)" for name in made]
     written.append(folder / "report.md")
     files.replace(written[-1], "\n\n".join(part for part in md if part) + "\n")
 
     images = "".join(
         f'<figure><img alt="{name}" src="data:image/png;base64,'
-        f'{base64.b64encode(path.read_bytes()).decode()}"><figcaption>{name} '
+        f'{base64.b64encode(png).decode()}"><figcaption>{name} '
         f'(<a href="{name}.svg">SVG</a>)</figcaption></figure>'
-        for name, path in made.items()
+        for name, png in made.items()
     )
     body = "".join(f"<h2>{_html(h)}</h2>{_html_table(*t)}" for h, t in tables)
     noise_html = (
