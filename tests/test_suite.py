@@ -140,3 +140,30 @@ def test_an_output_folder_is_made_with_every_missing_parent_none_writable_by_all
                        r"a-file is not a folder$"):  # fmt: skip
         files.require_writable_dir(Path("a-file/x/y"), "output-dir")
     assert not (tmp_path / "a-file" / "x").exists()
+
+
+def test_a_second_suite_of_one_name_in_one_folder_is_refused_while_the_first_runs(two_runs, capsys):
+    """Two suites writing one state file would lose each other's finished runs."""
+    import subprocess
+    import sys
+
+    from bench import files
+
+    two_runs.mkdir(parents=True)
+    state = two_runs / "suite-mini.json"
+    holder = subprocess.Popen(  # another process holds the suite's claim, as a running suite
+        [sys.executable, "-c", "import sys, time; from bench import files; "
+         f"c = files.FileClaim({str(state)!r}); assert c.acquire(); print('held', flush=True); "
+         "time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["suite", "mini", "--output-dir", str(two_runs), "--device", "cpu"])
+        err = capsys.readouterr().err
+        assert code == 2 and "suite mini is running in" in err, err
+        assert not list(two_runs.glob("tiny-*.json"))  # nothing ran
+    finally:
+        holder.kill()
+        holder.wait()
+    assert files.FileClaim(state).acquire()  # free again once that process ended
