@@ -8,8 +8,10 @@ environment variables (named in each docstring) so that make and CI can pass the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import http.server
 import json
 import os
 import re
@@ -18,7 +20,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,28 +199,80 @@ def _inputs_sha256(image: str, args: dict[str, str]) -> str:
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for path in files:
             relative = path.relative_to(ROOT)
-            if "__pycache__" in relative.parts or relative.parts[:3] == ("images", "common", "ca"):
-                continue  # .dockerignore's __pycache__; the CA is staged for the build only
+            if "__pycache__" in relative.parts:
+                continue  # as .dockerignore
             digest.update(f"{relative}\0{archives.sha256(path)}\0".encode())
     kept = {k: v for k, v in args.items() if k not in _PROVENANCE_ARGS}
     digest.update(json.dumps(kept, sort_keys=True).encode())
     return digest.hexdigest()
 
 
-def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: str) -> None:
-    """docker build of the common Dockerfile, with the extra CA staged for the build only."""
-    ca_dir = IMAGES_DIR / "common" / "ca"
-    staged = ca_dir / "extra-ca.crt"
-    if os.environ.get("BENCH_CA_BUNDLE"):
-        shutil.copyfile(os.environ["BENCH_CA_BUNDLE"], staged)
+# BENCH_CA_BUNDLE reaches the build over Docker's bridge network, never through the build
+# context: the one RUN step that downloads fetches it, checks its sha256 and deletes it,
+# so no layer holds it. A fixed port and path keep the build arguments, and so the
+# cached dependency layer, the same from one build to the next.
+CA_PORT = 29517
+CA_PATH = "/bench-build-ca.crt"
+MAX_CA_BYTES = 4 * 2**20
+
+
+@contextlib.contextmanager
+def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
+    """Serve $BENCH_CA_BUNDLE to the build on the bridge's gateway while it runs: the
+    build arguments that tell install.sh where it is and what its sha256 must be."""
+    bundle = os.environ.get("BENCH_CA_BUNDLE")
+    if not bundle:
+        yield {}
+        return
+    path = Path(bundle)
+    if not path.is_file() or path.stat().st_size > MAX_CA_BYTES:
+        session.error(f"BENCH_CA_BUNDLE: {bundle} is not a file of at most 4 MiB")
+    data = path.read_bytes()
+    done = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "--format",
+         "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    gateway = done.stdout.strip()
+    if done.returncode != 0 or not re.fullmatch(r"[0-9.]{7,15}", gateway):
+        session.error("BENCH_CA_BUNDLE: Docker's bridge network has no IPv4 gateway to serve it on")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path != CA_PATH:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
     try:
-        build_args = [f"--build-arg={k}={v}" for k, v in args.items()]
+        server = http.server.ThreadingHTTPServer((gateway, CA_PORT), Handler)
+    except OSError as error:
+        session.error(f"BENCH_CA_BUNDLE: cannot serve it on {gateway}:{CA_PORT} ({error.strerror})")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield {
+            "BENCH_CA_URL": f"http://{gateway}:{CA_PORT}{CA_PATH}",
+            "BENCH_CA_SHA256": hashlib.sha256(data).hexdigest(),
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: str) -> None:
+    """docker build of the common Dockerfile, with the extra CA served for the build only."""
+    with _served_ca(session) as ca:
+        build_args = [f"--build-arg={k}={v}" for k, v in {**args, **ca}.items()]
         session.run(
             "docker", "build", "-f", str(DOCKERFILE), "-t", tag, *flags, *build_args, str(ROOT),
             external=True,
         )  # fmt: skip
-    finally:
-        staged.unlink(missing_ok=True)
 
 
 @nox.session(python=False, default=False)

@@ -224,3 +224,45 @@ def test_each_image_can_decode_imagenet(image):
     if not meta["base"].startswith("debian:"):
         pytest.skip("its Python packages come with its base image (bench:rocm: torchvision's)")
     assert "pillow" in lock_entries(ROOT / "images" / image / "requirements.lock"), image
+
+
+def _docker_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.skipif(not _docker_answers(), reason="no Docker engine answers here")
+def test_the_build_ca_is_served_to_the_build_never_put_in_its_context(tmp_path, monkeypatch):
+    """BENCH_CA_BUNDLE reaches install.sh over Docker's bridge (so no layer holds it), with
+    the same build arguments every time (so the dependency layer stays cached)."""
+    import hashlib
+    import importlib.util
+    import urllib.error
+    import urllib.request
+
+    spec = importlib.util.spec_from_file_location("bench_noxfile", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+
+    class Session:
+        def error(self, message):
+            raise AssertionError(message)
+
+    bundle = tmp_path / "proxy-ca.crt"
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nproxy\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
+    seen = []
+    for _ in range(2):
+        with noxfile._served_ca(Session()) as args:
+            seen.append(args)
+            url = args["BENCH_CA_URL"]
+            assert urllib.request.urlopen(url, timeout=10).read() == bundle.read_bytes()
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(url.rsplit("/", 1)[0] + "/etc/passwd", timeout=10)
+        with pytest.raises(urllib.error.URLError):  # no longer served once the build ends
+            urllib.request.urlopen(url, timeout=5)
+    assert seen[0] == seen[1]
+    assert seen[0]["BENCH_CA_SHA256"] == hashlib.sha256(bundle.read_bytes()).hexdigest()
+    copied = (ROOT / "images" / "common" / "Dockerfile").read_text()
+    assert "ca/" not in copied and not (ROOT / "images" / "common" / "ca").exists()

@@ -22,7 +22,6 @@ image=/opt/bench/image
 lock=$image/requirements.lock
 vendor=$image/vendor
 offline=$( [ -d "$vendor" ] && echo yes || echo no)
-ca_dir=/opt/bench/common/ca
 packages=$( [ -f "$image/packages.txt" ] && grep -v '^#' "$image/packages.txt" | tr '\n' ' ' || true)
 
 if [ -n "${BENCH_LOCK_SHA256:-}" ]; then
@@ -53,13 +52,23 @@ if [ -n "$packages" ]; then  # local files only: apt resolves them among themsel
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$vendor"/debs/*.deb
 fi
 
-# Trust an extra CA (a TLS-intercepting proxy) for this build's downloads only.
-if ls "$ca_dir"/*.crt > /dev/null 2>&1; then
-    cat /etc/ssl/certs/ca-certificates.crt "$ca_dir"/*.crt > /tmp/build-ca.pem
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+
+# Trust an extra CA (a TLS-intercepting proxy) for this step's downloads only: nox serves
+# it on Docker's bridge while the build runs (BENCH_CA_URL), never in the build context,
+# so it is in no layer; its sha256 is checked, and it is deleted before the step ends.
+if [ -n "${BENCH_CA_URL:-}" ] && [ "$offline" = no ]; then
+    "$venv/bin/python" - "$BENCH_CA_URL" "${BENCH_CA_SHA256:-}" /tmp/build-ca-extra.crt <<'PY'
+import hashlib, sys, urllib.request
+url, expected, target = sys.argv[1:]
+data = urllib.request.urlopen(url, timeout=30).read(4 * 2**20 + 1)
+if len(data) > 4 * 2**20 or hashlib.sha256(data).hexdigest() != expected:
+    sys.exit(f"install.sh: the CA served at {url} is not the one nox hashed")
+open(target, "wb").write(data)
+PY
+    cat /etc/ssl/certs/ca-certificates.crt /tmp/build-ca-extra.crt > /tmp/build-ca.pem
     export PIP_CERT=/tmp/build-ca.pem
 fi
-
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_INDEX_URL=https://pypi.org/simple
 if [ "$offline" = no ]; then
     "$venv/bin/pip" download --require-hashes --no-deps -r "$lock" -d "$vendor/wheels"
@@ -73,5 +82,5 @@ if ! id bench > /dev/null 2>&1; then
 fi
 mkdir -p /results
 chown bench:bench /results
-rm -rf /tmp/build-ca.pem "$ca_dir"
+rm -f /tmp/build-ca.pem /tmp/build-ca-extra.crt
 [ "${BENCH_VENDOR:-}" = keep ] || rm -rf "$vendor"
