@@ -585,6 +585,16 @@ def smoke(session: nox.Session, image: str) -> None:
     session.log(json.dumps(checks))
     if not all(checks.values()):
         session.error(f"bench:{image}: failed checks: {[k for k, ok in checks.items() if not ok]}")
+    if meta.get("runtime", {}).get("numa") == "auto":
+        # The flagship command as a user first types it: a plain docker run, without the
+        # image's --cap-add SYS_NICE, prints no NUMA warning (nothing was asked for).
+        plain = ["docker", "run", *_run_args(image, results, devices=False), f"bench:{image}"]
+        done = subprocess.run([*plain, "tiny", "--steps", "2", "--warmup-steps", "1"],
+                              capture_output=True, text=True)  # fmt: skip
+        said = done.stdout + done.stderr
+        if done.returncode != 0 or "NUMA" in said or "numactl" in said:
+            session.error(f"bench:{image}: a plain docker run warned about NUMA:\n{said[-2000:]}")
+        session.log(f"bench:{image}: a plain docker run (no SYS_NICE) says nothing of NUMA")
     if gpu_image:  # without --device: refuse clearly, and name the device flag to add
         done = subprocess.run([*run, *steps], capture_output=True, text=True)
         session.log(done.stderr.strip())
