@@ -1,0 +1,73 @@
+"""Llama 3 decoders: published parameter counts, the FLOPs formula, the input checks,
+and (slow) two CPU ranks sharded by FSDP2 through torchrun."""
+
+import math
+
+import pytest
+
+from bench import registry
+from bench.config import PointConfig
+from bench.errors import UsageError
+from bench.workloads import llama3
+
+torch = pytest.importorskip("torch")
+
+PUBLISHED = {"llama3-1b": 1_235_814_400, "llama3-8b": 8_030_261_248}
+
+
+@pytest.mark.parametrize(("name", "published"), PUBLISHED.items())
+def test_parameter_counts_equal_the_published_on_the_meta_device(name, published):
+    spec = registry.workload(name)
+    with torch.device("meta"):
+        model = spec.implementation("torch").build_model(spec, PointConfig(workload=name))
+    assert all(p.device.type == "meta" for p in model.parameters())  # nothing allocated
+    count = sum(p.numel() for p in model.parameters())
+    assert abs(count - published) / published < 0.005
+    assert count == published
+
+
+def test_the_1b_ties_its_output_to_the_embedding_and_the_8b_does_not():
+    assert llama3.SIZES["llama3-1b"].tied and not llama3.SIZES["llama3-8b"].tied
+    assert llama3.SIZES["llama3-1b"].head_dim == 64 and llama3.SIZES["llama3-8b"].head_dim == 128
+
+
+def test_flops_per_token_is_6n_plus_attention_not_halved_for_causal():
+    size = llama3.SIZES["llama3-8b"]
+    # N: every matmul weight (the output layer included), not the embedding lookup.
+    assert llama3.non_embedding_parameters(size) == 8_030_261_248 - 128_256 * 4096
+    n = llama3.non_embedding_parameters(size)
+    assert llama3.flops_per_token(size, 8192) == 6 * n + 12 * 32 * 32 * 128 * 8192
+    tied = llama3.SIZES["llama3-1b"]  # its output layer is a matmul too, shared or not
+    assert llama3.non_embedding_parameters(tied) == 1_235_814_400
+    flops = registry.workload("llama3-8b").flops(2048)
+    assert flops["per_token"] == 6 * n + 12 * 32 * 32 * 128 * 2048
+    assert flops["per_sample"] == flops["per_token"] * 2048
+    assert flops["formula"].startswith("6N+12LHQT") and "NOT halved" in flops["formula"]
+
+
+def test_the_tiny_model_trains_a_step_with_a_finite_loss():
+    spec = registry.workload("llama3-tiny")
+    impl = spec.implementation("torch")
+    point = PointConfig(workload="llama3-tiny", seq_len=16)
+    torch.manual_seed(0)
+    model = impl.build_model(spec, point)
+    inputs, targets = impl.make_batch(spec, point, 2, torch.Generator().manual_seed(0))
+    assert inputs.shape == (2, 16) and torch.equal(inputs[:, 1:], targets[:, :-1])
+    loss = impl.loss(model(inputs), targets)
+    loss.backward()
+    value = float(loss.detach())
+    assert math.isfinite(value) and abs(value - math.log(512)) < 0.5
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_a_sequence_longer_than_the_model_takes_is_one_usage_line():
+    with pytest.raises(UsageError, match=r"seq_len: 257 is longer than llama3-tiny's maximum 256"):
+        PointConfig(workload="llama3-tiny", seq_len=257)
+
+
+def test_the_cli_refuses_a_too_long_sequence_in_one_line_with_status_2(capsys):
+    from bench.cli import main
+
+    assert main(["llama3-tiny", "--device", "cpu", "--seq-len", "100000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "maximum 256" in err
