@@ -37,6 +37,10 @@ class WorkloadSpec:
     # How --train-to trains it on a dataset, where the dataset's own recipe does not suit
     # it: dataset kind -> bench.datasets.recipe.Recipe.
     recipes: dict[str, Any] = field(default_factory=dict, compare=False)
+    # How a point over several ranks shares the model: None, DistributedDataParallel (a
+    # replica per rank); "fsdp": FSDP2 (bench.parallel.fsdp), each rank a shard of the
+    # parameters, gradients and optimizer state (models too large to replicate).
+    sharding: str | None = None
     # FLOPs by formula, for models whose count is a published convention (LLMs' 6N +
     # attention): seq_len -> {"formula", "per_token", "per_sample", ...}. None: counted by
     # the framework (PyTorch's FlopCounterMode) in a child of its own.

@@ -87,7 +87,7 @@ WORKLOADS = tuple(
         name=name,
         description=(
             f"{_DESCRIPTIONS[name]} decoder ({size.layers} layers, dim {size.dim}, "
-            f"{size.heads}/{size.kv_heads} query/KV heads), next-token loss"
+            f"{size.heads}/{size.kv_heads} query/KV heads), next-token loss; FSDP2 over ranks"
         ),
         task="causal-lm",
         num_classes=size.vocab,
@@ -96,6 +96,7 @@ WORKLOADS = tuple(
         dataset="random token sequences",
         default_seq_len=8192 if name != "llama3-tiny" else 64,
         max_seq_len=size.max_seq_len,
+        sharding="fsdp",
         analytic_flops=_flops(name),
     )
     for name, size in SIZES.items()
