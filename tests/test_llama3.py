@@ -71,3 +71,46 @@ def test_the_cli_refuses_a_too_long_sequence_in_one_line_with_status_2(capsys):
     assert main(["llama3-tiny", "--device", "cpu", "--seq-len", "100000"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "maximum 256" in err
+
+
+# --- MFU: the formula's FLOPs over the catalogue's peak -----------------------------------
+
+H100 = {"accelerator": {"accelerator": "NVIDIA H100 80GB HBM3", "accelerator_count": 8}}
+
+
+def test_mfu_is_the_formula_over_the_peak_of_the_devices_that_trained():
+    from bench import mfu
+
+    point = PointConfig(workload="llama3-8b", batch_size=8, precision="bf16", seq_len=8192)
+    record = mfu.record(point, [2.0, 2.0], H100)  # one device of the eight: 8192 x 8 tokens
+    tokens_per_s = 8 * 8192 / 2.0
+    assert record["tokens_per_s"] == tokens_per_s and record["devices"] == 1
+    per_token = llama3.flops_per_token(llama3.SIZES["llama3-8b"], 8192)
+    assert record["flops_per_token"] == per_token
+    assert record["value"] == pytest.approx(per_token * tokens_per_s / 989.4e12)
+    assert record["reason"] is None and "H100" in record["peak_source"]
+
+
+def test_mfu_is_null_with_the_reason_on_a_cpu_without_a_known_peak():
+    from bench import mfu
+
+    point = PointConfig(workload="llama3-tiny", batch_size=4, precision="bf16")
+    cpu = {"cpu": {"flags": ["sse2"], "physical_cores": 2, "max_mhz": 3000}}
+    record = mfu.record(point, [0.1, 0.1], cpu)
+    assert record["value"] is None and "no known bf16 FLOPs/cycle" in record["reason"]
+    assert record["tokens_per_s"] == pytest.approx(4 * 64 / 0.1)
+    assert mfu.record(PointConfig(workload="tiny"), [0.1], cpu) is None  # counted by running
+
+
+def test_the_runner_takes_the_formula_and_starts_no_child_to_count(tmp_path):
+    from bench.config import RunConfig
+    from bench.runner import Runner
+
+    def spawn(point, task, progress):
+        raise AssertionError(f"no {task} child for a formula workload")
+
+    runner = Runner(RunConfig(workload="llama3-8b", seq_len=2048), output_dir=tmp_path,
+                    spawn=spawn)  # fmt: skip
+    point = PointConfig(workload="llama3-8b", batch_size=8, seq_len=2048)
+    expected = registry.workload("llama3-8b").flops(2048)["per_sample"]
+    assert runner._flops_per_sample(point) == expected
