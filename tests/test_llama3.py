@@ -114,3 +114,30 @@ def test_the_runner_takes_the_formula_and_starts_no_child_to_count(tmp_path):
     point = PointConfig(workload="llama3-8b", batch_size=8, seq_len=2048)
     expected = registry.workload("llama3-8b").flops(2048)["per_sample"]
     assert runner._flops_per_sample(point) == expected
+
+
+# --- FSDP2 over two gloo ranks through torchrun (the full tier) ---------------------------
+
+
+@pytest.mark.slow
+def test_two_cpu_ranks_train_the_tiny_llama_sharded_by_fsdp2_in_bf16(tmp_path):
+    from tests.conftest import only_result, run_bench
+
+    done = run_bench(
+        "llama3-tiny", "--device", "cpu", "--devices", "2", "--steps", "3",
+        "--warmup-steps", "1", "--precision", "bf16", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (point,) = only_result(tmp_path)["points"]
+    assert point["status"] == "ok" and point["devices"] == 2
+    assert point["unit_throughput"]["unit"] == "tokens/s" and point["unit_throughput"]["value"] > 0
+    assert all(math.isfinite(loss) for loss in point["loss_first"] + point["loss_last"])
+    details = point["details"]
+    assert details["sharding"] == "fsdp2" and details["autocast_dtype"] is None
+    fsdp = details["data_parallel"]["fsdp"]
+    assert details["data_parallel"]["kind"] == "FSDP2" and fsdp["units"] == 3  # 2 blocks + root
+    assert fsdp["param_dtype"] == "torch.bfloat16" and fsdp["reduce_dtype"] == "torch.float32"
+    assert details["mfu"]["tokens_per_s"] > 0 and details["mfu"]["devices"] == 2
+    assert details["mfu"]["formula"].startswith("6N+12LHQT")
+    assert details["mfu"]["value"] is None or details["mfu"]["value"] > 0
+    assert point["parameters"] == 164_160  # the whole model, counted over the shards
