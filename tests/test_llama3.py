@@ -141,3 +141,41 @@ def test_two_cpu_ranks_train_the_tiny_llama_sharded_by_fsdp2_in_bf16(tmp_path):
     assert details["mfu"]["formula"].startswith("6N+12LHQT")
     assert details["mfu"]["value"] is None or details["mfu"]["value"] > 0
     assert point["parameters"] == 164_160  # the whole model, counted over the shards
+
+
+def test_fp8_is_refused_in_one_line_with_status_2(capsys):
+    from bench.cli import main
+
+    assert main(["llama3-tiny", "--device", "cpu", "--precision", "fp8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'fp8' is not allowed" in err
+
+
+# --- activation checkpointing: the same numbers, fewer activations kept --------------------
+
+
+@pytest.mark.parametrize(("mode", "wrapped"), [("none", 0), ("selective", 1), ("full", 2)])
+def test_activation_checkpointing_recomputes_blocks_to_the_same_gradients(mode, wrapped):
+    from bench.parallel.checkpoint import apply_ac
+
+    spec = registry.workload("llama3-tiny")
+    impl = spec.implementation("torch")
+    point = PointConfig(workload="llama3-tiny", seq_len=16)
+    inputs, targets = impl.make_batch(spec, point, 2, torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    plain = impl.build_model(spec, point)
+    torch.manual_seed(0)
+    checkpointed = impl.build_model(spec, point)
+    assert apply_ac(checkpointed, mode) == wrapped
+    for model in (plain, checkpointed):
+        impl.loss(model(inputs), targets).backward()
+    grads = [p.grad for p in checkpointed.parameters()]
+    for reference, grad in zip((p.grad for p in plain.parameters()), grads, strict=True):
+        torch.testing.assert_close(grad, reference)
+
+
+def test_an_unknown_checkpointing_mode_is_named():
+    from bench.parallel.checkpoint import apply_ac
+
+    with pytest.raises(ValueError, match="choose from: none, selective, full"):
+        apply_ac(torch.nn.Module(), "some")
