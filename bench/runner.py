@@ -254,7 +254,7 @@ class Runner:
             # prepacked kernels the counter does not see.
             alone = dataclasses.replace(
                 _synthetic(point), devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None,
-                optimize=None,
+                optimize=None, activation_checkpointing="none",
             )  # fmt: skip
             counted = registry.framework(point.framework).flops_point(alone)
             response = self.spawn(counted, "count_flops", self.reporter.progress)

@@ -179,3 +179,27 @@ def test_an_unknown_checkpointing_mode_is_named():
 
     with pytest.raises(ValueError, match="choose from: none, selective, full"):
         apply_ac(torch.nn.Module(), "some")
+
+
+def test_activation_checkpointing_is_a_sweep_axis_of_the_llama3_workloads():
+    from bench.config import RunConfig
+    from bench.result import Point
+
+    config = RunConfig(workload="llama3-tiny", activation_checkpointings=("none", "full"))
+    modes = [p.activation_checkpointing for p in config.points()]
+    assert modes == ["none", "full"]
+    label = Point(batch_size=4, precision="bf16", activation_checkpointing="full").label
+    assert label == "batch 4 bf16 ac=full"
+    with pytest.raises(UsageError, match="'tiny' has no transformer blocks to checkpoint"):
+        PointConfig(workload="tiny", activation_checkpointing="full")
+    with pytest.raises(UsageError, match="choose from: none, selective, full"):
+        PointConfig(workload="llama3-tiny", activation_checkpointing="some")
+
+
+def test_a_checkpointed_session_trains_and_says_what_it_wrapped():
+    point = PointConfig(workload="llama3-tiny", batch_size=2, seq_len=16,
+                        activation_checkpointing="selective")  # fmt: skip
+    session = registry.framework("torch").prepare(point, registry.platform("cpu"))
+    assert math.isfinite(session.loss_value(session.step()))
+    assert session.details["activation_checkpointing"] == {"mode": "selective", "blocks": 1}
+    assert "sharding" not in session.details or session.details["sharding"] is None

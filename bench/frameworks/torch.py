@@ -151,12 +151,13 @@ class TorchSession(Session):
         # Over ranks, a workload that declares it (LLMs) is sharded with FSDP2: built on
         # the meta device, sharded, then each rank allocates and fills only its shards.
         # Its bf16/fp16 is FSDP2's mixed-precision policy, never autocast.
+        # Activation checkpointing wraps the blocks before FSDP2 shards them.
         self.sharding: dict[str, Any] | None = None
         if rank is not None and point.spec.sharding == "fsdp":
             from bench.parallel import fsdp
 
             with torch.device("meta"):
-                model = self.impl.build_model(point.spec, point)
+                model = self._checkpointed(self.impl.build_model(point.spec, point))
             self.sharding = fsdp.apply_fsdp(
                 model, rank.world_size, self.device.type,
                 param_dtype=self.amp_dtype, reduce_dtype=torch.float32,
@@ -164,7 +165,8 @@ class TorchSession(Session):
             fsdp.materialize(model, self.device)
             self.amp_dtype = None
         else:
-            model = self.impl.build_model(point.spec, point).to(self.device)
+            model = self._checkpointed(self.impl.build_model(point.spec, point))
+            model = model.to(self.device)
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -212,6 +214,10 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if point.activation_checkpointing != "none":
+            self.details["activation_checkpointing"] = {
+                "mode": point.activation_checkpointing, "blocks": self.checkpointed_blocks,
+            }  # fmt: skip
         if ipex_applied is not None:
             self.details["ipex_optimize"] = ipex_applied
         self.details["sharding"] = self.sharding["kind"] if self.sharding else None
@@ -226,6 +232,12 @@ class TorchSession(Session):
             }
             if self.sharding:
                 self.details["data_parallel"]["fsdp"] = self.sharding
+
+    def _checkpointed(self, model: Any) -> Any:
+        from bench.parallel.checkpoint import apply_ac
+
+        self.checkpointed_blocks = apply_ac(model, self.point.activation_checkpointing)
+        return model
 
     def _to_device(self, batch: Any) -> Any:
         import torch
@@ -438,6 +450,7 @@ class TorchFramework(Framework):
     default_compiler = "inductor"
     launches_ranks = True
     optimizations = (_ipex.NAME,)
+    activation_checkpointing = True
 
     def versions(self) -> dict[str, Any]:
         import numpy

@@ -88,6 +88,8 @@ def points_table(result: Result, width: int | None = None) -> Table:
            any(p.memory_format != "contiguous" for p in points))  # fmt: skip
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
     column("optimize", [p.optimize or "none" for p in points], any(p.optimize for p in points))
+    column("activation\ncheckpointing", [p.activation_checkpointing for p in points],
+           any(p.activation_checkpointing != "none" for p in points))  # fmt: skip
     column("runtime", [p.runtime_label or "as launched" for p in points],
            any(p.runtime_label for p in points))  # fmt: skip
     column("status", [p.status for p in points])  # why it failed: a note under the table

@@ -41,6 +41,9 @@ class WorkloadSpec:
     # replica per rank); "fsdp": FSDP2 (bench.parallel.fsdp), each rank a shard of the
     # parameters, gradients and optimizer state (models too large to replicate).
     sharding: str | None = None
+    # Whether its torch model keeps its repeated blocks in `model.layers`, where
+    # activation checkpointing (bench.parallel.checkpoint) wraps them.
+    checkpointable: bool = False
     # FLOPs by formula, for models whose count is a published convention (LLMs' 6N +
     # attention): seq_len -> {"formula", "per_token", "per_sample", ...}. None: counted by
     # the framework (PyTorch's FlopCounterMode) in a child of its own.

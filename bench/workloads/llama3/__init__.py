@@ -97,6 +97,7 @@ WORKLOADS = tuple(
         default_seq_len=8192 if name != "llama3-tiny" else 64,
         max_seq_len=size.max_seq_len,
         sharding="fsdp",
+        checkpointable=True,
         analytic_flops=_flops(name),
     )
     for name, size in SIZES.items()
