@@ -1,7 +1,11 @@
 """Llama 3 decoders: published parameter counts, the FLOPs formula, the input checks,
 and (slow) two CPU ranks sharded by FSDP2 through torchrun."""
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -203,3 +207,49 @@ def test_a_checkpointed_session_trains_and_says_what_it_wrapped():
     assert math.isfinite(session.loss_value(session.step()))
     assert session.details["activation_checkpointing"] == {"mode": "selective", "blocks": 1}
     assert "sharding" not in session.details or session.details["sharding"] is None
+
+
+TIED_UNDER_FSDP2 = """
+import json, sys, torch, torch.distributed as dist
+from bench.parallel import fsdp
+from bench.workloads.llama3 import Size
+from bench.workloads.llama3.torch import Llama
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+with torch.device("meta"):  # tied, as the 1B: the output layer is the sharded embedding
+    model = Llama(Size(64, 2, 4, 2, 192, tied=True, max_seq_len=128, vocab=512))
+fsdp.apply_fsdp(model, dist.get_world_size(), "cpu", torch.bfloat16, torch.float32)
+fsdp.materialize(model, torch.device("cpu"))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+tokens = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(dist.get_rank()))
+losses = []
+for _ in range(4):
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(
+        model(tokens[:, :-1]).flatten(0, 1).float(), tokens[:, 1:].flatten())
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+shard = model.embedding.weight.to_local().shape[0]
+with open(f"{sys.argv[1]}/rank{dist.get_rank()}.json", "w") as out:  # each its own file
+    json.dump({"rank": dist.get_rank(), "losses": losses, "shard_rows": shard}, out)
+"""
+
+
+@pytest.mark.slow
+def test_a_tied_llama_trains_under_fsdp2_with_its_embedding_sharded(tmp_path):
+    script = tmp_path / "tied.py"
+    script.write_text(TIED_UNDER_FSDP2)
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(script), str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert sorted(r["rank"] for r in ranks) == [0, 1]
+    for rank in ranks:
+        assert rank["shard_rows"] == 256  # half of the 512-token vocabulary each
+        assert all(math.isfinite(v) for v in rank["losses"])
+        assert rank["losses"][-1] < rank["losses"][0]
