@@ -477,6 +477,18 @@ class Point:
         return self.flops_per_sample * self.throughput.value
 
     @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation over every repeat: achieved FLOP/s over the peak of the
+        devices that trained, where the child recorded one (details.mfu, bench/mfu.py;
+        a peak outside what a device can hold reads as none)."""
+        record = self.details.get("mfu")
+        peak = record.get("peak_flops") if isinstance(record, dict) else None
+        achieved = self.achieved_flops
+        if achieved is None or peak is None or not _positive(peak):
+            return None
+        return achieved / peak
+
+    @property
     def unit_throughput(self) -> tuple[float, str] | None:
         """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
         one besides samples (the worker records how many a sample holds)."""

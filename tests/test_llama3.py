@@ -253,3 +253,22 @@ def test_a_tied_llama_trains_under_fsdp2_with_its_embedding_sharded(tmp_path):
         assert rank["shard_rows"] == 256  # half of the 512-token vocabulary each
         assert all(math.isfinite(v) for v in rank["losses"])
         assert rank["losses"][-1] < rank["losses"][0]
+
+
+def test_the_table_shows_mfu_over_every_repeat_where_a_peak_is_known():
+    from bench.config import RunConfig
+    from bench.report.table import points_table
+    from bench.result import Point, Result
+
+    def point(peak):
+        return Point(batch_size=8, precision="bf16", step_times_s=((2.0, 2.0), (1.0, 1.0)),
+                     flops_per_sample=1e15, details={"mfu": {"peak_flops": peak}})  # fmt: skip
+
+    known, unknown, crafted = point(1e16), point(None), point(float("inf"))
+    assert known.mfu == pytest.approx(1e15 * known.throughput.value / 1e16)
+    assert unknown.mfu is None and crafted.mfu is None
+    table = points_table(Result(config=RunConfig(workload="llama3-tiny"), points=[known, unknown]))
+    headers = [c.header for c in table.columns]
+    assert "MFU" in headers
+    cells = [str(cell) for cell in table.columns[headers.index("MFU")].cells]
+    assert cells == [f"{known.mfu:.1%}", ""]

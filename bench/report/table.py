@@ -49,6 +49,7 @@ _DROP_ORDER = (
     "throughput\n(pixels/s)",
     "throughput\n(tokens/s)",
     "model\nTFLOP/s",
+    "MFU",
     "mean\npower (W)",
     "peak\nmemory",
     "step median\n(ms)",
@@ -113,6 +114,9 @@ def points_table(result: Result, width: int | None = None) -> Table:
         f"{f / 1e12:,.3f}" if (f := p.achieved_flops) is not None else ("n/a" if p.measured else "")
         for p in points
     ])  # fmt: skip
+    utilisation = [p.mfu for p in points]
+    column("MFU", [f"{m:.1%}" if m is not None else "" for m in utilisation],
+           any(m is not None for m in utilisation))  # fmt: skip
     with_energy = any(energy)
     column("mean\npower (W)", [f"{e.mean_power_w:,.1f}" if e else "" for e in energy], with_energy)
     column("energy\n(J/sample)", [f"{e.per_sample_j:,.3g}" if e else "" for e in energy],
