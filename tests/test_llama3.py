@@ -272,3 +272,21 @@ def test_the_table_shows_mfu_over_every_repeat_where_a_peak_is_known():
     assert "MFU" in headers
     cells = [str(cell) for cell in table.columns[headers.index("MFU")].cells]
     assert cells == [f"{known.mfu:.1%}", ""]
+
+
+def test_without_a_catalogue_peak_the_table_reads_mfu_from_peak_tflops():
+    from bench.config import RunConfig
+    from bench.report.table import points_table
+    from bench.result import Point, Result
+
+    point = Point(
+        batch_size=8,
+        precision="bf16",
+        step_times_s=((1.0,),),
+        flops_per_sample=1e12,
+        details={"mfu": {"peak_flops": None, "reason": "no known bf16 FLOPs/cycle"}},
+    )
+    run = Result(config=RunConfig(workload="llama3-tiny"), points=[point], peak_tflops=16.0)
+    table = points_table(run)
+    headers = [c.header for c in table.columns]
+    assert [str(c) for c in table.columns[headers.index("MFU")].cells] == ["50.0%"]

@@ -114,7 +114,14 @@ def points_table(result: Result, width: int | None = None) -> Table:
         f"{f / 1e12:,.3f}" if (f := p.achieved_flops) is not None else ("n/a" if p.measured else "")
         for p in points
     ])  # fmt: skip
-    utilisation = [p.mfu for p in points]
+    # The child's peak of the devices that trained, else --peak-tflops (all devices) for
+    # a workload that records MFU (formula FLOPs) where the catalogue knows no peak.
+    given = result.peak_tflops * 1e12 if result.peak_tflops else None
+    utilisation = [
+        p.mfu if p.mfu is not None or not given or "mfu" not in p.details
+        else (f / given if (f := p.achieved_flops) is not None else None)
+        for p in points
+    ]  # fmt: skip
     column("MFU", [f"{m:.1%}" if m is not None else "" for m in utilisation],
            any(m is not None for m in utilisation))  # fmt: skip
     with_energy = any(energy)
