@@ -26,7 +26,13 @@ from bench import catalog, datasets, files, registry, result, runtime, stopping
 from bench.commands import compare, diff, fleet, ladder, suite, tune, verify
 from bench.commands.options import number as _number
 from bench.commands.options import require_extra
-from bench.config import MEMORY_FORMATS, PRECISIONS, PointConfig, RunConfig
+from bench.config import (
+    CHECKPOINTING_MODES,
+    MEMORY_FORMATS,
+    PRECISIONS,
+    PointConfig,
+    RunConfig,
+)
 from bench.errors import BenchError, UsageError
 from bench.frameworks import _ipex
 from bench.report.live import LiveReporter
@@ -176,6 +182,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="WHAT",
         help="torch on the cpu: ipex applies ipex.optimize(model, optimizer, dtype) "
         "(Intel Extension for PyTorch, in bench:xeon-ipex); none,ipex sweeps",
+    )
+    p.add_argument(
+        "--activation-checkpointing",
+        type=_choice_list("activation-checkpointing", CHECKPOINTING_MODES),
+        default=("none",),
+        metavar="MODE",
+        help="torch, llama3: recompute blocks' activations in the backward: none, selective "
+        "(every other block), full (every block); a list like none,full sweeps",
     )
     p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
     _add_runtime_options(p)
@@ -469,6 +483,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         openmps=args.openmp or (None,),
         numas=args.numa or (None,),
         optimizations=args.optimize,
+        activation_checkpointings=args.activation_checkpointing,
         train_to=args.train_to,
     )
 

@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from bench import datasets, registry
 from bench.errors import UsageError
+from bench.parallel.checkpoint import MODES as CHECKPOINTING_MODES
 from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -92,6 +93,30 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
     _check_launch(cfg, framework)
     _check_runtime(cfg)
     _check_optimize(cfg, framework)
+    _check_checkpointing(cfg, framework, spec)
+
+
+def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
+    """Activation checkpointing (bench.parallel.checkpoint): a known mode, on a framework
+    that applies it, for a workload whose model keeps its blocks where it can find them."""
+    if isinstance(cfg, RunConfig):
+        modes = cfg.activation_checkpointings
+    else:
+        modes = (cfg.activation_checkpointing,)
+    for mode in modes:
+        _choice("activation_checkpointing", mode, CHECKPOINTING_MODES)
+        if mode == "none":
+            continue
+        if not framework.activation_checkpointing:
+            raise UsageError(
+                f"activation_checkpointing: {mode!r} is not available with {framework.name}; "
+                "it applies to torch"
+            )
+        if not spec.checkpointable:
+            raise UsageError(
+                f"activation_checkpointing: {spec.name!r} has no transformer blocks to "
+                "checkpoint; it applies to the llama3 workloads"
+            )
 
 
 def _check_optimize(cfg: RunConfig | PointConfig, framework: Any) -> None:
@@ -192,7 +217,7 @@ def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
 
 
 _AXES = ("batch_sizes", "precisions", "memory_formats", "compilers", "devices", "allocators",
-         "openmps", "numas", "optimizations")  # fmt: skip
+         "openmps", "numas", "optimizations", "activation_checkpointings")  # fmt: skip
 # Points of one sweep, at most: each is measured in fresh processes, so more is no run
 # anyone waits for, and a config from a file (bench rerun) must not enumerate billions.
 MAX_SWEEP_POINTS = 10_000
@@ -248,6 +273,8 @@ class PointConfig:
     train_to: float | None = None
     # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
     optimize: str | None = None
+    # Activation checkpointing of the model's blocks: none, selective, full.
+    activation_checkpointing: str = "none"
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -359,6 +386,8 @@ class RunConfig:
     numas: tuple[str | None, ...] = (None,)
     train_to: float | None = None
     optimizations: tuple[str | None, ...] = (None,)  # sweep axis of PointConfig.optimize
+    # Sweep axis of PointConfig.activation_checkpointing.
+    activation_checkpointings: tuple[str, ...] = ("none",)
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -416,7 +445,8 @@ class RunConfig:
                 "nnodes: several machines need a fixed --repeats and no --find-max-batch "
                 "(run the search on one machine)"
             )
-        for axis in ("devices", "allocators", "openmps", "numas", "optimizations"):
+        for axis in ("devices", "allocators", "openmps", "numas", "optimizations",
+                     "activation_checkpointings"):  # fmt: skip
             if self.find_max_batch and len(getattr(self, axis)) > 1:
                 raise UsageError(f"{axis}: the max-batch search takes one value, not a sweep")
         # Building every point validates the per-point rules too (e.g. epoch_samples
@@ -434,13 +464,14 @@ class RunConfig:
     def points(self) -> Iterator[PointConfig]:
         """The sweep, in order: batch size varies fastest, as in the published tables,
         and the device count slowest (a scaling table reads down one config)."""
-        for allocator, openmp, numa, optimize, precision, fmt, compiler, devices, batch in (
-            itertools.product(self.allocators, self.openmps, self.numas, self.optimizations,
-                              self.precisions, self.memory_formats, self.compilers, self.devices,
-                              self.batch_sizes)
-        ):  # fmt: skip
+        for allocator, openmp, numa, optimize, checkpointing, precision, fmt, compiler, devices, \
+                batch in itertools.product(
+                    self.allocators, self.openmps, self.numas, self.optimizations,
+                    self.activation_checkpointings, self.precisions, self.memory_formats,
+                    self.compilers, self.devices, self.batch_sizes):  # fmt: skip
             yield self._point(
                 optimize=optimize,
+                activation_checkpointing=checkpointing,
                 batch_size=batch,
                 precision=precision,
                 memory_format=fmt,
@@ -466,6 +497,7 @@ class RunConfig:
                 openmp=self.openmps[0],
                 numa=self.numas[0],
                 optimize=self.optimizations[0],
+                activation_checkpointing=self.activation_checkpointings[0],
             ),
             warmup_steps=0,
             steps=self.probe_steps,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import files, integrity
-from bench.config import RunConfig
+from bench.config import CHECKPOINTING_MODES, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.text import visible
 from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
@@ -59,7 +59,9 @@ from bench.trackers.busy import verdict as busy_verdict
 #   9: points gain `optimize` (a sweep axis: the framework's whole-model optimisation,
 #     torch's 'ipex' for ipex.optimize; null: none, as every point before); configs gain
 #     `optimizations`; tune records gain `spent_s` (seconds spent, for --resume).
-SCHEMA_VERSION = 9
+#   10: points gain `activation_checkpointing` (a sweep axis: none, selective, full;
+#     'none' for every point before); configs gain `activation_checkpointings`.
+SCHEMA_VERSION = 10
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +115,14 @@ def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 9}
 
 
+def _v9_to_v10(data: dict[str, Any]) -> dict[str, Any]:
+    for point in data.get("points", []):
+        point.setdefault("activation_checkpointing", "none")
+    if isinstance(data.get("config"), dict):
+        data["config"].setdefault("activation_checkpointings", ["none"])
+    return {**data, "schema_version": 10}
+
+
 # version -> function upgrading a document of that version to the next one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _v1_to_v2,
@@ -123,6 +133,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     6: _v6_to_v7,
     7: _v7_to_v8,
     8: _v8_to_v9,
+    9: _v9_to_v10,
 }
 
 STATUSES = ("ok", "oom", "error")
@@ -140,19 +151,24 @@ class InvalidField(ValueError):
 # What tells one point of a run from another, the device count aside: the same names
 # in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
 POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
-              "numa", "optimize")  # fmt: skip
+              "numa", "optimize", "activation_checkpointing")  # fmt: skip
+
+
+# An axis whose absence means a value other than None (rungs of older ladders).
+_AXIS_DEFAULTS = {"activation_checkpointing": "none"}
 
 
 def point_axes(point: Any) -> tuple[Any, ...]:
     """The POINT_AXES of a Point, a PointConfig or a dict of one (missing keys: None)."""
     if isinstance(point, dict):
-        return tuple(point.get(name) for name in POINT_AXES)
+        return tuple(point.get(name, _AXIS_DEFAULTS.get(name)) for name in POINT_AXES)
     return tuple(getattr(point, name) for name in POINT_AXES)
 
 
 def variant_label(
-    precision: str, memory_format: str, compile: str | None, optimize: str | None = None
-) -> str:
+    precision: str, memory_format: str, compile: str | None, optimize: str | None = None,
+    checkpointing: str = "none",
+) -> str:  # fmt: skip
     """'bf16 channels_last compile=inductor optimize=ipex': the axes other than batch size
     and the runtime's."""
     parts = [precision]
@@ -162,6 +178,8 @@ def variant_label(
         parts.append(f"compile={compile}")
     if optimize:
         parts.append(f"optimize={optimize}")
+    if checkpointing != "none":
+        parts.append(f"ac={checkpointing}")
     return " ".join(parts)
 
 
@@ -282,6 +300,8 @@ class Point:
     runtime: dict[str, Any] | None = None
     # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
     optimize: str | None = None
+    # Activation checkpointing of the model's blocks (bench.parallel.checkpoint).
+    activation_checkpointing: str = "none"
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.
@@ -300,7 +320,8 @@ class Point:
 
     @property
     def label(self) -> str:
-        variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize)
+        variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize,
+                                self.activation_checkpointing)  # fmt: skip
         spread = f" on {self.devices} devices" if self.devices > 1 else ""
         runtime = f" {self.runtime_label}" if self.runtime_label else ""
         return f"batch {self.batch_size} {variant}{runtime}{spread}"
@@ -454,6 +475,18 @@ class Point:
         if self.flops_per_sample is None or self.throughput is None:
             return None
         return self.flops_per_sample * self.throughput.value
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation over every repeat: achieved FLOP/s over the peak of the
+        devices that trained, where the child recorded one (details.mfu, bench/mfu.py;
+        a peak outside what a device can hold reads as none)."""
+        record = self.details.get("mfu")
+        peak = record.get("peak_flops") if isinstance(record, dict) else None
+        achieved = self.achieved_flops
+        if achieved is None or peak is None or not _positive(peak):
+            return None
+        return achieved / peak
 
     @property
     def unit_throughput(self) -> tuple[float, str] | None:
@@ -939,6 +972,8 @@ _POINT = {
     "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
     "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
     "optimize": (_optional(_text), "text or null"),
+    "activation_checkpointing": (_one_of(*CHECKPOINTING_MODES),
+                                 "one of " + ", ".join(CHECKPOINTING_MODES)),
     "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (0, or 1e-12 to 1e21)"),
     "synthetic_step_times_s": (_list_of(_positive), "a list of seconds from 1e-12 to 1e21"),
     "accuracy": (_list_of(_optional(_accuracy_record)),
@@ -998,6 +1033,8 @@ _CONFIG = {
     **{name: (_list_of(_optional(_text)), "a list of text or null") for name in (
         "precisions", "memory_formats", "compilers", "allocators", "openmps", "numas",
         "optimizations")},
+    "activation_checkpointings": (_list_of(_one_of(*CHECKPOINTING_MODES)),
+                                  "a list of " + ", ".join(CHECKPOINTING_MODES)),
 }  # fmt: skip
 _SECTION = _optional(_object)
 # What readers take from the provenance (table titles, machine labels, peaks, prices).

@@ -167,6 +167,8 @@ def command_line(point: Point, config: Any) -> str:
         words += ["--compile", point.compile]
     if point.optimize:
         words += ["--optimize", point.optimize]
+    if point.activation_checkpointing != "none":
+        words += ["--activation-checkpointing", point.activation_checkpointing]
     for axis in ("allocator", "openmp", "numa"):
         value = getattr(point, axis)
         if value:

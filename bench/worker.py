@@ -34,7 +34,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from bench import provenance, registry
+from bench import mfu, provenance, registry
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
@@ -291,6 +291,12 @@ def run_point(
                     if rank.rank == 0
                     else {"rank": rank.rank, "devices": rank.world_size}
                 )
+            if rank is None or rank.rank == 0:  # rank 0's steps are the global pace
+                utilisation = mfu.record(
+                    point, response.get("step_times_s") or [], response.get("environment")
+                )
+                if utilisation is not None:
+                    response["details"] = {**response["details"], "mfu": utilisation}
         response["status"] = "ok"
     except BenchError as error:
         response["error"] = str(error)

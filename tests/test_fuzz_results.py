@@ -322,7 +322,9 @@ def test_crafted_result_files_never_crash_a_reader(readers, seed, count, record_
 
 
 def test_the_generator_is_seeded_and_varied():
-    first = [i.description for i in inputs(11, 40)]
-    assert first == [i.description for i in inputs(11, 40)]
+    # 60 inputs: with the schema 10 fixture among those drawn from, the first 40 of seed
+    # 11 happen to hold no type change.
+    first = [i.description for i in inputs(11, 60)]
+    assert first == [i.description for i in inputs(11, 60)]
     kinds = {d.split(": ", 1)[1].split(" ")[0] for d in first}
     assert {"type", "number", "delete"} <= kinds

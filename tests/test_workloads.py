@@ -31,6 +31,10 @@ PARAMETERS = {
     "deeplabv3": 39_638_355,  # torchvision's, 19 classes, no auxiliary head
     "transformer-big": 214_249_472,  # the paper's 213 M with a 37k shared vocabulary
     "pix2pixhd": 188_149_957,  # global generator 182.5 M + two discriminators 5.6 M
+    # Llama 3 at Meta's published sizes, counted on the meta device (nothing allocated).
+    "llama3-1b": 1_235_814_400,  # Llama 3.2 1B, tied embeddings
+    "llama3-8b": 8_030_261_248,  # Llama 3.1 8B
+    "llama3-tiny": 164_160,
 }
 
 

@@ -96,6 +96,8 @@ class Framework(ABC):
     default_compiler: ClassVar[str | None] = None  # what a bare --compile means
     # Whole-model optimisations --optimize may name (torch: 'ipex', ipex.optimize).
     optimizations: ClassVar[tuple[str, ...]] = ()
+    # Whether it applies activation checkpointing (bench.parallel.checkpoint).
+    activation_checkpointing: ClassVar[bool] = False
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
         """Settings that must precede the framework's import in the child (environment)."""

@@ -1,5 +1,7 @@
 """PyTorch: eager or torch.compile, autocast for fp16/bf16, TF32 only when asked; under
-torchrun, DistributedDataParallel over the ranks (each its own device and data)."""
+torchrun, DistributedDataParallel over the ranks (each its own device and data), or
+FSDP2 for workloads that declare it (bench.parallel.fsdp: sharded parameters, its own
+mixed precision)."""
 
 from __future__ import annotations
 
@@ -145,7 +147,26 @@ class TorchSession(Session):
         if _ipex.used_by(point.optimize, point.compile):
             _ipex.register_backend()  # imported right after torch, as IPEX asks
 
-        model = self.impl.build_model(point.spec, point).to(self.device)
+        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
+        # Over ranks, a workload that declares it (LLMs) is sharded with FSDP2: built on
+        # the meta device, sharded, then each rank allocates and fills only its shards.
+        # Its bf16/fp16 is FSDP2's mixed-precision policy, never autocast.
+        # Activation checkpointing wraps the blocks before FSDP2 shards them.
+        self.sharding: dict[str, Any] | None = None
+        if rank is not None and point.spec.sharding == "fsdp":
+            from bench.parallel import fsdp
+
+            with torch.device("meta"):
+                model = self._checkpointed(self.impl.build_model(point.spec, point))
+            self.sharding = fsdp.apply_fsdp(
+                model, rank.world_size, self.device.type,
+                param_dtype=self.amp_dtype, reduce_dtype=torch.float32,
+            )  # fmt: skip
+            fsdp.materialize(model, self.device)
+            self.amp_dtype = None
+        else:
+            model = self._checkpointed(self.impl.build_model(point.spec, point))
+            model = model.to(self.device)
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -168,7 +189,6 @@ class TorchSession(Session):
             self.optimizer = make_optimizer(model.parameters())
         else:
             self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
         ipex_applied = None
         if point.optimize == _ipex.NAME:  # on the bare model, before DDP wraps it
             model, self.optimizer, ipex_applied = _ipex.optimize(
@@ -180,7 +200,7 @@ class TorchSession(Session):
             self.schedule = torch.optim.lr_scheduler.LambdaLR(
                 self.optimizer, self.training.lr_factor
             )
-        if rank is not None:
+        if rank is not None and self.sharding is None:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
@@ -194,17 +214,30 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if point.activation_checkpointing != "none":
+            self.details["activation_checkpointing"] = {
+                "mode": point.activation_checkpointing, "blocks": self.checkpointed_blocks,
+            }  # fmt: skip
         if ipex_applied is not None:
             self.details["ipex_optimize"] = ipex_applied
+        self.details["sharding"] = self.sharding["kind"] if self.sharding else None
         if rank is not None:
             self.details["data_parallel"] = {
-                "kind": "DistributedDataParallel",
+                "kind": "FSDP2" if self.sharding else "DistributedDataParallel",
                 "backend": platform.distributed_backend,
                 "world_size": rank.world_size,
                 "nodes": point.nnodes,
                 "per_rank_batch": self.batch_size,
                 "launcher": "torchrun",
             }
+            if self.sharding:
+                self.details["data_parallel"]["fsdp"] = self.sharding
+
+    def _checkpointed(self, model: Any) -> Any:
+        from bench.parallel.checkpoint import apply_ac
+
+        self.checkpointed_blocks = apply_ac(model, self.point.activation_checkpointing)
+        return model
 
     def _to_device(self, batch: Any) -> Any:
         import torch
@@ -417,6 +450,7 @@ class TorchFramework(Framework):
     default_compiler = "inductor"
     launches_ranks = True
     optimizations = (_ipex.NAME,)
+    activation_checkpointing = True
 
     def versions(self) -> dict[str, Any]:
         import numpy

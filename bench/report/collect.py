@@ -134,6 +134,7 @@ def points_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
                     "memory_format": p.memory_format,
                     "compile": p.compile or "none",
                     "optimize": p.optimize or "none",
+                    "activation_checkpointing": p.activation_checkpointing,
                     "status": p.status,
                     "error": p.error,
                     "throughput": tp.value if tp else None,

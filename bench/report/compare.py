@@ -39,7 +39,8 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     swept = len(set(res.config.devices)) > 1
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
     optimize = f"optimize={p.optimize}" if p.optimize else ""
-    setup = " · ".join(part for part in (devices, optimize, p.runtime_label) if part)
+    ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
+    setup = " · ".join(part for part in (devices, optimize, ac, p.runtime_label) if part)
     return (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile, setup)
 
 

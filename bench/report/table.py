@@ -49,6 +49,7 @@ _DROP_ORDER = (
     "throughput\n(pixels/s)",
     "throughput\n(tokens/s)",
     "model\nTFLOP/s",
+    "MFU",
     "mean\npower (W)",
     "peak\nmemory",
     "step median\n(ms)",
@@ -88,6 +89,8 @@ def points_table(result: Result, width: int | None = None) -> Table:
            any(p.memory_format != "contiguous" for p in points))  # fmt: skip
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
     column("optimize", [p.optimize or "none" for p in points], any(p.optimize for p in points))
+    column("activation\ncheckpointing", [p.activation_checkpointing for p in points],
+           any(p.activation_checkpointing != "none" for p in points))  # fmt: skip
     column("runtime", [p.runtime_label or "as launched" for p in points],
            any(p.runtime_label for p in points))  # fmt: skip
     column("status", [p.status for p in points])  # why it failed: a note under the table
@@ -111,6 +114,16 @@ def points_table(result: Result, width: int | None = None) -> Table:
         f"{f / 1e12:,.3f}" if (f := p.achieved_flops) is not None else ("n/a" if p.measured else "")
         for p in points
     ])  # fmt: skip
+    # The child's peak of the devices that trained, else --peak-tflops (all devices) for
+    # a workload that records MFU (formula FLOPs) where the catalogue knows no peak.
+    given = result.peak_tflops * 1e12 if result.peak_tflops else None
+    utilisation = [
+        p.mfu if p.mfu is not None or not given or "mfu" not in p.details
+        else (f / given if (f := p.achieved_flops) is not None else None)
+        for p in points
+    ]  # fmt: skip
+    column("MFU", [f"{m:.1%}" if m is not None else "" for m in utilisation],
+           any(m is not None for m in utilisation))  # fmt: skip
     with_energy = any(energy)
     column("mean\npower (W)", [f"{e.mean_power_w:,.1f}" if e else "" for e in energy], with_energy)
     column("energy\n(J/sample)", [f"{e.per_sample_j:,.3g}" if e else "" for e in energy],

@@ -9,6 +9,7 @@ adding a workload edits no existing file.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,17 @@ class WorkloadSpec:
     # How --train-to trains it on a dataset, where the dataset's own recipe does not suit
     # it: dataset kind -> bench.datasets.recipe.Recipe.
     recipes: dict[str, Any] = field(default_factory=dict, compare=False)
+    # How a point over several ranks shares the model: None, DistributedDataParallel (a
+    # replica per rank); "fsdp": FSDP2 (bench.parallel.fsdp), each rank a shard of the
+    # parameters, gradients and optimizer state (models too large to replicate).
+    sharding: str | None = None
+    # Whether its torch model keeps its repeated blocks in `model.layers`, where
+    # activation checkpointing (bench.parallel.checkpoint) wraps them.
+    checkpointable: bool = False
+    # FLOPs by formula, for models whose count is a published convention (LLMs' 6N +
+    # attention): seq_len -> {"formula", "per_token", "per_sample", ...}. None: counted by
+    # the framework (PyTorch's FlopCounterMode) in a child of its own.
+    analytic_flops: Callable[[int], dict[str, Any]] | None = field(default=None, compare=False)
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
 
@@ -56,6 +68,12 @@ class WorkloadSpec:
         if self.per_sample_unit == "pixels":
             return "pixels", self.sample_shape[-2] * self.sample_shape[-1]
         return None
+
+    def flops(self, seq_len: int | None = None) -> dict[str, Any] | None:
+        """The formula's count at this sequence length, or None (counted by running)."""
+        if self.analytic_flops is None:
+            return None
+        return self.analytic_flops(self.input_shape(seq_len)[0])
 
     def frameworks(self) -> tuple[str, ...]:
         """Frameworks that implement this workload: the framework modules in its folder."""

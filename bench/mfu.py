@@ -1,0 +1,67 @@
+"""Model FLOPs utilisation of one measured repeat, for workloads whose FLOPs are a
+formula (WorkloadSpec.analytic_flops: LLMs' 6N + attention).
+
+MFU = the formula's FLOPs per token x tokens per second / the peak FLOP/s of the
+devices that trained (bench/data/peak_flops.json through bench.catalog): on
+accelerators the peak of one device times the ranks; on a CPU the whole processor's
+peak (its ranks share it) times the machines. Where no peak is known (most CPUs at
+bf16, an unknown device) MFU is None with the reason: nothing is estimated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bench import catalog
+from bench.stats import throughput
+
+if TYPE_CHECKING:
+    from bench.config import PointConfig
+
+
+def _peak(point: PointConfig, environment: dict[str, Any] | None) -> tuple[float | None, str]:
+    """Peak FLOP/s of the devices the point trained on, and where it comes from."""
+    machine_peak, source = catalog.peak_flops(environment, point.precision)
+    if machine_peak is None:
+        return None, source
+    accelerator = (environment or {}).get("accelerator") or {}
+    count = accelerator.get("accelerator_count") or 0
+    if accelerator.get("accelerator") and count:
+        return machine_peak / count * point.ranks, f"{source}; x {point.ranks} device(s)"
+    return machine_peak * point.nnodes, f"{source}; the whole CPU, shared by its ranks"
+
+
+def record(
+    point: PointConfig, step_times_s: list[float], environment: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """What a point's details hold about its FLOPs and MFU (None: not a formula workload)."""
+    flops = point.spec.flops(point.seq_len)
+    if flops is None:
+        return None
+    seq_len = point.spec.input_shape(point.seq_len)[0]
+    result: dict[str, Any] = {
+        "formula": flops["formula"],
+        "flops_per_token": flops["per_token"],
+        "value": None,
+        "reason": None,
+        "measured_over": "this repeat's measured steps (the first repeat's where several ran)",
+    }
+    if not step_times_s:
+        result["reason"] = "no measured steps"
+        return result
+    tokens_per_s = throughput(point.batch_size * seq_len, step_times_s)
+    achieved = flops["per_token"] * tokens_per_s
+    peak, source = _peak(point, environment)
+    result.update(
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_device=tokens_per_s / point.ranks,
+        achieved_flops=achieved,
+        peak_flops=peak,
+        peak_source=source,
+        devices=point.ranks,
+    )
+    if peak is None:
+        result["reason"] = source
+    else:
+        result["value"] = achieved / peak
+    return result
