@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from bench import cli
+from bench.commands import rerun
 from bench.report.text import visible
 
 from .conftest import DATA
@@ -274,7 +275,7 @@ def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input,
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS"):
         monkeypatch.delenv(name, raising=False)
     # bench rerun: its load and its checks of the old config, not a new run
-    monkeypatch.setattr(cli, "run_and_print", lambda config, args, **_: (0, None, None))
+    monkeypatch.setattr(rerun, "run_and_print", lambda config, args, **_: (0, None, None))
 
     def read(crafted: Input, n: int) -> int:
         work = tmp_path / str(n)

@@ -28,9 +28,9 @@ def test_every_shipped_preset_parses_into_valid_runs():
     for preset in suite.suites().values():
         assert preset.description and preset.runs
         for run in preset.runs:
-            from bench.cli import build_parser, config_from_args
+            from bench.commands.run_options import config_from_args, parse_run
 
-            config_from_args(build_parser().parse_args(["run", *run, "--device", "cpu"]))
+            config_from_args(parse_run([*run, "--device", "cpu"]))
 
 
 @pytest.mark.slow

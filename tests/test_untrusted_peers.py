@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import cli, files, result
+from bench.commands import rerun
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.launchers import process, rank, torchrun
@@ -45,7 +46,7 @@ def _rerun_config(monkeypatch, *argv: str) -> tuple[RunConfig, int]:
         seen["config"] = config
         return 2, None, None
 
-    monkeypatch.setattr(cli, "run_and_print", run_and_print)
+    monkeypatch.setattr(rerun, "run_and_print", run_and_print)
     code = cli.main(["rerun", *argv])
     return seen["config"], code
 

@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:
-    from bench import cli
+    from bench.commands import run_options
     from bench.ladder import DEFAULT_BATCHES, LadderRunner
 
     known, options = own_options("bench ladder", args, "--resume")
@@ -45,10 +45,10 @@ def cmd_ladder(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"{name}: the ladder sets it, rung by rung; to sweep it yourself, use bench run"
             )
-    parsed = cli.build_parser().parse_args(["run", args.workload, *options])
+    parsed = run_options.parse_run([args.workload, *options])
     if not parsed.batch_size:
         parsed.batch_size = DEFAULT_BATCHES
     if "--repeats" not in given:
         parsed.repeats = 3  # intervals to decide each rung on
-    config = cli.config_from_args(parsed)
-    return cli.run_and_print(config, parsed, known.resume, runner_class=LadderRunner)[0]
+    config = run_options.config_from_args(parsed)
+    return run_options.run_and_print(config, parsed, known.resume, runner_class=LadderRunner)[0]

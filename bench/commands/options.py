@@ -1,4 +1,4 @@
-"""Argument types and checks shared by the command modules and cli.py."""
+"""Argument types and checks shared by the command modules, and their parser class."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ import re
 from pathlib import Path
 
 from bench import registry
+from bench.errors import UsageError
+
+
+class UsageParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        # One line, not argparse's usage block; the caller prints it and exits 2.
+        raise UsageError(f"{message} (see: {self.prog} --help)")
+
 
 _NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
 

@@ -108,7 +108,7 @@ def _status(path: str | None) -> str | None:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from bench import cli  # the run command's own parser and runner: one set of rules
+    from bench.commands import run_options  # `bench run`'s parser and runner: one set of rules
 
     known = suites()
     if args.name == "list":
@@ -128,10 +128,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for run in suite.runs:
         argv = ["run", *run, *args.options]
         try:
-            parsed = cli.build_parser().parse_args(argv)
+            parsed = run_options.parse_run(argv[1:])
             if "--output-dir" not in args.options:  # its own folder: resumable, comparable
                 parsed.output_dir = parsed.output_dir / f"suite-{suite.name}"
-            planned.append((" ".join(argv[1:]), parsed, cli.config_from_args(parsed)))
+            planned.append((" ".join(argv[1:]), parsed, run_options.config_from_args(parsed)))
         except UsageError as error:
             raise UsageError(f"suite {suite.name}, run '{' '.join(run)}': {error}") from None
     output_dir = planned[0][1].output_dir
@@ -152,7 +152,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def _run_suite(
     suite: Suite, planned: list[tuple[str, Any, Any]], output_dir: Path, state_path: Path
 ) -> int:
-    from bench import cli
+    from bench.commands import run_options
 
     done = _load_state(state_path, suite.name)
     out = console()
@@ -166,12 +166,12 @@ def _run_suite(
         resume = Path(done[key]) if status in ("interrupted", "running") else None
         going_on = f" (going on with {resume})" if resume else ""
         out.print(plain(f"suite {suite.name} {i}/{len(planned)}: bench {key}{going_on}"))
-        code, outcome, path = cli.run_and_print(config, parsed, resume)
+        code, outcome, path = run_options.run_and_print(config, parsed, resume)
         if outcome is not None and path is not None:  # complete, or interrupted and saved
             done[key] = str(path)
             state = {"kind": SUITE_STATE_KIND, "suite": suite.name, "done": done}
             files.replace(state_path, json.dumps(state, indent=1))
-        if code == cli.EXIT_INTERRUPTED or code >= 128:
+        if code == run_options.EXIT_INTERRUPTED or code >= 128:
             out.print(plain(f"suite {suite.name}: stopped; run the same command to go on"))
             return code
         worst = max(worst, code)

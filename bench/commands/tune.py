@@ -82,7 +82,7 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
 def cmd_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from bench import cli
+    from bench.commands import run_options
     from bench.report.text import plain
     from bench.tune import TuneRunner, command_line
 
@@ -91,16 +91,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for flag in ("--find-max-batch", "--epochs"):
         if flag in given:
             raise UsageError(f"{flag}: not with bench tune, which measures steps; use bench run")
-    parsed = cli.build_parser().parse_args(["run", args.workload, *options])
+    parsed = run_options.parse_run([args.workload, *options])
     if "--repeats" not in given:
         parsed.repeats = 3  # the finalists' intervals
-    config = cli.config_from_args(parsed)
+    config = run_options.config_from_args(parsed)
     config = dataclasses.replace(config, **default_axes(config, given))
-    console = cli._console(parsed)
+    console = run_options.console_for(parsed)
     grid = len(list(config.points()))
-    cli._print(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
+    run_options.print_line(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
     runner = functools.partial(TuneRunner, budget_s=known.budget)
-    code, outcome, _ = cli.run_and_print(config, parsed, known.resume, runner_class=runner)
+    code, outcome, _ = run_options.run_and_print(config, parsed, known.resume, runner_class=runner)
     if outcome is not None and outcome.points and outcome.points[0].throughput:
         best = outcome.points[0]
         said = f"best: {best.label}, {best.throughput.value:,.1f} samples/s"  # type: ignore[union-attr]

@@ -96,13 +96,13 @@ def _unknown(where: str, data: dict[str, Any], known: set[str]) -> None:
 
 def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
     """Each command parsed as `bench` parses it (run or suite), before anything starts."""
-    from bench import cli, registry
+    from bench import registry
+    from bench.commands import run_options
     from bench.commands.options import option_names
     from bench.commands.suite import suites
 
     if not isinstance(value, list) or not value:
         raise UsageError(f"{where}: give a non-empty list of bench commands, e.g. ['run tiny']")
-    parser = cli.build_parser()
     parsed = []
     for i, command in enumerate(value):
         here = f"{where}[{i}]"
@@ -119,9 +119,9 @@ def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
             if argv[0] == "suite":
                 if len(argv) < 2 or argv[1] not in suites():
                     raise UsageError(f"unknown suite; choose from: {', '.join(suites())}")
-                parser.parse_args(["run", "tiny", *argv[2:]])  # its run options
+                run_options.parse_run(["tiny", *argv[2:]])  # its run options
             else:
-                registry.workload(parser.parse_args(argv).workload)
+                registry.workload(run_options.parse_run(argv[1:]).workload)
         except UsageError as error:
             raise UsageError(f"{here} ({command!r}): {error}") from None
         parsed.append(tuple(argv))

@@ -1,0 +1,63 @@
+"""Golden --help texts and exit codes: moving code between modules changes neither.
+
+Regenerate after a deliberate change: BENCH_GOLDEN=write python -m pytest tests/test_help.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+
+GOLDEN = Path(__file__).parent / "data" / "help"
+COMMANDS = (
+    "run", "list", "show", "rerun", "suite", "ladder", "tune", "collect", "compare", "report",
+    "diff", "verify", "fleet",
+)  # fmt: skip
+FLEET_ACTIONS = ("plan", "launch", "status", "down", "collect")
+HELPS = [(), *((c,) for c in COMMANDS), *(("fleet", a) for a in FLEET_ACTIONS)]
+BAD = {
+    "no-command": [],
+    "typo": ["shw", "x"],
+    "bad-option": ["run", "--no-such-option"],
+    "bad-batch": ["run", "mlp", "--batch-size", "x"],
+    "show-nothing": ["show"],
+    "fleet-no-action": ["fleet"],
+    "rerun-missing": ["rerun", "/nonexistent/result.json"],
+}
+
+
+def _call(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _compare(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("BENCH_GOLDEN") == "write":
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs"
+
+
+@pytest.fixture(autouse=True)
+def _columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+
+
+@pytest.mark.parametrize("words", HELPS, ids=lambda w: "-".join(w) or "bench")
+def test_help_text_is_unchanged(words, capsys):
+    code, out, err = _call([*words, "--help"], capsys)
+    _compare("-".join(words) or "bench", f"exit {code}\n{out}{err}")
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_bad_input_exit_code_is_unchanged(name, capsys):
+    code, _, err = _call(BAD[name], capsys)
+    _compare(f"bad-{name}", f"exit {code}\n{err}")
