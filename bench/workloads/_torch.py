@@ -31,6 +31,18 @@ def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(outputs, targets)
 
 
+def next_token_batch(spec, point, batch_size: int, generator: torch.Generator):
+    """A decoder's batch: random token sequences; each position's target is the next token."""
+    seq_len = spec.input_shape(point.seq_len)[0]
+    tokens = torch.randint(0, spec.num_classes, (batch_size, seq_len + 1), generator=generator)
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def next_token_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of every position's logits (in float32) against the next token."""
+    return F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten())
+
+
 def normal_init(model: torch.nn.Module, std: float = 0.02) -> None:
     """BERT's and GPT-2's initialisation: linear and embedding weights N(0, std), linear
     biases zero."""

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.workloads._torch import next_token_batch, next_token_loss
 from bench.workloads.llama3 import SIZES, Size
 
 
@@ -139,12 +140,5 @@ def build_model(spec, point) -> nn.Module:
     return Llama(SIZES[spec.name])
 
 
-def make_batch(spec, point, batch_size: int, generator: torch.Generator):
-    """Random token sequences; each position's target is the next token."""
-    seq_len = spec.input_shape(point.seq_len)[0]
-    tokens = torch.randint(0, spec.num_classes, (batch_size, seq_len + 1), generator=generator)
-    return tokens[:, :-1], tokens[:, 1:]
-
-
-def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten())
+make_batch = next_token_batch  # random tokens; each position's target is the next one
+loss = next_token_loss
