@@ -671,22 +671,24 @@ class Result:
                 found.setdefault(point_axes(p), p)
         return found
 
-    def single_device(self, point: Point) -> Point | None:
+    def single_device(
+        self, point: Point, one_device: dict[tuple[Any, ...], Point] | None = None
+    ) -> Point | None:
         """The one-device point of `point`'s config: the same global batch and every
         other axis (variant, runtime, IPEX), so two ranks with IPEX are set against one
-        process with IPEX, not against one without."""
-        return self._one_device_points().get(point_axes(point))
+        process with IPEX, not against one without. `one_device`: what
+        _one_device_points gave, when asking for many points."""
+        index = self._one_device_points() if one_device is None else one_device
+        return index.get(point_axes(point))
 
     def scaling_efficiency(
         self, point: Point, one_device: dict[tuple[Any, ...], Point] | None = None
     ) -> float | None:
         """Global throughput over N times the one-device throughput of the same config
-        (1.0: perfect scaling); None without a measured one-device point. `one_device`:
-        what _one_device_points gave, when asking for many points."""
+        (1.0: perfect scaling); None without a measured one-device point."""
         if point.devices < 2:
             return None
-        index = self._one_device_points() if one_device is None else one_device
-        one, tp = index.get(point_axes(point)), point.throughput
+        one, tp = self.single_device(point, one_device), point.throughput
         if one is None or tp is None:
             return None
         return tp.value / (point.devices * one.throughput.value)  # type: ignore[union-attr]
