@@ -812,6 +812,10 @@ def _whole(low: int, high: int = MAX_WHOLE) -> Check:
 _positive = _number(TINY, HUGE)  # seconds, joules, FLOPs, prices: measured, above zero
 _non_negative = _number(TINY, HUGE, zero=True)
 _fraction = _number(0, 1)  # top-1 accuracy
+# A busy record's CPUs and window: only compared with thresholds and printed, never
+# divided by, so any finite value from 0 up is safe, and the float rounding of a
+# difference of CPU times (1e-16 CPUs where nothing else ran) is what bench writes.
+_busy_number = _number(0, HUGE)
 _bytes = _whole(0, MAX_INT)
 
 
@@ -879,7 +883,7 @@ def _busy_record(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     numbers = all(
-        value.get(k) is None or _non_negative(value.get(k))
+        value.get(k) is None or _busy_number(value.get(k))
         for k in ("others_cpus", "steal_cpus", "window_s")
     )
     throttle = value.get("throttle")

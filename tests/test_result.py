@@ -359,3 +359,20 @@ def test_only_regular_files_of_bounded_size_are_read(tmp_path, monkeypatch):
     path.write_text(" " * 1001)
     with pytest.raises(ResultError, match=r"big\.json: larger than 0 MiB"):
         result.load(path)
+
+
+def test_a_busy_record_bench_wrote_with_float_noise_above_zero_loads(tmp_path, capsys):
+    """busy.others_cpus is a difference of CPU times over a window: where nothing else ran
+    it is 0 or float rounding (1e-16 CPUs), as a real run wrote it; both load. What makes
+    no record still does not (negative, beyond 1e21, text)."""
+    record = {"window_s": 0.35, "load_average": 1.5, "others_cpus": 4.3e-16,
+              "steal_cpus": 0.0, "cpu_mhz": None, "governors": None, "throttle": None}  # fmt: skip
+    path = _crafted(tmp_path, lambda d: d["points"][0].update(busy=[record]))
+    assert result.load(path).points[0].busy[0]["others_cpus"] == 4.3e-16
+    code, _out, err = _bench(capsys, "show", str(path))
+    assert code == 0 and not err, err
+    for bad in (-0.5, 1e22, "many"):
+        busy = [{**record, "others_cpus": bad}]
+        crafted = _crafted(tmp_path, lambda d, b=busy: d["points"][0].update(busy=b))
+        with pytest.raises(ResultError, match=r"busy"):
+            result.load(crafted)
