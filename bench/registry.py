@@ -5,8 +5,8 @@ a module in bench/frameworks/, a workload a folder in bench/workloads/. Discover
 imports only light modules (no deep-learning framework is imported here).
 
 Also the one table of optional modules and the extra of bench that brings each, with
-`optional_import` and `require` (pandas' import_optional_dependency): a missing one is
-one line naming the extra, so a bare install lists and runs all that it can. A
+`require` (pandas' import_optional_dependency): a missing one is one line naming the
+extra, so a bare install lists and runs all that it can. A
 workload's own optional modules (timm for nasnet-large) are the ones its implementation
 imports, read from its source without importing it (`missing_extras`).
 """
@@ -21,7 +21,6 @@ import importlib.util
 import pkgutil
 from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bench.errors import UsageError
@@ -77,13 +76,6 @@ def require(what: str, *modules: str) -> None:
     missing = [m for m in modules if not _installed(m)]
     if missing:
         raise MissingExtra(what, missing)
-
-
-def optional_import(module: str, what: str) -> ModuleType:
-    """The module, imported; or MissingExtra naming the extra that brings it. `module`
-    may be a submodule ('scipy.stats'): its top-level package is the one looked up."""
-    require(what, module.partition(".")[0])
-    return importlib.import_module(module)
 
 
 def _member_modules(package: str, *, packages: bool) -> list[str]:

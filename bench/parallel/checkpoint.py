@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bench.parallel import block_container
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -27,7 +29,7 @@ def apply_ac(model: nn.Module, mode: str) -> int:
         return 0
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
-    layers = model.get_submodule("layers")  # the blocks' container, as bench.parallel.fsdp's
+    layers = block_container(model)
     wrapped = 0
     for index, (name, block) in enumerate(list(layers.named_children())):
         if mode == "full" or index % 2 == 0:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bench.parallel import block_container
+
 if TYPE_CHECKING:
     import torch
     from torch import nn
@@ -19,12 +21,8 @@ NAME = "fsdp2"
 
 
 def blocks(model: nn.Module) -> list[nn.Module]:
-    """The model's repeated blocks: the children of its `layers` container (a ModuleDict
-    or ModuleList, as torchtitan's and most decoders' are)."""
-    layers = getattr(model, "layers", None)
-    if layers is None:
-        raise ValueError(f"{type(model).__name__} has no `layers` of blocks to shard one by one")
-    return list(layers.children())
+    """The model's repeated blocks, each its own FSDP unit."""
+    return list(block_container(model).children())
 
 
 def apply_fsdp(
