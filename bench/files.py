@@ -16,7 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench.errors import UsageError
+from bench.errors import BenchError, UsageError
 
 FOLDER_MODE = 0o755  # and the umask's: mkdir applies it
 
@@ -163,6 +163,19 @@ class FileClaim:
                 self._fd = fd
                 return True
             os.close(fd)
+
+    def hold(self, busy: str) -> FileClaim:
+        """Acquire, or refuse in one line: `busy` (UsageError, exit 2) when another
+        process holds the claim, the OS's reason when the lock cannot be made."""
+        try:
+            held = self.acquire()
+        except OSError as error:
+            raise BenchError(
+                f"{self.path}: cannot claim it for writing ({error.strerror})"
+            ) from None
+        if not held:
+            raise UsageError(busy)
+        return self
 
     def release(self) -> None:
         if self._fd is None:

@@ -125,17 +125,10 @@ class Runner:
 
     def _claim(self, path: Path) -> None:
         """Hold `path` for this run until it ends: no other bench writes it meanwhile."""
-        claim = files.FileClaim(path)
-        try:
-            held = claim.acquire()
-        except OSError as error:
-            raise BenchError(f"{path}: cannot claim it for writing ({error.strerror})") from None
-        if not held:
-            raise UsageError(
-                f"{path}: another bench is writing it now; let that one finish (or stop it) "
-                "before going on with this file"
-            )
-        self.claim = claim
+        self.claim = files.FileClaim(path).hold(
+            f"{path}: another bench is writing it now; let that one finish (or stop it) "
+            "before going on with this file"
+        )
 
     def _release(self) -> None:
         if self.claim is not None:

@@ -138,11 +138,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     files.require_writable_dir(output_dir, "output-dir")
     state_path = _state_path(output_dir, suite.name)
     claim = files.FileClaim(state_path)  # one suite of a name per folder at a time
-    if not claim.acquire():
-        raise UsageError(
-            f"suite {suite.name} is running in {output_dir} already (another bench holds "
-            f"{claim.lock.name}); let it finish, or give this one another --output-dir"
-        )
+    claim.hold(
+        f"suite {suite.name} is running in {output_dir} already (another bench holds "
+        f"{claim.lock.name}); let it finish, or give this one another --output-dir"
+    )
     try:
         return _run_suite(suite, planned, output_dir, state_path)
     finally:
