@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.commands.fleet import load
 from bench.errors import UsageError
-from bench.fleet import config, gather, launch, tasks
+from bench.fleet import gather, launch, tasks
 
 from .conftest import run_bench
 
@@ -68,7 +69,7 @@ def test_a_bad_fleet_is_one_line_naming_the_field(tmp_path, edit, message):
     assert edit[0] in text
     path.write_text(text.replace(edit[0], edit[1], 1))
     with pytest.raises(UsageError) as error:
-        config.load(path)
+        load(path)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
@@ -76,7 +77,7 @@ def test_a_fleet_without_targets_is_refused(tmp_path):
     path = tmp_path / "empty.toml"
     path.write_text('[fleet]\nname = "x"\nresults = "r"\ncommands = ["run tiny"]\n')
     with pytest.raises(UsageError, match="no targets: add \\[\\[target\\]\\] tables"):
-        config.load(path)
+        load(path)
 
 
 def _sky_parses(spec: dict) -> None:
@@ -100,7 +101,7 @@ def test_each_shipped_fleet_plans_tasks_that_skypilot_reads(tmp_path, path):
     yaml = pytest.importorskip("yaml")
     done = run_bench("fleet", "plan", str(path), "--tasks", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    fleet = config.load(path)
+    fleet = load(path)
     assert "nothing launched" in done.stdout and "USD/hour" in done.stdout
     for target in fleet.targets:
         spec = yaml.safe_load((tmp_path / f"{target.name}.yaml").read_text())
@@ -114,7 +115,7 @@ def test_each_shipped_fleet_plans_tasks_that_skypilot_reads(tmp_path, path):
 
 
 def test_the_price_and_results_folder_reach_each_run(tmp_path):
-    fleet = config.load(write(tmp_path, GOOD, results="gs://bucket/b"))
+    fleet = load(write(tmp_path, GOOD, results="gs://bucket/b"))
     c7i, m7i = fleet.targets
     assert c7i.pinned and not m7i.pinned
     assert tasks.price_per_hour(c7i) == (0.357, "catalogue: c7i.2xlarge, 2024-09")
@@ -131,7 +132,7 @@ def test_several_nodes_take_their_rank_and_rendezvous_from_skypilot(tmp_path):
     """The task's own shell script, run with SkyPilot's variables and a recording
     `sudo`: bench on node 1 of 2 meets the head at its first IP."""
     text = GOOD.replace('instance_type = "c7i.2xlarge"', 'accelerators = "H100:8"\nnodes = 2')
-    fleet = config.load(write(tmp_path, text))
+    fleet = load(write(tmp_path, text))
     target = fleet.targets[0]
     spec = tasks.task(fleet, target)
     assert spec["num_nodes"] == 2
@@ -209,7 +210,7 @@ def test_launch_never_starts_twice_what_finished_or_runs(tmp_path, monkeypatch):
     path = write(tmp_path, GOOD, results="s3://bucket/pair")
     done = run_bench("fleet", "plan", str(path))  # the same tasks launch writes
     assert done.returncode == 0, done.stderr
-    fleet = config.load(path)
+    fleet = load(path)
     folder = path.with_name("pair.tasks")
     said = []
     assert launch.launch(fleet, folder, said.append) == {"c7i": "launched", "m7i": "launched"}
@@ -243,7 +244,7 @@ def test_two_fleets_of_one_name_never_share_a_cluster_and_down_stops_only_its_ow
     fleets = []
     for who in ("alice", "bob"):
         (tmp_path / who).mkdir()
-        fleet = config.load(write(tmp_path / who, GOOD))  # results in a local folder
+        fleet = load(write(tmp_path / who, GOOD))  # results in a local folder
         folder = tmp_path / who / "pair.tasks"
         assert run_bench("fleet", "plan", str(fleet.path)).returncode == 0
         assert launch.launch(fleet, folder, print) == {"c7i": "launched", "m7i": "launched"}
@@ -269,7 +270,7 @@ def test_several_nodes_get_a_secret_that_is_written_nowhere(tmp_path, monkeypatc
     yaml = pytest.importorskip("yaml")
     fake = FakeSky(sky, monkeypatch)
     text = GOOD.replace('instance_type = "c7i.2xlarge"', 'accelerators = "H100:8"\nnodes = 2')
-    fleet = config.load(write(tmp_path, text))
+    fleet = load(write(tmp_path, text))
     folder = tmp_path / "pair.tasks"
     done = run_bench("fleet", "plan", str(fleet.path))
     assert done.returncode == 0, done.stderr
@@ -298,23 +299,23 @@ def test_several_nodes_get_a_secret_that_is_written_nowhere(tmp_path, monkeypatc
 
 def test_launch_without_skypilot_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "sky", None)
-    fleet = config.load(write(tmp_path, GOOD))
+    fleet = load(write(tmp_path, GOOD))
     with pytest.raises(UsageError, match=r"pip install 'bench\[fleet\]'"):
         launch.launch(fleet, tmp_path, print)
 
 
 def test_a_local_fleet_copies_back_from_its_clusters_and_a_bucket_with_its_tool(tmp_path):
-    fleet = config.load(write(tmp_path, GOOD))
+    fleet = load(write(tmp_path, GOOD))
     state = {"c7i": {"cluster": "pair-c7i"}}
     folder = tmp_path / "results"
     assert gather.fetch_commands(fleet, state) == [
         ["rsync", "-a", "pair-c7i:/bench-results/c7i/", str(folder / "c7i")]
     ]
-    bucket = config.load(write(tmp_path, GOOD, results="s3://b/p"))
+    bucket = load(write(tmp_path, GOOD, results="s3://b/p"))
     assert gather.fetch_commands(bucket, {}) == [
         ["aws", "s3", "sync", "s3://b/p", str(tmp_path / "pair-results")]
     ]
-    r2 = config.load(write(tmp_path, GOOD, results="r2://b/p"))
+    r2 = load(write(tmp_path, GOOD, results="r2://b/p"))
     with pytest.raises(UsageError, match=r"copy r2://b/p into .* then: bench fleet collect"):
         gather.fetch_commands(r2, {})
 
@@ -323,7 +324,7 @@ def test_a_local_fleet_copies_back_from_its_clusters_and_a_bucket_with_its_tool(
 def test_collect_compares_the_targets_and_names_one_without_results(tmp_path):
     """Each 'machine' is a real small CPU run with exactly the bench arguments its
     task runs (the price makes them two machines: c7i and m7i)."""
-    fleet = config.load(write(tmp_path, GOOD))
+    fleet = load(write(tmp_path, GOOD))
     (tmp_path / "results").mkdir()
     for target in fleet.targets:
         argv = tasks.bench_arguments(target)[0]

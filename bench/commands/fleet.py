@@ -25,6 +25,30 @@ from bench.report.table import console
 from bench.report.text import plain
 
 
+def check_command(argv: list[str]) -> None:
+    """A fleet's command, parsed as `bench` parses it (run or suite); the options the
+    fleet sets per target are refused."""
+    from bench import registry
+    from bench.commands import run_options
+    from bench.commands.options import option_names
+    from bench.commands.suite import suites
+
+    for option in option_names(argv):
+        if option in config.FLEET_OPTIONS:
+            raise UsageError(f"{option} is set by the fleet per target")
+    if argv[0] == "suite":
+        if len(argv) < 2 or argv[1] not in suites():
+            raise UsageError(f"unknown suite; choose from: {', '.join(suites())}")
+        run_options.parse_run(["tiny", *argv[2:]])  # its run options
+    else:
+        registry.workload(run_options.parse_run(argv[1:]).workload)
+
+
+def load(path: Path) -> config.Fleet:
+    """The fleet file, its commands checked by bench's own parser."""
+    return config.load(path, check_command)
+
+
 def register(sub: Any) -> None:
     fleet = sub.add_parser("fleet", help="run benchmarks on cloud machines through SkyPilot")
     actions = fleet.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -82,7 +106,7 @@ def write_tasks(fleet: config.Fleet, folder: Path) -> dict[str, Path]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    fleet = config.load(args.fleet)
+    fleet = load(args.fleet)
     written = write_tasks(fleet, _tasks_dir(args, fleet))
     table = Table(title=plain(f"fleet {fleet.name}: nothing launched"), title_justify="left")
     for column in ("target", "image", "machine", "nodes", "USD/hour"):
@@ -128,7 +152,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    fleet = config.load(args.fleet)
+    fleet = load(args.fleet)
     folder = _tasks_dir(args, fleet)
     write_tasks(fleet, folder)
     out = console()
@@ -138,7 +162,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    fleet = config.load(args.fleet)
+    fleet = load(args.fleet)
     table = Table(title=plain(f"fleet {fleet.name}"), title_justify="left")
     table.add_column("target")
     table.add_column("state")
@@ -149,7 +173,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    fleet = config.load(args.fleet)
+    fleet = load(args.fleet)
     out = console()
     launch.down(fleet, lambda line: out.print(plain(line)))
     return 0
@@ -160,7 +184,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     still compared)."""
     from bench.commands import compare
 
-    fleet = config.load(args.fleet)
+    fleet = load(args.fleet)
     out = console()
     folder = gather.local_folder(fleet)
     failed = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?")  # also a cluster and 
 _ACCELERATORS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(:[1-9][0-9]{0,3})?")
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+CommandCheck = Callable[[list[str]], None]  # raises UsageError for a command bench refuses
 _FLEET_KEYS = {"name", "description", "results", "baseline", "commands"}
 _TARGET_KEYS = {
     "name", "image", "accelerators", "instance_type", "cloud", "region", "nodes", "commands",
@@ -94,13 +96,9 @@ def _unknown(where: str, data: dict[str, Any], known: set[str]) -> None:
         )
 
 
-def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
-    """Each command parsed as `bench` parses it (run or suite), before anything starts."""
-    from bench import registry
-    from bench.commands import run_options
-    from bench.commands.options import option_names
-    from bench.commands.suite import suites
-
+def _commands(where: str, value: Any, check: CommandCheck) -> tuple[tuple[str, ...], ...]:
+    """Each command split as a shell would and checked by `check` (bench's own parser,
+    given by the command that loads the fleet), before anything starts."""
     if not isinstance(value, list) or not value:
         raise UsageError(f"{where}: give a non-empty list of bench commands, e.g. ['run tiny']")
     parsed = []
@@ -112,23 +110,17 @@ def _commands(where: str, value: Any) -> tuple[tuple[str, ...], ...]:
             raise UsageError(f"{here}: {error}") from None
         if argv and argv[0] not in ("run", "suite"):
             argv.insert(0, "run")  # `resnet50 ...` is `run resnet50 ...`, as on the command line
-        for option in option_names(argv):
-            if option in FLEET_OPTIONS:
-                raise UsageError(f"{here}: {option} is set by the fleet per target")
         try:
-            if argv[0] == "suite":
-                if len(argv) < 2 or argv[1] not in suites():
-                    raise UsageError(f"unknown suite; choose from: {', '.join(suites())}")
-                run_options.parse_run(["tiny", *argv[2:]])  # its run options
-            else:
-                registry.workload(run_options.parse_run(argv[1:]).workload)
+            check(argv)
         except UsageError as error:
             raise UsageError(f"{here} ({command!r}): {error}") from None
         parsed.append(tuple(argv))
     return tuple(parsed)
 
 
-def _target(i: int, data: Any, commands: tuple[tuple[str, ...], ...] | None) -> Target:
+def _target(
+    i: int, data: Any, commands: tuple[tuple[str, ...], ...] | None, check: CommandCheck
+) -> Target:
     where = f"target[{i}]"
     if not isinstance(data, dict):
         raise UsageError(f"{where}: expected a table ([[target]])")
@@ -150,7 +142,7 @@ def _target(i: int, data: Any, commands: tuple[tuple[str, ...], ...] | None) -> 
     if "accelerators" not in optional and "instance_type" not in optional:
         raise UsageError(f"{where}: give accelerators, instance_type or both")
     if "commands" in data:
-        commands = _commands(f"{where}.commands", data["commands"])
+        commands = _commands(f"{where}.commands", data["commands"], check)
     if commands is None:
         raise UsageError(f"{where}: no commands: give [fleet] commands or the target's own")
     target = Target(
@@ -166,8 +158,10 @@ def _target(i: int, data: Any, commands: tuple[tuple[str, ...], ...] | None) -> 
     return target
 
 
-def load(path: Path) -> Fleet:
-    """The fleet in `path`, or a UsageError naming the field that is wrong."""
+def load(path: Path, check: CommandCheck) -> Fleet:
+    """The fleet in `path`, or a UsageError naming the field that is wrong. `check`
+    refuses a bench command line (['run', 'resnet50', ...] or ['suite', NAME, ...])
+    that bench would refuse, or that sets what the fleet sets per target."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except OSError as error:
@@ -189,11 +183,11 @@ def load(path: Path) -> Fleet:
         )
     if scheme is None:
         results = str((Path(path).parent / results).resolve())
-    commands = _commands("fleet.commands", head["commands"]) if "commands" in head else None
+    commands = _commands("fleet.commands", head["commands"], check) if "commands" in head else None
     raw = data.get("target")
     if not isinstance(raw, list) or not raw:
         raise UsageError(f"{path}: no targets: add [[target]] tables")
-    targets = tuple(_target(i, t, commands) for i, t in enumerate(raw))
+    targets = tuple(_target(i, t, commands, check) for i, t in enumerate(raw))
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
         raise UsageError(f"target: the name {max(names, key=names.count)!r} is given twice")
