@@ -3,9 +3,11 @@ formula (WorkloadSpec.analytic_flops: LLMs' 6N + attention).
 
 MFU = the formula's FLOPs per token x tokens per second / the peak FLOP/s of the
 devices that trained (bench/data/peak_flops.json through bench.catalog): on
-accelerators the peak of one device times the ranks; on a CPU the whole processor's
-peak (its ranks share it) times the machines. Where no peak is known (most CPUs at
-bf16, an unknown device) MFU is None with the reason: nothing is estimated.
+accelerators the peak of one device times the devices (torch's ranks, or every local
+device JAX and TensorFlow spread one process over); on a CPU the whole processor's
+peak (its ranks or emulated devices share it) times the machines. Where no peak is
+known (most CPUs at bf16, an unknown device) MFU is None with the reason: nothing is
+estimated.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
     from bench.config import PointConfig
 
 
-def _peak(point: PointConfig, environment: dict[str, Any] | None) -> tuple[float | None, str]:
+def _peak(
+    point: PointConfig, environment: dict[str, Any] | None, devices: int
+) -> tuple[float | None, str]:
     """Peak FLOP/s of the devices the point trained on, and where it comes from."""
     machine_peak, source = catalog.peak_flops(environment, point.precision)
     if machine_peak is None:
@@ -27,14 +31,18 @@ def _peak(point: PointConfig, environment: dict[str, Any] | None) -> tuple[float
     accelerator = (environment or {}).get("accelerator") or {}
     count = accelerator.get("accelerator_count") or 0
     if accelerator.get("accelerator") and count:
-        return machine_peak / count * point.ranks, f"{source}; x {point.ranks} device(s)"
+        return machine_peak / count * devices, f"{source}; x {devices} device(s)"
     return machine_peak * point.nnodes, f"{source}; the whole CPU, shared by its ranks"
 
 
 def record(
-    point: PointConfig, step_times_s: list[float], environment: dict[str, Any] | None
+    point: PointConfig,
+    step_times_s: list[float],
+    environment: dict[str, Any] | None,
+    devices: int | None = None,
 ) -> dict[str, Any] | None:
-    """What a point's details hold about its FLOPs and MFU (None: not a formula workload)."""
+    """What a point's details hold about its FLOPs and MFU (None: not a formula workload).
+    devices: how many trained it together (the session's count; else the point's ranks)."""
     flops = point.spec.flops(point.seq_len)
     if flops is None:
         return None
@@ -51,14 +59,15 @@ def record(
         return result
     tokens_per_s = throughput(point.batch_size * seq_len, step_times_s)
     achieved = flops["per_token"] * tokens_per_s
-    peak, source = _peak(point, environment)
+    devices = devices or point.ranks
+    peak, source = _peak(point, environment, devices)
     result.update(
         tokens_per_s=tokens_per_s,
-        tokens_per_s_per_device=tokens_per_s / point.ranks,
+        tokens_per_s_per_device=tokens_per_s / devices,
         achieved_flops=achieved,
         peak_flops=peak,
         peak_source=source,
-        devices=point.ranks,
+        devices=devices,
     )
     if peak is None:
         result["reason"] = source

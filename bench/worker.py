@@ -293,7 +293,10 @@ def run_point(
                 )
             if rank is None or rank.rank == 0:  # rank 0's steps are the global pace
                 utilisation = mfu.record(
-                    point, response.get("step_times_s") or [], response.get("environment")
+                    point,
+                    response.get("step_times_s") or [],
+                    response.get("environment"),
+                    devices=session.devices,
                 )
                 if utilisation is not None:
                     response["details"] = {**response["details"], "mfu": utilisation}

@@ -43,15 +43,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 
 
 def run_bench(
-    *args: str, cwd: Path | None = None, timeout: float = 600
+    *args: str, cwd: Path | None = None, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """bench as a user runs it: a separate process, its real exit status and output."""
+    """bench as a user runs it: a separate process, its real exit status and output
+    (`env`: variables set on top of this process's, as a user's shell would)."""
     return subprocess.run(
         [sys.executable, "-m", "bench", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 

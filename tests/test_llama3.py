@@ -95,6 +95,18 @@ def test_mfu_is_the_formula_over_the_peak_of_the_devices_that_trained():
     assert record["reason"] is None and "H100" in record["peak_source"]
 
 
+def test_mfu_of_one_process_over_several_devices_divides_by_all_of_their_peaks():
+    from bench import mfu
+
+    # JAX spreads one process (one rank) over every local device: 8 GPUs trained it.
+    point = PointConfig(workload="llama3-8b", batch_size=8, precision="bf16", seq_len=8192)
+    record = mfu.record(point, [2.0, 2.0], H100, devices=8)
+    per_token = llama3.flops_per_token(llama3.SIZES["llama3-8b"], 8192)
+    assert record["devices"] == 8 and "x 8 device(s)" in record["peak_source"]
+    assert record["tokens_per_s_per_device"] == record["tokens_per_s"] / 8
+    assert record["value"] == pytest.approx(per_token * record["tokens_per_s"] / (8 * 989.4e12))
+
+
 def test_mfu_is_null_with_the_reason_on_a_cpu_without_a_known_peak():
     from bench import mfu
 

@@ -2,7 +2,10 @@
 
 The GLOBAL batch is sharded over every local device of the platform along a 'data'
 mesh axis; parameters and optimizer state are replicated, and XLA inserts the
-gradient all-reduce (batch-norm statistics are global, as with synchronised BN).
+gradient all-reduce (batch-norm statistics are global, as with synchronised BN). A
+workload whose spec says sharding="fsdp" has its whole state sharded along the same
+axis instead (bench.parallel.jax_fsdp), and XLA inserts the all-gathers and
+reduce-scatters.
 The step is compiled ahead of time, so compilation is timed apart from the steps and
 XLA's cost analysis is at hand. Parameters stay float32; bf16 and fp16 are the
 compute dtype (Flax casts parameters and activations), fp16 with dynamic loss scaling.
@@ -73,23 +76,35 @@ class JaxSession(Session):
         self.model = model = self.impl.build_model(point.spec, point, dtype)
         inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
         key = jax.random.key(point.seed)
-        variables = jax.jit(model.init, static_argnames="train")(key, inputs[:1], train=False)
-        params = variables["params"]
-        self.parameters = sum(x.size for x in jax.tree.leaves(params))
         self.training = datasets.training(point) if point.dataset else None
         loss_of = self.impl.loss
-        tx = optax.sgd(learning_rate=0.01, momentum=0.9)
+        tx, optimizer = optax.sgd(learning_rate=0.01, momentum=0.9), "SGD(lr=0.01, momentum=0.9)"
         if self.training is not None:
-            tx, loss_of = self._recipe(optax)
+            (tx, loss_of), optimizer = self._recipe(optax), "SGD(recipe)"
+        elif hasattr(self.impl, "optimizer"):  # the workload's own (AdamW for LLMs)
+            tx, optimizer = self.impl.optimizer()
         fp16 = point.precision == "fp16"
-        state = {
-            "params": params,
-            "batch_stats": variables.get("batch_stats", {}),
-            "opt_state": tx.init(params),
-            "step": jax.numpy.zeros((), jax.numpy.int32),
-            "loss_scale": jax.numpy.asarray(_SCALE_INIT if fp16 else 1.0, jax.numpy.float32),
-            "good_steps": jax.numpy.zeros((), jax.numpy.int32),
-        }
+
+        def initial_state(key):
+            variables = model.init(key, inputs[:1], train=False)
+            return {
+                "params": variables["params"],
+                "batch_stats": variables.get("batch_stats", {}),
+                "opt_state": tx.init(variables["params"]),
+                "step": jax.numpy.zeros((), jax.numpy.int32),
+                "loss_scale": jax.numpy.asarray(_SCALE_INIT if fp16 else 1.0, jax.numpy.float32),
+                "good_steps": jax.numpy.zeros((), jax.numpy.int32),
+            }
+
+        # Shapes first: a sharded state is made in place on the devices, never whole on one.
+        shapes = jax.eval_shape(initial_state, key)
+        self.parameters = sum(x.size for x in jax.tree.leaves(shapes["params"]))
+        self.sharding: dict[str, Any] | None = None
+        state_sharding: Any = replicated
+        if point.spec.sharding == "fsdp":
+            from bench.parallel import jax_fsdp
+
+            state_sharding, self.sharding = jax_fsdp.apply_fsdp(shapes, mesh, "data")
 
         def train_step(state, x, y):
             dropout = jax.random.fold_in(key, state["step"])
@@ -130,12 +145,12 @@ class JaxSession(Session):
         # Synthetic data, made once and placed on the devices: each holds its slice (on a
         # dataset, its shapes are those of every batch).
         self.sharded = sharded
-        self.state = jax.device_put(state, replicated)
+        self.state = jax.jit(initial_state, out_shardings=state_sharding)(key)
         self.batch = jax.device_put((inputs, targets), sharded)
         jitted = jax.jit(
             train_step,
-            in_shardings=(replicated, sharded, sharded),
-            out_shardings=(replicated, replicated),
+            in_shardings=(state_sharding, sharded, sharded),
+            out_shardings=(state_sharding, replicated),
             donate_argnums=0,  # the old state's buffers hold the new one
         )
         started = time.perf_counter()
@@ -144,9 +159,10 @@ class JaxSession(Session):
         xla_flops = _cost_flops(self.compiled)
         self.last_loss: Any = None
         self.details = {
-            "optimizer": "SGD(lr=0.01, momentum=0.9)" if self.training is None else "SGD(recipe)",
+            "optimizer": optimizer,
             "per_device_batch": per_device,
             "mesh": {"data": self.devices},
+            "sharding": self.sharding["kind"] if self.sharding else None,  # else replicated
             "compute_dtype": str(np.dtype(dtype)),
             "param_dtype": "float32",
             "matmul_precision": _MATMUL[point.precision],
@@ -157,6 +173,8 @@ class JaxSession(Session):
             # included), a cross-check on the reference model FLOPs.
             "xla_flops_per_sample": xla_flops / point.batch_size if xla_flops else None,
         }
+        if self.sharding:
+            self.details["fsdp"] = self.sharding
 
     def _recipe(self, optax):
         """The dataset's recipe: SGD with L2 weight decay (added to the gradient, as

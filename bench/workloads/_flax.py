@@ -5,6 +5,8 @@ A workload's jax.py provides the same three functions as its torch.py:
       dtype is the compute dtype (parameters stay float32)
   make_batch(spec, point, batch_size, seed) -> (inputs, targets) as NumPy arrays
   loss(logits, targets) -> scalar mean loss over the batch
+A workload that trains with its own optimiser (SGD with momentum otherwise) provides:
+  optimizer() -> (optax.GradientTransformation, how it reads in a result: "AdamW(...)")
 """
 
 from __future__ import annotations

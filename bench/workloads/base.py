@@ -39,7 +39,8 @@ class WorkloadSpec:
     recipes: dict[str, Any] = field(default_factory=dict, compare=False)
     # How a point over several ranks shares the model: None, DistributedDataParallel (a
     # replica per rank); "fsdp": FSDP2 (bench.parallel.fsdp), each rank a shard of the
-    # parameters, gradients and optimizer state (models too large to replicate).
+    # parameters, gradients and optimizer state (models too large to replicate); in JAX
+    # the same over the devices of its mesh (bench.parallel.jax_fsdp).
     sharding: str | None = None
     # Whether its torch model keeps its repeated blocks in `model.layers`, where
     # activation checkpointing (bench.parallel.checkpoint) wraps them.

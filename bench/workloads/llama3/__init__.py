@@ -1,9 +1,10 @@
 """Llama 3 decoders at published sizes (Meta's Llama 3.2 1B and Llama 3.1 8B), and a
 tiny one of the same architecture for tests.
 
-The sizes are a table of named arguments; the architecture is written once, in
-torch.py. FLOPs per token are counted by formula here (no model is built for it), so
-that MFU reads the same for every size and framework.
+The sizes are a table of named arguments; the architecture is written once per
+framework, in torch.py and jax.py (the same layers, names and initialisation). FLOPs
+per token are counted by formula here (no model is built for it), so that MFU reads
+the same for every size and framework.
 """
 
 from typing import NamedTuple
@@ -87,7 +88,7 @@ WORKLOADS = tuple(
         name=name,
         description=(
             f"{_DESCRIPTIONS[name]} decoder ({size.layers} layers, dim {size.dim}, "
-            f"{size.heads}/{size.kv_heads} query/KV heads), next-token loss; FSDP2 over ranks"
+            f"{size.heads}/{size.kv_heads} query/KV heads), next-token loss; sharded FSDP-style"
         ),
         task="causal-lm",
         num_classes=size.vocab,
