@@ -147,6 +147,23 @@ def test_two_cpu_ranks_train_the_tiny_llama_sharded_by_fsdp2_in_bf16(tmp_path):
     assert point["parameters"] == 164_160  # the whole model, counted over the shards
 
 
+def test_decoders_train_with_adamw_fused_where_the_device_has_it_else_foreach():
+    from bench.workloads import _torch
+
+    point = PointConfig(workload="llama3-tiny", batch_size=2, seq_len=16)
+    session = registry.framework("torch").prepare(point, registry.platform("cpu"))
+    assert session.details["optimizer"] == (
+        "AdamW(lr=0.0003, betas=(0.9, 0.95), weight_decay=0.1, fused=True)"
+    )
+    assert math.isfinite(session.loss_value(session.step()))
+    for name in ("gpt2", "gpt2-medium", "llama3-1b", "llama3-8b"):
+        assert registry.workload(name).implementation("torch").optimizer is _torch.adamw
+    with torch.device("meta"):  # no fused kernel for meta tensors: foreach
+        optimizer = _torch.adamw(torch.nn.Linear(2, 2).parameters())
+    assert optimizer.defaults["foreach"] and not optimizer.defaults["fused"]
+    assert optimizer.defaults["betas"] == (0.9, 0.95) and optimizer.defaults["eps"] == 1e-8
+
+
 def test_fp8_is_refused_in_one_line_with_status_2(capsys):
     from bench.cli import main
 

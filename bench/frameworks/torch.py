@@ -95,10 +95,11 @@ def _tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
 
 
 def _describe(optimizer: Any) -> str:
-    """'SGD(lr=0.01, momentum=0.9)': the optimiser and its settings that are not zero."""
+    """'SGD(lr=0.01, momentum=0.9)': the optimiser and its settings that are not zero,
+    with the implementation asked for ('fused=True', 'foreach=True') where one was."""
     settings = ", ".join(
         f"{name}={optimizer.defaults[name]}"
-        for name in ("lr", "momentum", "betas", "weight_decay")
+        for name in ("lr", "momentum", "betas", "weight_decay", "fused", "foreach")
         if optimizer.defaults.get(name)
     )
     return f"{type(optimizer).__name__}({settings})"
@@ -170,8 +171,8 @@ class TorchSession(Session):
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        # SGD with momentum, unless the workload trains with its own (GANs: Adam); on a
-        # dataset, its recipe (bench.datasets.recipe) with the learning-rate schedule.
+        # SGD with momentum, unless the workload trains with its own (GANs: Adam; decoders:
+        # AdamW); on a dataset, its recipe (bench.datasets.recipe) with its schedule.
         make_optimizer = getattr(self.impl, "optimizer", None)
         self.training = datasets.training(point) if point.dataset else None
         if self.training is not None:
