@@ -12,6 +12,8 @@ A workload that trains with its own optimiser (SGD with momentum otherwise) prov
   optimizer(parameters) -> torch.optim.Optimizer
 called with the model's parameters already on the device (FSDP2's DTensor shards over
 ranks), so it may choose its implementation by their device (decoders: `adamw`).
+A decoder that trains on a token file (--data tokens:PATH) provides
+  token_batch(windows) -> (inputs, targets), from a (batch, seq_len + 1) int64 tensor
 Inputs and targets are tensors, or tuples and dicts of tensors (boxes, labels, masks).
 """
 
@@ -33,11 +35,17 @@ def loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(outputs, targets)
 
 
+def next_token_pairs(windows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A decoder's inputs and targets from windows of seq_len + 1 tokens: each
+    position's target is the next token."""
+    return windows[:, :-1], windows[:, 1:]
+
+
 def next_token_batch(spec, point, batch_size: int, generator: torch.Generator):
     """A decoder's batch: random token sequences; each position's target is the next token."""
     seq_len = spec.input_shape(point.seq_len)[0]
     tokens = torch.randint(0, spec.num_classes, (batch_size, seq_len + 1), generator=generator)
-    return tokens[:, :-1], tokens[:, 1:]
+    return next_token_pairs(tokens)
 
 
 ADAMW = {"lr": 3e-4, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1}
