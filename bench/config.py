@@ -21,7 +21,7 @@ from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS = ("contiguous", "channels_last")
-DATA_SOURCES = ("synthetic", "loader")  # or a dataset, KIND:PATH (bench.datasets)
+DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.datasets)
 
 
 def _positive(name: str, value: int | None, *, zero_ok: bool = False) -> None:
@@ -60,10 +60,17 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         )
     framework = registry.framework(cfg.framework)
     registry.platform(cfg.device)
-    dataset = datasets.parse(cfg.data)
-    if dataset is None:
-        _choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in datasets.KINDS))
-    source = "dataset" if dataset else cfg.data
+    ref = datasets.parse(cfg.data)
+    if ref is None:
+        kinds = datasets.KINDS + datasets.TOKEN_KINDS
+        _choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in kinds))
+    source = ref.source if ref else cfg.data
+    if source == "tokens" and spec.task != "causal-lm":
+        decoders = [n for n, s in registry.workloads().items() if s.task == "causal-lm"]
+        raise UsageError(
+            f"data: {cfg.data.partition(':')[0]}:PATH holds token ids for a decoder; workload "
+            f"{spec.name!r} is {spec.task}; choose one of {', '.join(decoders)}"
+        )
     if source not in framework.data_sources:
         raise UsageError(
             f"data: {cfg.data!r} is not available with {framework.name}; "
@@ -78,9 +85,12 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         _positive(name, getattr(cfg, name))
     for name in ("warmup_steps", "num_workers", "seed"):
         _positive(name, getattr(cfg, name), zero_ok=True)
-    if cfg.num_workers and source == "synthetic":
-        raise UsageError("num_workers: only applies with a loader or a dataset (--data)")
-    _check_dataset(cfg, dataset is not None)
+    if cfg.num_workers and source in ("synthetic", "tokens"):
+        raise UsageError(
+            "num_workers: only applies with a loader or a dataset of images (--data); a "
+            "token file is read in the training process"
+        )
+    _check_dataset(cfg, source == "dataset")
     if cfg.seq_len is not None:
         if not spec.takes_seq_len:
             raise UsageError(f"seq_len: workload {spec.name!r} takes no sequence length")
@@ -248,7 +258,7 @@ class PointConfig:
     memory_format: str = ""  # empty: the framework's default (contiguous for torch)
     compile: str | None = None  # a compiler (torch.compile backend, tensorflow 'xla'), or None
     threads: int | None = None
-    data: str = "synthetic"  # synthetic, loader, or a dataset KIND:PATH
+    data: str = "synthetic"  # synthetic, loader, a dataset KIND:PATH, or tokens:PATH
     num_workers: int = 0
     warmup_steps: int = 5
     steps: int = 20
@@ -308,8 +318,15 @@ class PointConfig:
 
     @property
     def dataset(self) -> datasets.DataRef | None:
-        """The real dataset this point trains on, or None (synthetic data)."""
-        return datasets.parse(self.data)
+        """The labelled images this point trains on, whole epochs at a time, or None."""
+        ref = datasets.parse(self.data)
+        return ref if ref is not None and ref.source == "dataset" else None
+
+    @property
+    def tokens(self) -> datasets.DataRef | None:
+        """The token file this point trains on, step by step as on synthetic data, or None."""
+        ref = datasets.parse(self.data)
+        return ref if ref is not None and ref.source == "tokens" else None
 
     @property
     def ranks(self) -> int:
@@ -400,7 +417,8 @@ class RunConfig:
             default = registry.framework(self.framework).memory_formats[:1]
             object.__setattr__(self, "memory_formats", default)
         if self.warmup_steps is None:
-            epoch_mode = self.epochs is not None or datasets.parse(self.data) is not None
+            ref = datasets.parse(self.data)
+            epoch_mode = self.epochs is not None or (ref is not None and ref.source == "dataset")
             object.__setattr__(self, "warmup_steps", 0 if epoch_mode else 5)
         _check_sweep_size(self)  # first: later checks go through the axes' products
         _check_common(self)

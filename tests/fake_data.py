@@ -53,3 +53,28 @@ def write_imagenet(folder: Path, classes: int = 4, train: int = 40, val: int = 1
             for i, image in enumerate(_images(rng, np.full(count, label), size, classes)):
                 Image.fromarray(image).save(target / f"img_{i}.JPEG", quality=90)
     return folder
+
+
+# A short sequence of distinct ids below 512 (llama3-tiny's vocabulary), repeated: each
+# token says which comes next, so a tiny decoder learns it within a few steps.
+PERIOD = (3, 141, 59, 26, 5, 358, 97, 93, 238, 462, 64, 33, 83, 279, 50, 28, 88)
+LLMC = {"gpt-2": (20240520, 1, "<u2"), "llama-3": (20240801, 7, "<u4")}
+
+
+def periodic_tokens(count: int) -> np.ndarray:
+    return np.resize(np.array(PERIOD, np.int64), count)
+
+
+def write_tokens(path: Path, tokens: np.ndarray, layout: str = "nanogpt") -> Path:
+    """Token ids as nanoGPT writes train.bin ('nanogpt': uint16, no header; 'u32': uint32,
+    no header) or llm.c's write_datafile ('gpt-2', 'llama-3': a 256-int32 header of magic,
+    version and count, then uint16 or uint32 tokens)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if layout in LLMC:
+        magic, version, dtype = LLMC[layout]
+        header = np.zeros(256, "<i4")
+        header[:3] = magic, version, len(tokens)
+        path.write_bytes(header.tobytes() + np.asarray(tokens, dtype).tobytes())
+    else:
+        path.write_bytes(np.asarray(tokens, "<u4" if layout == "u32" else "<u2").tobytes())
+    return path

@@ -4,6 +4,7 @@ small generated datasets in the exact CIFAR-10 and ImageNet layouts."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pickle
@@ -296,3 +297,192 @@ def test_a_broken_jpeg_in_a_run_is_one_line_naming_it(tmp_path):
     assert point["status"] == "error"
     assert point["error"].startswith(f"data: {broken} is not a JPEG that decodes (")
     assert "\n" not in point["error"] and str(broken) in done.stdout + done.stderr
+
+
+# --- token files for decoders (nanoGPT and llm.c) ------------------------------------------
+
+
+LLAMA_TINY = registry.workload("llama3-tiny")
+
+
+def _tokens(path: Path, kind: str = "tokens", seq_len: int = 15, seed: int = 0):
+    from bench.datasets.tokens import TokenFile
+
+    return TokenFile(datasets.DataRef(kind, str(path)), seq_len + 1, seed)
+
+
+@pytest.mark.parametrize(
+    ("layout", "kind", "format_name", "dtype"),
+    [
+        ("nanogpt", "tokens", "raw uint16 (no header)", "uint16"),
+        ("gpt-2", "tokens", "llm.c magic 20240520 version 1", "uint16"),
+        ("llama-3", "tokens", "llm.c magic 20240801 version 7", "uint32"),
+        ("u32", "tokens-u32", "raw uint32 (no header)", "uint32"),
+        ("gpt-2", "tokens-u32", "llm.c magic 20240520 version 1", "uint16"),  # the header wins
+    ],
+)
+def test_nanogpt_and_llmc_token_files_give_the_same_windows(
+    tmp_path, layout, kind, format_name, dtype
+):
+    from .fake_data import write_tokens
+
+    ids = np.arange(1000) % 500
+    file = _tokens(write_tokens(tmp_path / "train.bin", ids, layout), kind)
+    assert file.windows == 1000 // 16
+    windows = file.read(0, file.windows, LLAMA_TINY)
+    assert windows.dtype == np.int64 and windows.shape == (62, 16)
+    # Every window once, each a run of 16 consecutive tokens of the file.
+    assert sorted(windows[:, 0].tolist()) == sorted((np.arange(62) * 16 % 500).tolist())
+    assert all((np.diff(w) % 500 == 1).all() for w in windows)
+    described = file.describe()
+    assert described["format"] == format_name and described["token_dtype"] == dtype
+    assert described["tokens"] == 1000 and described["file"] == "train.bin"
+    assert described["sha256"] == hashlib.sha256((tmp_path / "train.bin").read_bytes()).hexdigest()
+
+
+def test_token_windows_follow_the_seed_and_ranks_share_each_global_batch(tmp_path):
+    from .fake_data import write_tokens
+
+    path = write_tokens(tmp_path / "t.bin", np.arange(16 * 97) % 512)
+    one, again, other = _tokens(path), _tokens(path), _tokens(path, seed=1)
+    assert sorted(one.positions(0, 97).tolist()) == list(range(97))  # each window once
+    assert (one.positions(97, 97) == one.positions(0, 97)).all()  # then round again
+    assert (one.batch(3, 8, LLAMA_TINY) == again.batch(3, 8, LLAMA_TINY)).all()
+    assert not (one.batch(0, 8, LLAMA_TINY) == other.batch(0, 8, LLAMA_TINY)).all()
+    ranks = [one.batch(3, 8, LLAMA_TINY, rank, 2) for rank in (0, 1)]
+    assert (np.concatenate(ranks) == one.batch(3, 8, LLAMA_TINY)).all()
+    assert not set(ranks[0][:, 0]) & set(ranks[1][:, 0])  # disjoint windows
+
+
+def test_a_token_file_over_the_hashing_limit_is_named_not_hashed(tmp_path, monkeypatch):
+    from bench.datasets import tokens
+
+    from .fake_data import write_tokens
+
+    monkeypatch.setattr(tokens, "MAX_HASHED_BYTES", 100)
+    described = _tokens(write_tokens(tmp_path / "t.bin", np.zeros(64))).describe()
+    assert described["sha256"] is None and "over 100: not read whole" in described["sha256_skipped"]
+
+
+def _header(magic: int, version: int, count: int) -> bytes:
+    header = np.zeros(256, "<i4")
+    header[:3] = magic, version, count
+    return header.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (_header(20240520, 2, 3) + b"\0" * 6, "version 2; llm.c writes version 1 after 20240520"),
+        (_header(20240801, 1, 3) + b"\0" * 12, "version 1; llm.c writes version 1 after"),
+        (_header(20240520, 1, 4) + b"\0" * 6, "header says 4 tokens of 2 bytes, 1,032 bytes"),
+        (_header(20240520, 1, -1), "header says -1 tokens"),
+        (_header(20240520, 1, 3) + b"\0" * 7, "header says 3 tokens"),  # a byte too many
+        (_header(20240520, 1, 3)[:100], "1,030 bytes with the header; the file is 100 bytes"),
+        (_header(20240520, 1, 3)[:8], "is 8 bytes, shorter than its 1,024-byte header"),
+        (b"\1\2\3", "is 3 bytes, not a whole number of 2-byte tokens"),
+    ],
+    ids=["version", "magic-version", "count", "negative", "extra", "cut", "stub", "odd"],
+)
+def test_a_token_file_with_a_bad_header_or_length_is_one_line(tmp_path, content, message):
+    path = tmp_path / "bad.bin"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError, match=re.escape(message)) as refused:
+        _tokens(path)
+    assert str(refused.value).startswith(f"data: {path}") and "\n" not in str(refused.value)
+
+
+def test_a_token_at_or_past_the_vocabulary_is_named_before_it_reaches_the_device(tmp_path):
+    from .fake_data import write_tokens
+
+    ids = np.arange(16 * 8) % 500
+    ids[16 * 5 + 3] = 512  # llama3-tiny's vocabulary is 0..511
+    file = _tokens(write_tokens(tmp_path / "t.bin", ids))
+    message = "token 512 (the file's token 83) is not below llama3-tiny's vocabulary of 512"
+    with pytest.raises(DatasetError, match=re.escape(message)):
+        file.read(0, file.windows, LLAMA_TINY)
+
+
+def _run_tokens(capsys, workload: str, path: Path, *more: str) -> str:
+    from bench.cli import main
+
+    code = main([workload, "--device", "cpu", "--data", f"tokens:{path}", "--steps", "2", *more])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_the_cli_refuses_a_token_past_the_vocabulary_before_any_point_runs(tmp_path, capsys):
+    from .fake_data import write_tokens
+
+    ids = np.arange(65 * 28) % 500  # (5 warm-up + 2 steps) x batch 4: every window trained
+    ids[65 * 3] = 60_000
+    path = write_tokens(tmp_path / "t.bin", ids)
+    err = _run_tokens(capsys, "llama3-tiny", path, "--output-dir", str(tmp_path / "out"))
+    assert "token 60,000 (the file's token 195) is not below llama3-tiny's vocabulary" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_parent_reads_every_window_the_run_trains_on_and_no_other(tmp_path):
+    from bench.datasets import tokens
+
+    from .fake_data import write_tokens
+
+    config = RunConfig("llama3-tiny", data=f"tokens:{tmp_path / 't.bin'}", steps=2)
+    ids = np.arange(65 * 40) % 500
+    path = write_tokens(tmp_path / "t.bin", ids)
+    taken = set(_tokens(path, seq_len=64).positions(0, 28).tolist())  # 7 steps x batch 4
+    ids[65 * min(set(range(40)) - taken) + 7] = 512
+    write_tokens(path, ids)
+    tokens.check(config)  # the bad token lies in a window no step reads
+    ids[65 * max(taken) + 64] = 512
+    write_tokens(path, ids)
+    with pytest.raises(
+        DatasetError, match=f"token 512 \\(the file's token {65 * max(taken) + 64:,}"
+    ):
+        tokens.check(config)
+
+
+@pytest.mark.parametrize(
+    ("count", "more", "message"),
+    [
+        (50, (), "holds 50 tokens: 0 windows of 65 (seq_len 64 + 1); a batch of 4 takes 4"),
+        (65 * 3, (), "holds 195 tokens: 3 windows of 65"),
+        (65 * 3, ("--seq-len", "16", "--batch-size", "12"), "11 windows of 17 (seq_len 16 + 1)"),
+    ],
+)
+def test_a_token_file_shorter_than_one_batch_of_windows_is_refused(
+    tmp_path, capsys, count, more, message
+):
+    from .fake_data import write_tokens
+
+    path = write_tokens(tmp_path / "short.bin", np.arange(count) % 500)
+    assert message in _run_tokens(capsys, "llama3-tiny", path, *more)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"workload": "cnn-s"},
+            "tokens:PATH holds token ids for a decoder; workload 'cnn-s' is "
+            "image-classification; choose one of",
+        ),
+        ({"workload": "bert-base"}, "workload 'bert-base' is masked-lm"),
+        ({"workload": "gpt2", "framework": "jax"}, "'tokens:/t.bin' is not available with jax"),
+        ({"workload": "gpt2", "num_workers": 2}, "num_workers: only applies with a loader"),
+        ({"workload": "gpt2", "train_to": 0.5}, "train_to: needs a real dataset"),
+    ],
+)
+def test_only_decoders_in_torch_take_a_token_file(fields, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        RunConfig(data="tokens:/t.bin", **fields)
+
+
+def test_a_token_point_runs_steps_with_warm_up_not_epochs():
+    point = next(RunConfig("llama3-tiny", data="tokens-u32:/t.bin").points())
+    assert point.warmup_steps == 5 and point.epochs is None and point.dataset is None
+    assert point.tokens == datasets.DataRef("tokens-u32", "/t.bin")
+    assert PointConfig.from_dict(point.to_dict()) == point
+    with pytest.raises(UsageError, match="'tokens:' names no file; use tokens:PATH"):
+        RunConfig("llama3-tiny", data="tokens:")

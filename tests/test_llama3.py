@@ -159,6 +159,53 @@ def test_two_cpu_ranks_train_the_tiny_llama_sharded_by_fsdp2_in_bf16(tmp_path):
     assert point["parameters"] == 164_160  # the whole model, counted over the shards
 
 
+@pytest.mark.slow
+def test_two_cpu_ranks_learn_a_token_file_and_record_it(tmp_path):
+    """A periodic sequence in llm.c's format: each token says which comes next, so the
+    loss falls far within 21 steps (6.2 to about 5 in one process); on random tokens
+    nothing can be learnt and it stays near ln(512) = 6.24."""
+    import hashlib
+
+    from tests.conftest import only_result, run_bench
+    from tests.fake_data import periodic_tokens, write_tokens
+
+    path = write_tokens(tmp_path / "train.bin", periodic_tokens(65 * 400), "gpt-2")
+    done = run_bench(
+        "llama3-tiny", "--device", "cpu", "--devices", "2", "--data", f"tokens:{path}",
+        "--steps", "20", "--warmup-steps", "1", "--output-dir", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (point,) = only_result(tmp_path / "out")["points"]
+    assert point["status"] == "ok" and point["devices"] == 2
+    (first,), (last,) = point["loss_first"], point["loss_last"]
+    assert first > 5.5 and last < first - 0.5, (first, last)
+    dataset = point["details"]["dataset"]
+    assert dataset["kind"] == "tokens" and dataset["file"] == "train.bin"
+    assert dataset["format"] == "llm.c magic 20240520 version 1" and dataset["windows"] == 400
+    assert dataset["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    # AdamW's fused kernel on FSDP2's DTensor shards of CPU parameters.
+    assert point["details"]["optimizer"] == (
+        "AdamW(lr=0.0003, betas=(0.9, 0.95), weight_decay=0.1, fused=True)"
+    )
+
+
+def test_decoders_train_with_adamw_fused_where_the_device_has_it_else_foreach():
+    from bench.workloads import _torch
+
+    point = PointConfig(workload="llama3-tiny", batch_size=2, seq_len=16)
+    session = registry.framework("torch").prepare(point, registry.platform("cpu"))
+    assert session.details["optimizer"] == (
+        "AdamW(lr=0.0003, betas=(0.9, 0.95), weight_decay=0.1, fused=True)"
+    )
+    assert math.isfinite(session.loss_value(session.step()))
+    for name in ("gpt2", "gpt2-medium", "llama3-1b", "llama3-8b"):
+        assert registry.workload(name).implementation("torch").optimizer is _torch.adamw
+    with torch.device("meta"):  # no fused kernel for meta tensors: foreach
+        optimizer = _torch.adamw(torch.nn.Linear(2, 2).parameters())
+    assert optimizer.defaults["foreach"] and not optimizer.defaults["fused"]
+    assert optimizer.defaults["betas"] == (0.9, 0.95) and optimizer.defaults["eps"] == 1e-8
+
+
 def test_fp8_is_refused_in_one_line_with_status_2(capsys):
     from bench.cli import main
 

@@ -1,6 +1,8 @@
 """Real datasets from local folders, in their published formats; never downloaded.
 
-`--data KIND:PATH` names one. Each kind is a module here defining
+`--data KIND:PATH` names one. A token file for decoders (`tokens:PATH`,
+`tokens-u32:PATH`) is read step by step like synthetic data: bench.datasets.tokens.
+Each kind of labelled images is a module here defining
 
   DESCRIPTION   the layout it reads, for errors and help
   RECIPE        how --train-to trains on it (bench.datasets.recipe)
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
     from bench.config import PointConfig, RunConfig
     from bench.workloads.base import WorkloadSpec
 
-KINDS = ("cifar10", "imagenet")
+KINDS = ("cifar10", "imagenet")  # labelled images, trained on a whole epoch at a time
+TOKEN_KINDS = ("tokens", "tokens-u32")  # token ids for decoders (bench.datasets.tokens)
 
 
 class DatasetError(UsageError):
@@ -46,18 +49,26 @@ class DataRef:
     def __str__(self) -> str:
         return f"{self.kind}:{self.path}"
 
+    @property
+    def source(self) -> str:
+        """What a framework must offer for it (Framework.data_sources): 'dataset' for
+        labelled images, 'tokens' for a token file."""
+        return "tokens" if self.kind in TOKEN_KINDS else "dataset"
+
 
 def parse(data: str) -> DataRef | None:
     """'cifar10:/data/cifar' -> DataRef; 'synthetic' and 'loader' -> None."""
     kind, colon, path = data.partition(":")
     if not colon:
         return None
-    if kind not in KINDS:
+    if kind not in KINDS + TOKEN_KINDS:
         raise UsageError(
-            f"data: dataset {kind!r} is not known; use {', '.join(k + ':PATH' for k in KINDS)}"
+            f"data: dataset {kind!r} is not known; use "
+            f"{', '.join(k + ':PATH' for k in KINDS + TOKEN_KINDS)}"
         )
     if not path:
-        raise UsageError(f"data: {data!r} names no folder; use {kind}:PATH")
+        what = "file" if kind in TOKEN_KINDS else "folder"
+        raise UsageError(f"data: {data!r} names no {what}; use {kind}:PATH")
     return DataRef(kind, path)
 
 
@@ -145,7 +156,11 @@ def check(config: RunConfig) -> None:
     """Read the run's dataset once in the parent: an error is one line before any point
     runs, not the same error from every child."""
     ref = parse(config.data)
-    if ref is not None:
+    if ref is not None and ref.source == "tokens":
+        from bench.datasets import tokens
+
+        tokens.check(config)
+    elif ref is not None:
         from bench import registry
 
         open_dataset(ref, registry.workload(config.workload))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
-from bench.datasets import pipeline
+from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
 from bench.launchers import rank as ranks
@@ -95,10 +95,11 @@ def _tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
 
 
 def _describe(optimizer: Any) -> str:
-    """'SGD(lr=0.01, momentum=0.9)': the optimiser and its settings that are not zero."""
+    """'SGD(lr=0.01, momentum=0.9)': the optimiser and its settings that are not zero,
+    with the implementation asked for ('fused=True', 'foreach=True') where one was."""
     settings = ", ".join(
         f"{name}={optimizer.defaults[name]}"
-        for name in ("lr", "momentum", "betas", "weight_decay")
+        for name in ("lr", "momentum", "betas", "weight_decay", "fused", "foreach")
         if optimizer.defaults.get(name)
     )
     return f"{type(optimizer).__name__}({settings})"
@@ -170,8 +171,8 @@ class TorchSession(Session):
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        # SGD with momentum, unless the workload trains with its own (GANs: Adam); on a
-        # dataset, its recipe (bench.datasets.recipe) with the learning-rate schedule.
+        # SGD with momentum, unless the workload trains with its own (GANs: Adam; decoders:
+        # AdamW); on a dataset, its recipe (bench.datasets.recipe) with its schedule.
         make_optimizer = getattr(self.impl, "optimizer", None)
         self.training = datasets.training(point) if point.dataset else None
         if self.training is not None:
@@ -206,6 +207,9 @@ class TorchSession(Session):
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
         self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
         self.model = torch.compile(model, backend=point.compile) if point.compile else model
+        self.token_file: tokens.TokenFile | None = None
+        if point.tokens is not None:  # checked whole in the parent; each batch again here
+            self.token_file = tokens.for_point(point)
         self.batches = self._batches()
         self.details = {
             "threads": torch.get_num_threads(),
@@ -214,6 +218,8 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if self.token_file is not None:  # hashed once, by rank 0 (or the one process)
+            self.details["dataset"] = self.token_file.describe(hashed=not rank or rank.rank == 0)
         if point.activation_checkpointing != "none":
             self.details["activation_checkpointing"] = {
                 "mode": point.activation_checkpointing, "blocks": self.checkpointed_blocks,
@@ -256,6 +262,8 @@ class TorchSession(Session):
         point = self.point
         if point.dataset is not None:  # batches come from train_batches, epoch by epoch
             return iter(())
+        if self.token_file is not None:
+            return self._token_batches(self.token_file)
         if point.data == "synthetic":
             # Made once, on the device: the host is not part of the measurement.
             rank = self.rank.rank if self.rank else 0
@@ -278,6 +286,24 @@ class TorchSession(Session):
             (self._to_device(x), self._to_device(y))
             for x, y in itertools.chain.from_iterable(itertools.repeat(loader))
         )
+
+    def _token_batches(self, file: tokens.TokenFile) -> Iterator[tuple[Any, Any]]:
+        """Each step's windows of the token file (bench.datasets.tokens), this rank's
+        slice of the global batch, read on the host and checked against the vocabulary
+        inside the step, as a training loop reads its next batch."""
+        import torch
+
+        make = getattr(self.impl, "token_batch", None)
+        if make is None:
+            raise datasets.DatasetError(
+                f"data: {self.point.workload} has no token_batch in torch; it trains on "
+                "synthetic tokens only"
+            )
+        rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
+        for step in itertools.count():
+            windows = file.batch(step, self.point.batch_size, self.point.spec, rank, ranks)
+            inputs, targets = make(torch.from_numpy(windows))
+            yield self._to_device(inputs), self._to_device(targets)
 
     def _loader(self, split: datasets.Split, epoch: int, train: bool) -> Iterator[Any]:
         """A DataLoader over the split in the shared order, its workers decoding and
@@ -446,7 +472,7 @@ class TorchSession(Session):
 
 class TorchFramework(Framework):
     name = "torch"
-    data_sources = ("synthetic", "loader", "dataset")
+    data_sources = ("synthetic", "loader", "dataset", "tokens")
     default_compiler = "inductor"
     launches_ranks = True
     optimizations = (_ipex.NAME,)

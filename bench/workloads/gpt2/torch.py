@@ -7,7 +7,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.workloads._torch import next_token_batch, next_token_loss, normal_init
+from bench.workloads._torch import (
+    adamw,
+    next_token_batch,
+    next_token_loss,
+    next_token_pairs,
+    normal_init,
+)
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
 
@@ -63,4 +69,6 @@ def build_model(spec, point) -> nn.Module:
 
 
 make_batch = next_token_batch  # random tokens; each position's target is the next one
+token_batch = next_token_pairs  # windows of a token file (--data tokens:PATH), alike
 loss = next_token_loss
+optimizer = adamw  # AdamW as torchtitan and nanoGPT train decoders (fused where it can)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.workloads._torch import next_token_batch, next_token_loss
+from bench.workloads._torch import adamw, next_token_batch, next_token_loss, next_token_pairs
 from bench.workloads.llama3 import SIZES, Size
 
 
@@ -141,4 +141,6 @@ def build_model(spec, point) -> nn.Module:
 
 
 make_batch = next_token_batch  # random tokens; each position's target is the next one
+token_batch = next_token_pairs  # windows of a token file (--data tokens:PATH), alike
 loss = next_token_loss
+optimizer = adamw  # AdamW as torchtitan and nanoGPT train decoders (fused where it can)

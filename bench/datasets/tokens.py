@@ -1,0 +1,223 @@
+"""Pre-tokenized text for decoders: one file of token ids, as nanoGPT and llm.c write them.
+
+`tokens:PATH` reads either published format, told apart by the file's first bytes:
+  llm.c    a header of 256 little-endian int32 (magic, version, token count, zeros), then
+           the tokens (dev/data/data_common.py): magic 20240520 version 1 holds uint16
+           tokens (GPT-2's tokenizer), magic 20240801 version 7 uint32 (Llama 3's).
+  nanoGPT  no header: the whole file is uint16 tokens (data/*/prepare.py's train.bin).
+`tokens-u32:PATH` is a file of uint32 tokens with no header (a vocabulary above 65,536,
+such as Llama 3's 128,256, written the nanoGPT way). A file that starts with llm.c's
+header is read as its header says under either name. (A headerless uint16 file whose
+first two tokens happen to spell a magic number is refused; its header check fails.)
+
+The file may come from anyone (bench.datasets.untrusted): a regular file of at most
+MAX_BYTES, memory-mapped and never read whole; the header's fields are checked, and the
+length must be exactly the header's count of tokens (without a header: a whole number
+of tokens). Every token of every batch is checked to be below the workload's
+vocabulary before it reaches the device, where an id past the embedding table would be
+an index error, or none at all.
+
+The tokens are cut into W windows of seq_len + 1 that do not overlap (the last partial
+window is not read). Run window k is file window (a*k + c) mod W, with a (coprime to W)
+and c drawn from the seed: every window once per W, none listed in memory. Step s of a
+global batch B takes run windows s*B .. s*B + B - 1, each of R ranks its slice of B/R,
+so the ranks together train the batches one process would. A window's first seq_len
+tokens are the inputs, its last seq_len the targets (the workload's token_batch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bench.datasets import DataRef, DatasetError
+from bench.datasets.untrusted import open_file, shown
+
+if TYPE_CHECKING:
+    from bench.config import PointConfig, RunConfig
+    from bench.workloads.base import WorkloadSpec
+
+DESCRIPTION = (
+    "token ids: an llm.c .bin file (its 1 KiB header, then uint16 or uint32 tokens) or "
+    "nanoGPT's train.bin (uint16 tokens, no header); tokens-u32:PATH for uint32 tokens "
+    "with no header"
+)
+MAX_BYTES = 2**40  # 1 TiB: ~550 billion uint16 tokens, far past any one file people ship
+HEADER_INTS = 256  # llm.c's header: 256 int32
+HEADER_BYTES = HEADER_INTS * 4
+# llm.c's (magic, version) -> token type, as dev/data/data_common.py writes them.
+LLMC: dict[tuple[int, int], np.dtype] = {
+    (20240520, 1): np.dtype("<u2"),
+    (20240801, 7): np.dtype("<u4"),
+}
+MAGICS = {magic for magic, _ in LLMC}
+RAW: dict[str, np.dtype] = {"tokens": np.dtype("<u2"), "tokens-u32": np.dtype("<u4")}
+# The file is hashed for the result up to this size; each point's child would read a
+# larger one whole (a nanoGPT OpenWebText train.bin is 17 GB), so it is named instead.
+MAX_HASHED_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str  # for the result and for errors
+    dtype: np.dtype
+    offset: int  # bytes before the first token
+    count: int  # tokens
+
+
+def _layout(kind: str, head: bytes, size: int, where: str) -> Layout:
+    """The file's format from its first bytes, its fields checked against its size."""
+    ints = np.frombuffer(head[: len(head) - len(head) % 4], "<i4")
+    if len(ints) and int(ints[0]) in MAGICS:
+        magic = int(ints[0])
+        if len(ints) < 3:
+            raise DatasetError(
+                f"data: {where} starts with llm.c's magic {magic} but is {size:,} bytes, "
+                f"shorter than its {HEADER_BYTES:,}-byte header"
+            )
+        version, count = int(ints[1]), int(ints[2])
+        dtype = LLMC.get((magic, version))
+        if dtype is None:
+            raise DatasetError(
+                f"data: {where} has llm.c's magic {magic} with version {version}; llm.c "
+                "writes version 1 after 20240520 (uint16 tokens) and 7 after 20240801 (uint32)"
+            )
+        expected = HEADER_BYTES + count * dtype.itemsize
+        if size < HEADER_BYTES or count <= 0 or size != expected:
+            raise DatasetError(
+                f"data: {where}: its llm.c header says {count:,} tokens of {dtype.itemsize} "
+                f"bytes, {max(expected, 0):,} bytes with the header; the file is {size:,} bytes"
+            )
+        name = f"llm.c magic {magic} version {version}"
+        return Layout(name, dtype, HEADER_BYTES, count)
+    dtype = RAW[kind]
+    if size % dtype.itemsize:
+        raise DatasetError(
+            f"data: {where} is {size:,} bytes, not a whole number of {dtype.itemsize}-byte "
+            f"tokens; {kind}:PATH reads {DESCRIPTION}"
+        )
+    return Layout(f"raw {dtype.name} (no header)", dtype, 0, size // dtype.itemsize)
+
+
+class TokenFile:
+    """A token file, memory-mapped, in windows of `window` tokens drawn in the seed's order."""
+
+    def __init__(self, ref: DataRef, window: int, seed: int) -> None:
+        self.ref, self.window, self.where = ref, window, shown(ref.path)
+        with open_file(ref.path, MAX_BYTES, "a token file") as file:
+            self.size = os.fstat(file.fileno()).st_size
+            head = os.pread(file.fileno(), HEADER_BYTES, 0)
+            self.layout = _layout(ref.kind, head, self.size, self.where)
+            self.map = None
+            if self.size:  # a map of the size measured: pages are read as batches touch them
+                self.map = mmap.mmap(file.fileno(), self.size, access=mmap.ACCESS_READ)
+        layout = self.layout
+        self.windows = layout.count // window
+        tokens = (
+            np.frombuffer(self.map, layout.dtype, layout.count, layout.offset)
+            if self.map is not None
+            else np.zeros(0, layout.dtype)
+        )
+        self.rows = tokens[: self.windows * window].reshape(self.windows, window)
+        rng = np.random.default_rng([seed, self.windows])
+        self.stride, self.start = 1, 0
+        if self.windows > 1:
+            self.stride = int(rng.integers(1, self.windows))
+            while math.gcd(self.stride, self.windows) != 1:
+                self.stride = int(rng.integers(1, self.windows))
+            self.start = int(rng.integers(self.windows))
+
+    def positions(self, first: int, count: int) -> np.ndarray:
+        """File windows of run windows first .. first + count - 1 (Python integers: no
+        overflow however large the file)."""
+        return np.array(
+            [(self.stride * k + self.start) % self.windows for k in range(first, first + count)],
+            np.int64,
+        )
+
+    def need(self, batch_size: int, seq_len: int) -> None:
+        """Refuse a file with fewer windows than one global batch takes."""
+        if self.windows < batch_size:
+            raise DatasetError(
+                f"data: {self.where} holds {self.layout.count:,} tokens: {self.windows:,} "
+                f"windows of {self.window} (seq_len {seq_len} + 1); a batch of {batch_size} "
+                f"takes {batch_size} windows ({batch_size * self.window:,} tokens)"
+            )
+
+    def read(self, first: int, count: int, spec: WorkloadSpec) -> np.ndarray:
+        """Run windows first .. first + count - 1 as int64, every token checked to be below
+        the workload's vocabulary."""
+        where = self.positions(first, count)
+        rows = self.rows[where]
+        if rows.size and int(rows.max()) >= spec.num_classes:
+            row, column = np.unravel_index(int(np.argmax(rows >= spec.num_classes)), rows.shape)
+            offset = int(where[row]) * self.window + int(column)
+            raise DatasetError(
+                f"data: {self.where}: token {int(rows[row, column]):,} (the file's token "
+                f"{offset:,}) is not below {spec.name}'s vocabulary of {spec.num_classes:,}; "
+                "tokenize the text for this model"
+            )
+        return rows.astype(np.int64)
+
+    def batch(
+        self, step: int, batch_size: int, spec: WorkloadSpec, rank: int = 0, ranks: int = 1
+    ) -> np.ndarray:
+        """Step `step`'s windows for `rank`: its slice of the GLOBAL batch `batch_size`."""
+        share = batch_size // ranks
+        return self.read(step * batch_size + rank * share, share, spec)
+
+    def describe(self, hashed: bool = True) -> dict[str, Any]:
+        """What the result records: the file, its format and size, its checksum where cheap."""
+        facts: dict[str, Any] = {
+            "kind": self.ref.kind,
+            "file": Path(self.ref.path).name,
+            "bytes": self.size,
+            "format": self.layout.name,
+            "token_dtype": self.layout.dtype.name,
+            "tokens": self.layout.count,
+            "window_tokens": self.window,
+            "windows": self.windows,
+            "sha256": None,
+        }
+        if self.size > MAX_HASHED_BYTES:
+            facts["sha256_skipped"] = (
+                f"{self.size:,} bytes, over {MAX_HASHED_BYTES:,}: not read whole by each point"
+            )
+        elif not hashed:
+            facts["sha256_skipped"] = "hashed by rank 0"
+        elif self.map is not None:
+            facts["sha256"] = hashlib.sha256(self.map).hexdigest()
+        else:
+            facts["sha256"] = hashlib.sha256(b"").hexdigest()
+        return facts
+
+
+def for_point(point: PointConfig) -> TokenFile:
+    """The point's token file, checked to hold at least one global batch of windows."""
+    ref = point.tokens
+    if ref is None:
+        raise DatasetError("data: this point does not train on a token file")
+    seq_len = point.spec.input_shape(point.seq_len)[0]
+    file = TokenFile(ref, seq_len + 1, point.seed)
+    file.need(point.batch_size, seq_len)
+    return file
+
+
+def check(config: RunConfig) -> None:
+    """In the parent, before any child: the header, the length, and every token of every
+    window the run's points will train on (they share one order: the seed's)."""
+    points = list(config.points())
+    file = for_point(max(points, key=lambda p: p.batch_size))
+    taken = max(p.batch_size * (p.warmup_steps + p.measured_steps) for p in points)
+    spec = points[0].spec
+    end = min(taken, file.windows)  # past W the windows come round again
+    chunk = max(1, 2**22 // file.window)  # about 4 million tokens at a time
+    for first in range(0, end, chunk):
+        file.read(first, min(chunk, end - first), spec)
