@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from bench import files, launchers, provenance, registry, result
+from bench import files, launchers, memory_floor, provenance, registry, result
 from bench.config import PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.result import POINT_AXES, MaxBatch, Point, Probe, Result, point_axes
@@ -305,6 +305,12 @@ class Runner:
                         resolution=config.max_batch_step,
                     )
                     self.result.max_batch.append(search)
+                    cannot = memory_floor.shortfall(config, config.devices[0])
+                    if cannot is not None:  # no batch fits: the answer, without a probe
+                        search.status, search.error = "done", cannot
+                        self.reporter.finish(f"max batch {search.label}", "done", cannot)
+                        self._save()
+                        continue
 
                     def fits(batch: int, search: MaxBatch = search) -> str:
                         probe = config.probe(

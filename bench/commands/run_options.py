@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import catalog, datasets, registry, result, runtime, stopping
+from bench import catalog, datasets, memory_floor, registry, result, runtime, stopping
 from bench.commands.options import UsageParser
 from bench.commands.options import number as _number
 from bench.config import CHECKPOINTING_MODES, MEMORY_FORMATS, PRECISIONS, RunConfig
@@ -443,6 +443,7 @@ def run_and_print(
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
     _ipex.check(config.optimizations, config.compilers)  # IPEX installed, for this torch
     datasets.check(config)  # a missing or malformed dataset too, before any child starts
+    memory_floor.check(config)  # weights, gradients and optimizer state that cannot fit
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = runner_class(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]

@@ -68,6 +68,12 @@ class Platform(ABC):
         """What --devices all means here: every device (one rank each)."""
         return self.devices_here()
 
+    def memory_per_rank(self, local_ranks: int) -> int | None:
+        """Bytes one of `local_ranks` ranks on this machine may hold at most, known
+        without opening a device (the parent asks, to refuse a model whose weights,
+        gradients and optimizer state cannot fit); None: not known before a run."""
+        return None
+
     def bind_rank(self, local_rank: int, local_ranks: int) -> dict[str, Any]:
         """Give this rank its own device before the framework opens one; the facts."""
         return {}

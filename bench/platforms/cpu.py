@@ -72,6 +72,13 @@ class CpuPlatform(Platform):
     def unavailable_reason(self) -> str | None:
         return None
 
+    def memory_per_rank(self, local_ranks: int) -> int | None:
+        try:  # the ranks on this machine share its memory
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+        return total // max(local_ranks, 1)
+
     def limit_memory(self, nbytes: int) -> None:
         # RLIMIT_DATA (Linux >= 4.7) counts heap and private anonymous mappings, which
         # is where tensors live; RLIMIT_AS would also count the framework's shared

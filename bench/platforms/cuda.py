@@ -127,6 +127,22 @@ class CudaPlatform(Platform):
 
         return torch.cuda.device_count()
 
+    def memory_per_rank(self, local_ranks: int) -> int | None:
+        """The largest GPU's memory (NVML, no CUDA context): a model state above it fits
+        on none of them."""
+        with _nvml() as nv:
+            if nv is None:
+                return None
+            try:
+                count = nv.nvmlDeviceGetCount()
+                totals = [
+                    int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).total)
+                    for i in range(count)
+                ]
+            except Exception:  # an NVML error: not known, the child finds out
+                return None
+            return max(totals, default=None)
+
     def bind_rank(self, local_rank: int, local_ranks: int) -> dict[str, Any]:
         import torch
 

@@ -234,7 +234,7 @@ def max_batch_table(result: Result) -> Table:
         )
         note = search.error or ""
         if search.status == "done" and search.largest_ok is None:
-            note = "even batch 1 does not fit"
+            note = search.error or "even batch 1 does not fit"  # the floor says why
         elif search.status == "done" and search.first_failing is None:
             note = f"reached the search limit ({result.config.max_batch_limit})"
         elif (

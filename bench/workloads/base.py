@@ -49,6 +49,11 @@ class WorkloadSpec:
     # attention): seq_len -> {"formula", "per_token", "per_sample", ...}. None: counted by
     # the framework (PyTorch's FlopCounterMode) in a child of its own.
     analytic_flops: Callable[[int], dict[str, Any]] | None = field(default=None, compare=False)
+    # Bytes of training state that live on the devices whatever the batch (weights,
+    # gradients, optimizer state) and what they are, by formula of the parameter count:
+    # () -> (bytes, "fp32 weights, gradients and AdamW's two moments (16 B x N)").
+    # bench.memory_floor refuses a point whose share per rank cannot fit. None: not checked.
+    model_state: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
 

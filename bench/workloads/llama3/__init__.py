@@ -59,6 +59,30 @@ def non_embedding_parameters(size: Size) -> int:
     return size.layers * block + dim + size.vocab * dim  # + final norm + output layer
 
 
+def parameters(size: Size) -> int:
+    """Every parameter: N of the formula, plus the embedding table unless the output
+    layer is the embedding (tied)."""
+    return non_embedding_parameters(size) + (0 if size.tied else size.vocab * size.dim)
+
+
+# What training holds whatever the batch: fp32 weights and their fp32 gradients (FSDP2
+# keeps the sharded parameters in fp32 and casts when it gathers; autocast on one
+# device does the same) and AdamW's two fp32 moments. torch.py's optimizer is AdamW.
+STATE_BYTES_PER_PARAMETER = 4 + 4 + 2 * 4
+
+
+def _model_state(name: str):
+    count = parameters(SIZES[name])
+
+    def state() -> tuple[int, str]:
+        return STATE_BYTES_PER_PARAMETER * count, (
+            f"fp32 weights, gradients and AdamW's two moments "
+            f"({STATE_BYTES_PER_PARAMETER} B x {count:,} parameters)"
+        )
+
+    return state
+
+
 def flops_per_token(size: Size, seq_len: int) -> int:
     """Training FLOPs per token (forward and backward, 2 FLOPs per multiply-add)."""
     attention = 12 * size.layers * size.heads * size.head_dim * seq_len
@@ -100,6 +124,7 @@ WORKLOADS = tuple(
         sharding="fsdp",
         checkpointable=True,
         analytic_flops=_flops(name),
+        model_state=_model_state(name),
     )
     for name, size in SIZES.items()
 )
