@@ -268,9 +268,7 @@ def run_point(
             # A child of its own: the measured process does only what training does.
             response["flops_per_sample"] = session.count_flops()
         else:
-            sources, reason = (
-                open_sources(platform.name) if speaks else ([], "read by local rank 0")
-            )
+            sources, reason = open_sources(platform) if speaks else ([], "read by local rank 0")
             try:
                 response.update(
                     measure(
