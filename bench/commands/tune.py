@@ -56,11 +56,8 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
         axes["memory_formats"] = framework.memory_formats
     if "--compile" not in given and framework.default_compiler:
         axes["compilers"] = (None, framework.default_compiler)
-    if "--optimize" not in given and config.device == "cpu" and framework.optimizations:
-        from bench.frameworks import _ipex
-
-        usable = [o for o in framework.optimizations if o != _ipex.NAME or not _ipex.unavailable()]
-        axes["optimizations"] = (None, *usable)
+    if "--optimize" not in given and framework.optimizations:
+        axes["optimizations"] = (None, *framework.usable_optimizations(platform))
     if config.device == "cpu":
         for flag, field, axis, values in (
             ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
@@ -451,6 +451,21 @@ class TorchFramework(Framework):
     launches_ranks = True
     optimizations = (_ipex.NAME,)
     activation_checkpointing = True
+
+    def check_platform(
+        self,
+        platform: Platform,
+        compilers: tuple[str | None, ...],
+        optimizations: tuple[str | None, ...],
+    ) -> None:
+        _ipex.check_platform(platform, (*compilers, *optimizations))
+
+    def preflight(self, points: Iterable[PointConfig]) -> None:
+        points = list(points)
+        _ipex.check(tuple(p.optimize for p in points), tuple(p.compile for p in points))
+
+    def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
+        return (_ipex.NAME,) if _ipex.runs_on(platform) and not _ipex.unavailable() else ()
 
     def versions(self) -> dict[str, Any]:
         import numpy
