@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
+from bench.child import rank as ranks
 from bench.datasets import pipeline
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
-from bench.launchers import rank as ranks
 from bench.trackers.timing import EventTimer, StepTimer
 
 if TYPE_CHECKING:
@@ -380,7 +380,7 @@ class TorchSession(Session):
         """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
         runs its code here): the lengths first, checked against a bound before anything
         that large is allocated, then the bytes padded to the longest, then each
-        decoded as a JSON object or refused in one line (bench.launchers.rank)."""
+        decoded as a JSON object or refused in one line (bench.child.rank)."""
         if self.rank is None:
             return [mine]
         import torch
@@ -404,7 +404,7 @@ class TorchSession(Session):
         ]
 
     def close(self) -> None:
-        """A rank's process group is left to the process's end (bench.worker leaves by
+        """A rank's process group is left to the process's end (bench.child.worker leaves by
         os._exit once it has reported), never destroyed here. Destroying it lets the DDP
         Reducer, freed as the session goes, drop the group's last reference: the group's
         destructor then joins gloo's threads while holding the GIL, and a gloo thread
