@@ -130,9 +130,10 @@ def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any
 
 
 def _check_optimize(cfg: RunConfig | PointConfig, framework: Any) -> None:
-    """A framework's whole-model optimisation (torch: ipex.optimize) and IPEX, which is
-    its CPU build: known values only (whether it is installed is the parent's question,
-    so that a result keeps loading on a machine without it)."""
+    """A framework's whole-model optimisation (torch: ipex.optimize): known values only,
+    on a platform where the framework runs them (torch: IPEX is its CPU build). Whether
+    one is installed is the parent's question (Framework.preflight), so that a result
+    keeps loading on a machine without it."""
     if isinstance(cfg, RunConfig):
         compilers, optimizations = cfg.compilers, cfg.optimizations
     else:
@@ -143,8 +144,7 @@ def _check_optimize(cfg: RunConfig | PointConfig, framework: Any) -> None:
             raise UsageError(
                 f"optimize: {value!r} is not available with {framework.name}; it offers: {offered}"
             )
-    if "ipex" in (*compilers, *optimizations) and cfg.device != "cpu":
-        raise UsageError(f"ipex: runs on the cpu device only (its CPU build), not {cfg.device!r}")
+    framework.check_platform(registry.platform(cfg.device), compilers, optimizations)
 
 
 def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 from bench import registry, runtime
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
-from bench.frameworks import _ipex
 from bench.result import Point
 from bench.runner import Runner
 from bench.stats import ratio_interval
@@ -39,7 +38,7 @@ def steps(framework: str) -> tuple[tuple[str, dict[str, Any]], ...]:
         ("channels_last", {"memory_format": "channels_last"}),
         (f"compile ({compiler})", {"compile": compiler}),
         ("TCMalloc + Intel OpenMP", {"allocator": "tcmalloc", "openmp": "intel"}),
-        ("IPEX (ipex.optimize)", {"optimize": _ipex.NAME}),
+        ("IPEX (ipex.optimize)", {"optimize": "ipex"}),
     )
 
 
@@ -56,9 +55,9 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     if precision and precision not in platform.precisions:
         return platform.precision_unsupported(precision) or f"no {precision} on {point.device}"
     try:
-        dataclasses.replace(point, **change)
+        candidate = dataclasses.replace(point, **change)
         runtime.check((change.get("allocator"),), (change.get("openmp"),))
-        _ipex.check((change.get("optimize"),), ())
+        registry.framework(point.framework).preflight([candidate])
     except UsageError as error:
         return str(error)
     return None

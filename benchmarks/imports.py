@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
     ("fleet", "ladder", "tune", "report"),
-    ("runner", "launchers", "worker", "runtime", "drift"),
+    ("runner", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
     ("registry", "config", "result", "catalog", "archive", "stopping", "integrity"),
 )

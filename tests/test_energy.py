@@ -4,11 +4,12 @@ import json
 
 import pytest
 
+from bench import registry
+from bench.child.worker import measure
 from bench.config import PointConfig, RunConfig
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
 from bench.trackers.energy import CounterSource, EnergyTracker, PowerPollSource, open_sources
-from bench.worker import measure
 
 from .test_timing import FakeClock, FakeSession
 
@@ -85,7 +86,7 @@ def test_power_polling_integrates_real_samples():
 
 
 def test_this_machine_reports_why_energy_is_unavailable_or_reads_it():
-    sources, reason = open_sources("cpu")
+    sources, reason = open_sources(registry.platform("cpu"))
     if not sources:
         assert reason  # never silently nothing
         pytest.skip(f"no energy meter here: {reason}")
@@ -95,9 +96,50 @@ def test_this_machine_reports_why_energy_is_unavailable_or_reads_it():
     assert all(j >= 0 for j in tracker.fields()["energy"]["per_device_j"].values())
 
 
+class _FakeZeusGpus:
+    def __len__(self) -> int:
+        return 1
+
+    def supportsGetTotalEnergyConsumption(self, i: int) -> bool:
+        return True
+
+    def getTotalEnergyConsumption(self, i: int) -> float:
+        return 5000.0  # mJ
+
+
+def _fake_zeus(monkeypatch) -> None:
+    import sys
+    import types
+
+    def no_rapl():
+        raise RuntimeError("no RAPL here")
+
+    device = types.SimpleNamespace(get_gpus=_FakeZeusGpus, get_cpus=no_rapl)
+    monkeypatch.setitem(sys.modules, "zeus", types.ModuleType("zeus"))
+    monkeypatch.setitem(sys.modules, "zeus.device", device)
+
+
+def test_the_platform_names_its_energy_counter_and_why_there_is_none(monkeypatch):
+    _fake_zeus(monkeypatch)
+
+    class Counted(CpuPlatform):
+        name = "counted"
+        energy_counter = "some_counter"
+
+    sources, reason = open_sources(Counted())
+    assert reason is None and [s.kind for s in sources] == ["some_counter"]
+    assert sources[0].read() == {"gpu0": 5.0}
+    assert open_sources(registry.platform("cpu")) == (
+        [], "zeus found no energy counter for cpu; nvidia-ml-py found no energy counter for cpu"
+    )  # fmt: skip
+    assert open_sources(registry.platform("tpu")) == (
+        [], "Cloud TPUs expose no energy or power counter to the VM"
+    )  # fmt: skip
+
+
 def test_real_zeus_meter():
     pytest.importorskip("zeus", reason="zeus is not installed")
-    sources, reason = open_sources("cuda")
+    sources, reason = open_sources(registry.platform("cuda"))
     if not sources:
         pytest.skip(f"zeus found no meter here: {reason}")
     with EnergyTracker(sources, lambda: None, None) as tracker:

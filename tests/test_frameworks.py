@@ -246,6 +246,14 @@ def test_reference_flops_table_equals_a_live_pytorch_count():
         assert catalog.reference_flops(name, spec.input_shape()) == pytest.approx(live), name
 
 
+@pytest.mark.parametrize(("framework", "label"), [("tensorflow", "TensorFlow"), ("jax", "JAX")])
+def test_tensorflow_and_jax_run_where_the_platform_has_an_xla_device(framework, label):
+    pytest.importorskip(framework)
+    reason = registry.framework(framework).unavailable_reason(registry.platform("rocm"))
+    assert reason == f"bench runs {label} on cpu, cuda, tpu, not rocm"
+    assert registry.framework(framework).unavailable_reason(registry.platform("cpu")) is None
+
+
 @pytest.mark.parametrize("framework", ["tensorflow", "jax"])
 def test_off_tpu_the_child_skips_libtpus_metadata_query(monkeypatch, framework):
     # In the TPU images, importing either framework off a TPU VM would wait for ever on

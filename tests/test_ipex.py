@@ -113,3 +113,33 @@ def test_the_table_and_comparisons_tell_ipex_points_apart():
     assert [row.split("│")[3].strip() for row in rows[:2]] == ["none", "ipex"]
     assert row_key(run, bare) != row_key(run, ipex)
     assert row_key(run, ipex)[-1] == "optimize=ipex"
+
+
+def test_a_frameworks_preflight_stops_the_run_before_any_child(tmp_path, monkeypatch, capsys):
+    """IPEX is torch's own concern: the running commands ask the framework what this
+    machine lacks (Framework.preflight), and say its one line."""
+    from bench import cli, registry
+
+    seen = []
+
+    def lacks(self, points):
+        seen.extend(points)
+        raise UsageError("--optimize thing: not installed here")
+
+    monkeypatch.setattr(type(registry.framework("torch")), "preflight", lacks)
+    code = cli.main(["run", "tiny", "--batch-size", "8,16", "--output-dir", str(tmp_path)])
+    assert code == 2 and not list(tmp_path.glob("*.json"))
+    assert capsys.readouterr().err == "bench: error: --optimize thing: not installed here\n"
+    assert [p.batch_size for p in seen] == [8, 16]
+
+
+def test_ipex_decisions_are_the_frameworks():
+    from bench import registry
+
+    torch, jax = registry.framework("torch"), registry.framework("jax")
+    cpu, cuda = registry.platform("cpu"), registry.platform("cuda")
+    assert torch.usable_optimizations(cuda) == () and jax.usable_optimizations(cpu) == ()
+    with pytest.raises(UsageError, match=r"^ipex: runs on the cpu device only .* not 'cuda'$"):
+        torch.check_platform(cuda, (None,), ("ipex",))
+    torch.check_platform(cpu, ("ipex",), ("ipex",))
+    jax.preflight([PointConfig(workload="cnn-s", framework="jax")])

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.child.rank import Rank, merge, share
 from bench.cli import main
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
 from bench.launchers import name, torchrun
-from bench.launchers.rank import Rank, merge, share
 from bench.platforms.cpu import rank_cpus
 
 from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
@@ -46,7 +46,7 @@ def test_torchrun_gets_its_own_flags_and_nothing_bench_made():
     assert torchrun.command(one)[2:] == [
         "torch.distributed.run", "--nproc-per-node=2", "--standalone", "--local-addr=127.0.0.1",
         "--max-restarts=0",
-        "-m", "bench.worker",
+        "-m", "bench.child.worker",
     ]  # fmt: skip
     two = PointConfig(
         "tiny", devices=1, nnodes=2, node_rank=1, rdzv_endpoint="10.0.0.1:29500", batch_size=8
@@ -202,7 +202,7 @@ def _bench_processes() -> list[str]:
         except OSError:
             continue
         mine = f"BENCH_TEST_TAG={_TAG}".encode() in environ
-        if mine and ("torch.distributed.run" in cmdline or "-m bench.worker" in cmdline):
+        if mine and ("torch.distributed.run" in cmdline or "-m bench.child.worker" in cmdline):
             found.append(cmdline)
     return found
 
@@ -300,7 +300,7 @@ import torch.distributed as dist
 from bench import registry
 from bench.config import PointConfig
 from bench.frameworks.torch import TorchSession
-from bench.launchers.rank import Rank
+from bench.child.rank import Rank
 
 session = TorchSession(PointConfig(workload="tiny", batch_size=4, device="cpu"),
                        registry.platform("cpu"), Rank(0, 0, 1, 1, 0))

@@ -47,8 +47,8 @@ def test_sharding_divides_the_state_over_every_rank_of_every_machine():
     config = RunConfig(workload="llama3-1b", memory_limit_bytes=3 * 2**30, devices=(8,))
     assert memory_floor.shortfall(config, 8) is None  # 19.8 GB / 8 = 2.3 GiB a rank
     assert "does not fit on 4 cpu ranks with 3.00 GiB each" in memory_floor.shortfall(config, 4)
-    two = RunConfig(workload="llama3-1b", memory_limit_bytes=3 * 2**30, devices=(4,), nnodes=2, rdzv_endpoint="10.0.0.1:29500",
-                    repeats=1)  # fmt: skip
+    two = RunConfig(workload="llama3-1b", memory_limit_bytes=3 * 2**30, devices=(4,), nnodes=2,
+                    rdzv_endpoint="10.0.0.1:29500", repeats=1)  # fmt: skip
     assert memory_floor.shortfall(two, 4) is None
 
 

@@ -2,12 +2,12 @@
 
 import pytest
 
+from bench.child.worker import measure
 from bench.config import PointConfig
 from bench.frameworks.base import Session
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
 from bench.trackers.timing import EventTimer
-from bench.worker import measure
 
 
 class FakeClock:

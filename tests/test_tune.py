@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from bench import result, tune
+from bench import registry, result, tune
 from bench.commands.options import duration
-from bench.commands.tune import versus_runner_up
+from bench.commands.tune import default_axes, versus_runner_up
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.runner import Runner
@@ -130,6 +130,19 @@ def test_the_budget_stops_round_one_and_later_rounds(tmp_path, monkeypatch):
 )
 def test_budget_accepts_times_with_units(text, seconds):
     assert duration(text) == seconds
+
+
+def test_the_grid_holds_what_the_platform_says_is_worth_tuning(monkeypatch):
+    cpu = RunConfig(workload="tiny")
+    axes = default_axes(cpu, set())
+    assert axes["precisions"] == ("fp32", "bf16") and "allocators" in axes
+    gpu = default_axes(RunConfig(workload="tiny", device="cuda"), set())
+    assert gpu["precisions"] == ("fp32", "bf16", "fp16") and "allocators" not in gpu
+    # the command asks the platform; it knows no platform by name
+    monkeypatch.setattr(type(registry.platform("cpu")), "tune_precisions", ("fp16",))
+    monkeypatch.setattr(type(registry.platform("cpu")), "tunes_host_runtimes", False)
+    axes = default_axes(cpu, set())
+    assert axes["precisions"] == ("fp32", "fp16") and "allocators" not in axes
 
 
 @pytest.mark.slow

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from bench import cli, files, result
+from bench.child import rank
+from bench.child.rank import TOKEN_ENV, Rank
 from bench.commands import rerun
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
-from bench.launchers import process, rank, torchrun
-from bench.launchers.rank import TOKEN_ENV, Rank
+from bench.launchers import process, torchrun
 from bench.runner import Runner
 
 from .conftest import free_port, needs_two_cores, only_result, two_nodes
@@ -121,7 +122,7 @@ if dist.get_rank() == 1:  # a hostile peer speaking all_gather_object's own wire
 else:
     from types import SimpleNamespace
     from bench.frameworks.torch import TorchSession
-    from bench.launchers.rank import Rank
+    from bench.child.rank import Rank
     me = SimpleNamespace(rank=Rank(0, 0, 2, 2, 0), device=torch.device("cpu"))
     for _ in range(2):
         try:

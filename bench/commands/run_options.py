@@ -19,7 +19,6 @@ from bench.commands.options import UsageParser
 from bench.commands.options import number as _number
 from bench.config import CHECKPOINTING_MODES, MEMORY_FORMATS, PRECISIONS, RunConfig
 from bench.errors import BenchError, UsageError
-from bench.frameworks import _ipex
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
 from bench.report.text import plain
@@ -441,7 +440,8 @@ def run_and_print(
     pricing = catalog.pricing(args.instance, args.price_per_hour)
     registry.require_installed(config.workload, config.framework)  # timm for nasnet-large
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
-    _ipex.check(config.optimizations, config.compilers)  # IPEX installed, for this torch
+    # What the framework needs installed (torch: IPEX, for this torch), before any child.
+    registry.framework(config.framework).preflight(config.points())
     datasets.check(config)  # a missing or malformed dataset too, before any child starts
     memory_floor.check(config)  # weights, gradients and optimizer state that cannot fit
     with LiveReporter(console) as reporter, stopping.stop_on_signals():

@@ -50,18 +50,15 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
         low = registry.workload(config.workload).min_batch_size
         axes["batch_sizes"] = tuple(b for b in DEFAULT_BATCHES if b >= low)
     if "--precision" not in given:
-        reduced = ("bf16",) if config.device == "cpu" else ("bf16", "fp16")
+        reduced = platform.tune_precisions
         axes["precisions"] = ("fp32", *(p for p in reduced if p in platform.precisions))
     if not given & {"--memory-format", "--channels-last"}:
         axes["memory_formats"] = framework.memory_formats
     if "--compile" not in given and framework.default_compiler:
         axes["compilers"] = (None, framework.default_compiler)
-    if "--optimize" not in given and config.device == "cpu" and framework.optimizations:
-        from bench.frameworks import _ipex
-
-        usable = [o for o in framework.optimizations if o != _ipex.NAME or not _ipex.unavailable()]
-        axes["optimizations"] = (None, *usable)
-    if config.device == "cpu":
+    if "--optimize" not in given and framework.optimizations:
+        axes["optimizations"] = (None, *framework.usable_optimizations(platform))
+    if platform.tunes_host_runtimes:
         for flag, field, axis, values in (
             ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),
             ("--openmp", "openmps", "openmp", ("gnu", "intel")),

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.errors import UsageError
+
+if TYPE_CHECKING:
+    from bench.platforms.base import Platform
 
 NAME = "ipex"
 PACKAGE = "intel-extension-for-pytorch"
@@ -49,6 +52,19 @@ def unavailable() -> str | None:
 
 def used_by(optimize: str | None, compile: str | None) -> bool:
     return NAME in (optimize, compile)
+
+
+def runs_on(platform: Platform) -> bool:
+    """IPEX's CPU build: PyTorch's cpu device."""
+    return platform.torch_device == "cpu"
+
+
+def check_platform(platform: Platform, asked: tuple[str | None, ...]) -> None:
+    """In every config: one line when IPEX is asked for (as a compiler or an
+    optimisation) where it never runs."""
+    if NAME in asked and not runs_on(platform):
+        where = platform.name
+        raise UsageError(f"ipex: runs on the cpu device only (its CPU build), not {where!r}")
 
 
 def check(optimizations: tuple[str | None, ...], compilers: tuple[str | None, ...]) -> None:

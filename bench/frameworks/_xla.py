@@ -13,15 +13,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench import registry
 from bench.errors import UsageError
 from bench.platforms import tpu
 from bench.platforms.base import MemoryReading, Platform
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
-
-# The platforms TensorFlow and JAX run on in bench.
-PLATFORMS = ("cpu", "cuda", "tpu")
 
 NO_GPU_HINT = (
     "in Docker, run with --gpus all (NVIDIA Container Toolkit); "
@@ -36,7 +34,7 @@ NO_TPU_HINT = (
 def configure(platform: Platform) -> None:
     """Environment both frameworks read at import, set before the child imports them."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # C++ info lines would bury bench's
-    if platform.name != "tpu":
+    if platform.xla_device != "tpu":
         # With libtpu installed (the TPU images), importing TensorFlow or JAX asks the
         # GCE metadata server about the TPU, and waits for ever without a network.
         os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
@@ -48,6 +46,11 @@ def missing(label: str, module: str, install: str) -> str | None:
     return None
 
 
+def platforms() -> list[str]:
+    """The platforms TensorFlow and JAX run on in bench: those with an XLA device."""
+    return [name for name, p in registry.platforms().items() if p.xla_device is not None]
+
+
 def device_missing(
     label: str, platform: Platform, cuda_missing: str | None, images: tuple[str, str]
 ) -> str | None:
@@ -55,14 +58,14 @@ def device_missing(
 
     cuda_missing: why this install cannot use CUDA, or None; images: the framework's
     CUDA and TPU images."""
-    if platform.name not in PLATFORMS:
-        return f"bench runs {label} on {', '.join(PLATFORMS)}, not {platform.name}"
-    if platform.name == "cuda":
+    if platform.xla_device is None:
+        return f"bench runs {label} on {', '.join(platforms())}, not {platform.name}"
+    if platform.xla_device == "gpu":
         if cuda_missing:
             return f"{cuda_missing}; use the {images[0]} image"
         if not Path("/dev/nvidiactl").exists():
             return f"no NVIDIA device is visible to {label}: {NO_GPU_HINT}"
-    if platform.name == "tpu":
+    if platform.xla_device == "tpu":
         if importlib.util.find_spec("libtpu") is None:
             return f"libtpu is not installed for {label}; use the {images[1]} image"
         if not tpu.device_files():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.platforms.base import MemoryReading
@@ -108,6 +108,25 @@ class Framework(ABC):
 
     def check_compile(self, compile: str | None) -> None:  # noqa: B027 - any backend name may be valid
         """Raise UsageError unless `compile` (None: the default) means something here."""
+
+    def check_platform(  # noqa: B027 - most run every option on every platform they run on
+        self,
+        platform: Platform,
+        compilers: tuple[str | None, ...],
+        optimizations: tuple[str | None, ...],
+    ) -> None:
+        """Raise UsageError when one of these compilers or whole-model optimisations
+        never runs on `platform` (a check of every config: nothing is imported)."""
+
+    def preflight(self, points: Iterable[PointConfig]) -> None:  # noqa: B027 - most need nothing
+        """In the parent, before any child starts: one line (UsageError) when these
+        points need something this machine lacks (torch: IPEX, made for this torch),
+        judged from package metadata without importing the framework."""
+
+    def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
+        """The whole-model optimisations that can run on `platform` on this machine
+        (installed): those bench tune tries when it is not told."""
+        return ()
 
     # Whether the device works, and at which precisions, is the framework's question:
     # TensorFlow may see no GPU where PyTorch sees one. The defaults ask the platform,

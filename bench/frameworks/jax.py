@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from bench.platforms.base import Platform
     from bench.workloads.base import WorkloadSpec
 
-# JAX's name for each platform's devices.
-_BACKENDS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
 # Matmul precision per bench precision: IEEE float32 unless TF32 is asked for.
 _MATMUL = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default", "fp16": "default"}
 # Dynamic loss scaling for fp16, as PyTorch's GradScaler: halve on overflow, double
@@ -65,7 +63,7 @@ class JaxSession(Session):
         self.point, self.platform = point, platform
         self.impl = point.spec.implementation("jax")
         jax.config.update("jax_default_matmul_precision", _MATMUL[point.precision])
-        devices = jax.devices(_BACKENDS[platform.name])
+        devices = jax.devices(platform.xla_device)
         self.jax_devices = devices
         self.devices = len(devices)
         per_device = _xla.split_batch(point.batch_size, self.devices)
@@ -259,12 +257,12 @@ class JaxSession(Session):
         jax.block_until_ready((self.state, self.last_loss))
 
     def reset_peak_memory(self) -> None:
-        if self.platform.name == "cpu":
+        if self.platform.xla_device == "cpu":  # XLA's CPU device keeps no statistics
             self.platform.reset_peak_memory()
         # XLA's device statistics cannot be reset: their peak counts from start-up.
 
     def peak_memory(self) -> MemoryReading:
-        if self.platform.name == "cpu":
+        if self.platform.xla_device == "cpu":
             return self.platform.peak_memory()
         peaks = [(d.memory_stats() or {}).get("peak_bytes_in_use") for d in self.jax_devices]
         return _xla.max_peak(peaks, "device_peak_in_use_since_start")
@@ -284,7 +282,7 @@ class JaxFramework(Framework):
 
     def configure(self, platform: Platform) -> None:
         _xla.configure(platform)
-        if platform.name == "cpu":
+        if platform.xla_device == "cpu":
             # Keep JAX off any GPU or TPU here (it would also reserve their memory).
             os.environ["JAX_PLATFORMS"] = "cpu"
 
@@ -304,7 +302,7 @@ class JaxFramework(Framework):
         return _xla.precision_unsupported(platform, precision)
 
     def limit_memory(self, platform: Platform, nbytes: int) -> None:
-        if platform.name != "cuda":  # CPU: RLIMIT_DATA; TPU: a clear error
+        if platform.xla_device != "gpu":  # CPU: RLIMIT_DATA; TPU: a clear error
             return platform.limit_memory(nbytes)
         total = _xla.nvidia_memory_bytes()
         if total is None:
@@ -313,9 +311,9 @@ class JaxFramework(Framework):
         os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{min(1.0, nbytes / total):.4f}"
 
     def describe_devices(self, platform: Platform) -> dict[str, Any]:
-        if platform.name == "cuda":
+        if platform.xla_device == "gpu":
             return _xla.describe_nvidia(platform)
-        if platform.name != "tpu":
+        if platform.xla_device != "tpu":
             return platform.describe()
         import jax
 

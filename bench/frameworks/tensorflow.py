@@ -58,12 +58,12 @@ def _cuda_missing() -> str | None:
 
 def _strategy(tf, platform: Platform):
     """The distribution strategy over every local device of the platform."""
-    if platform.name == "tpu":
+    if platform.xla_device == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
-    if platform.name == "cuda":
+    if platform.xla_device == "gpu":
         gpus = tf.config.list_logical_devices("GPU")
         if not gpus:
             raise BenchError(f"TensorFlow sees no GPU: {_xla.NO_GPU_HINT}")
@@ -252,17 +252,17 @@ class TensorFlowSession(Session):
         self.tf.test.experimental.sync_devices()
 
     def _device_names(self) -> list[str]:
-        kind = {"cuda": "GPU", "tpu": "TPU"}[self.platform.name]
+        kind = str(self.platform.xla_device).upper()  # "GPU" or "TPU"; the CPU asks its platform
         return [d.name for d in self.tf.config.list_logical_devices(kind)]
 
     def reset_peak_memory(self) -> None:
-        if self.platform.name == "cpu":
+        if self.platform.xla_device == "cpu":  # the process's own memory
             return self.platform.reset_peak_memory()
         for name in self._device_names():
             self.tf.config.experimental.reset_memory_stats(name)
 
     def peak_memory(self) -> MemoryReading:
-        if self.platform.name == "cpu":
+        if self.platform.xla_device == "cpu":
             return self.platform.peak_memory()
         peaks = [
             self.tf.config.experimental.get_memory_info(name).get("peak")
@@ -301,7 +301,7 @@ class TensorFlowFramework(Framework):
         return _xla.precision_unsupported(platform, precision)
 
     def limit_memory(self, platform: Platform, nbytes: int) -> None:
-        if platform.name != "cuda":
+        if platform.xla_device != "gpu":
             return platform.limit_memory(nbytes)
         tf = _import_tensorflow()
         # A logical device of this size on each GPU: TensorFlow's allocator fails past it.
@@ -310,7 +310,7 @@ class TensorFlowFramework(Framework):
             tf.config.set_logical_device_configuration(gpu, config)
 
     def describe_devices(self, platform: Platform) -> dict[str, Any]:
-        if platform.name != "cuda":
+        if platform.xla_device != "gpu":
             return platform.describe()
         build = _import_tensorflow().sysconfig.get_build_info()
         return {

@@ -8,14 +8,14 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
+from bench.child import rank as ranks
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
-from bench.launchers import rank as ranks
 from bench.trackers.timing import EventTimer, StepTimer
 
 if TYPE_CHECKING:
@@ -406,7 +406,7 @@ class TorchSession(Session):
         """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
         runs its code here): the lengths first, checked against a bound before anything
         that large is allocated, then the bytes padded to the longest, then each
-        decoded as a JSON object or refused in one line (bench.launchers.rank)."""
+        decoded as a JSON object or refused in one line (bench.child.rank)."""
         if self.rank is None:
             return [mine]
         import torch
@@ -430,7 +430,7 @@ class TorchSession(Session):
         ]
 
     def close(self) -> None:
-        """A rank's process group is left to the process's end (bench.worker leaves by
+        """A rank's process group is left to the process's end (bench.child.worker leaves by
         os._exit once it has reported), never destroyed here. Destroying it lets the DDP
         Reducer, freed as the session goes, drop the group's last reference: the group's
         destructor then joins gloo's threads while holding the GIL, and a gloo thread
@@ -477,6 +477,21 @@ class TorchFramework(Framework):
     launches_ranks = True
     optimizations = (_ipex.NAME,)
     activation_checkpointing = True
+
+    def check_platform(
+        self,
+        platform: Platform,
+        compilers: tuple[str | None, ...],
+        optimizations: tuple[str | None, ...],
+    ) -> None:
+        _ipex.check_platform(platform, (*compilers, *optimizations))
+
+    def preflight(self, points: Iterable[PointConfig]) -> None:
+        points = list(points)
+        _ipex.check(tuple(p.optimize for p in points), tuple(p.compile for p in points))
+
+    def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
+        return (_ipex.NAME,) if _ipex.runs_on(platform) and not _ipex.unavailable() else ()
 
     def versions(self) -> dict[str, Any]:
         import numpy

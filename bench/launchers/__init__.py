@@ -1,6 +1,6 @@
 """Launchers: how a point's child starts.
 
-    process    one `python -m bench.worker` (every framework; TensorFlow and JAX spread
+    process    one `python -m bench.child.worker` (every framework; TensorFlow and JAX spread
                over the local devices inside it)
     torchrun   PyTorch's own launcher (torch.distributed.run): one rank per device, on
                one machine or several; bench adds no launcher of its own
@@ -8,7 +8,7 @@
 The runner calls spawn(); the point says which launcher it needs: more than one rank
 (--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
 allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
-Several machines share a secret (BENCH_RDZV_TOKEN, bench.launchers.rank): only their
+Several machines share a secret (BENCH_RDZV_TOKEN, bench.child.rank): only their
 ranks see it, through the environment; a one-machine point's child never does.
 A fleet of cloud instances launches whole runs, not points, and lives with the fleet
 commands.
@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import runtime
+from bench.child import rank
 from bench.config import PointConfig, RunConfig
-from bench.launchers import process, rank, torchrun
+from bench.launchers import process, torchrun
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]

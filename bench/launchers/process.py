@@ -1,4 +1,4 @@
-"""One process per point: `python -m bench.worker`, with a pipe back to the parent.
+"""One process per point: `python -m bench.child.worker`, with a pipe back to the parent.
 
 The parent waits on the child (a blocking wait, no busy loop on a core the child could
 use), reads progress from the pipe, and turns a child that died without reporting into
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from bench import oomkill
+from bench.child.rank import TOKEN_ENV
 from bench.config import PointConfig
-from bench.launchers.rank import TOKEN_ENV
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
@@ -30,7 +30,7 @@ Progress = Callable[[str, int, int], None]
 def read_protocol(
     stream: Iterable[str], on_progress: Progress, on_response: Callable[[Response], None]
 ) -> None:
-    """The worker's line protocol (bench.worker.ParentPipe): 'progress PHASE DONE TOTAL'
+    """The worker's line protocol (bench.child.worker.ParentPipe): 'progress PHASE DONE TOTAL'
     lines, then one 'response JSON' line. Shared by the pipe and the ranks' sockets."""
     for line in stream:
         kind, _, rest = line.partition(" ")
@@ -80,14 +80,14 @@ def spawn_worker(
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
 ) -> Response:
-    """Run `python -m bench.worker` for one point and return its response; `runtime`:
+    """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
     its environment and command prefix (bench.runtime), else the parent's."""
     runtime = runtime or ChildRuntime(dict(os.environ))
     # Several machines' shared secret: a process of one point alone never needs it.
     env = {name: value for name, value in runtime.env.items() if name != TOKEN_ENV}
     read_fd, write_fd = os.pipe()
     child = subprocess.Popen(
-        [*runtime.prefix, sys.executable, "-m", "bench.worker"],
+        [*runtime.prefix, sys.executable, "-m", "bench.child.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """Several ranks per point through torchrun (torch.distributed.run).
 
-The parent starts `python -m torch.distributed.run ... -m bench.worker` as the point's
+The parent starts `python -m torch.distributed.run ... -m bench.child.worker` as the point's
 child: one rank per local device (--nproc-per-node), on one machine (--standalone) or
 on several (--nnodes, --node-rank, --rdzv-endpoint: torchrun's own flags and its
 static rendezvous, so node rank 0 holds global rank 0). torchrun forks the ranks and
@@ -34,9 +34,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from bench.child.rank import TOKEN_ENV, rdzv_token
 from bench.config import PointConfig
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
-from bench.launchers.rank import TOKEN_ENV, rdzv_token
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
@@ -57,7 +57,7 @@ def command(point: PointConfig) -> list[str]:
             f"--node-rank={point.node_rank}",
             f"--rdzv-endpoint={point.rdzv_endpoint}",
         ]
-    return [*args, "--max-restarts=0", "-m", "bench.worker"]
+    return [*args, "--max-restarts=0", "-m", "bench.child.worker"]
 
 
 class _RankStream(threading.Thread):
@@ -78,7 +78,7 @@ class _RankStream(threading.Thread):
                 return  # not a rank of this point
             rank, local = int(hello[2]), int(hello[3])
             self.ranks.hello(local, rank)
-            # Only local rank 0 sends progress (bench.worker.main_rank).
+            # Only local rank 0 sends progress (bench.child.worker.main_rank).
             read_protocol(stream, self.on_progress, lambda r: self.ranks.respond(local, r))
 
 
@@ -149,7 +149,7 @@ def spawn_ranks(
     """Run one point over torchrun's ranks and return the point's response; `runtime`:
     the environment and command prefix of torchrun and its ranks (bench.runtime)."""
     runtime = runtime or ChildRuntime(dict(os.environ))
-    if point.nnodes > 1:  # the ranks prove they know it (bench.launchers.rank.authenticate)
+    if point.nnodes > 1:  # the ranks prove they know it (bench.child.rank.authenticate)
         rdzv_token(runtime.env, point.nnodes)
     server = socket.create_server(("127.0.0.1", 0))
     token = secrets.token_hex(16)

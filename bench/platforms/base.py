@@ -32,6 +32,20 @@ class Platform(ABC):
     # torch.distributed's backend for ranks on this hardware; None: no ranks here.
     distributed_backend: ClassVar[str | None] = None
     rank_resource: ClassVar[str] = "devices"  # what each rank needs one of
+    # Energy (bench.trackers.energy): the kind of cumulative energy counter this
+    # hardware's devices have, as the tracker records it ("nvml_counter": NVIDIA's,
+    # through NVML; "amdsmi_counter": AMD's), or None where they have none bench reads;
+    # and why no energy at all can be read here, the host's RAPL included, or None.
+    energy_counter: ClassVar[str | None] = None
+    energy_unavailable: ClassVar[str | None] = None
+    # XLA's kind of device for this platform, as TensorFlow and JAX name it ("cpu":
+    # the host, "gpu", "tpu"), or None where bench runs neither of them.
+    xla_device: ClassVar[str | None] = None
+    # What bench tune tries here when it is not told: the reduced precisions worth a
+    # try (among `precisions`), and whether the host runtimes (allocator, OpenMP
+    # runtime) are an axis, as where the CPU itself trains.
+    tune_precisions: ClassVar[tuple[str, ...]] = ("bf16", "fp16")
+    tunes_host_runtimes: ClassVar[bool] = False
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:

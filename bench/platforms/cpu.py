@@ -47,6 +47,11 @@ class CpuPlatform(Platform):
     torch_device = "cpu"
     distributed_backend = "gloo"
     rank_resource = "usable CPU cores"
+    xla_device = "cpu"
+    # fp16 has no fast path on CPUs (bf16 does, on AVX-512 BF16 and AMX); the allocator
+    # and OpenMP runtime are the Xeon CPU training study's launcher settings.
+    tune_precisions = ("bf16",)
+    tunes_host_runtimes = True
 
     def devices_here(self) -> int:
         """Ranks need a core each at least: the CPUs this process may run on."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.platforms.base import MemoryReading, Platform
 
@@ -121,6 +121,8 @@ class CudaPlatform(Platform):
     auto_priority = 20
     torch_device = "cuda"
     distributed_backend = "nccl"  # RCCL on ROCm, under the same name
+    energy_counter = "nvml_counter"  # Volta and newer; older GPUs are polled for power
+    xla_device: ClassVar[str | None] = "gpu"
 
     def devices_here(self) -> int:
         import torch

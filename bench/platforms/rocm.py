@@ -11,6 +11,8 @@ class RocmPlatform(CudaPlatform):
     name = "rocm"
     precisions = frozenset({"fp32", "tf32", "fp16", "bf16"})
     auto_priority = 20
+    energy_counter = "amdsmi_counter"
+    xla_device = None  # bench's TensorFlow and JAX images are CUDA's and TPU's
 
     def _runtime_missing(self, torch) -> str | None:
         if getattr(torch.version, "hip", None) is None:

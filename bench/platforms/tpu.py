@@ -25,6 +25,8 @@ class TpuPlatform(Platform):
     precisions = frozenset({"fp32", "bf16"})
     auto_priority = 30
     torch_device = "xla"
+    energy_unavailable = "Cloud TPUs expose no energy or power counter to the VM"
+    xla_device = "tpu"
 
     def unavailable_reason(self) -> str | None:
         # Asked only for PyTorch, which bench runs on TPUs not at all.

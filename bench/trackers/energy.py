@@ -16,7 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from bench.platforms.base import Platform
 
 
 class EnergySource(Protocol):
@@ -88,13 +91,13 @@ def _scaled(read: Callable[[int], float], index: int, scale: float) -> Callable[
     return lambda: read(index) * scale
 
 
-def _zeus_sources(platform: str) -> list[EnergySource]:
+def _zeus_sources(platform: Platform) -> list[EnergySource]:
     from zeus.device import get_cpus, get_gpus
 
     sources: list[EnergySource] = []
-    if platform in ("cuda", "rocm"):
+    kind = platform.energy_counter  # zeus reads NVIDIA's through NVML, AMD's through amdsmi
+    if kind is not None:
         gpus = get_gpus()
-        kind = "amdsmi_counter" if platform == "rocm" else "nvml_counter"
         indices = range(len(gpus))
         counted = [i for i in indices if gpus.supportsGetTotalEnergyConsumption(i)]
         polled = [i for i in indices if i not in counted]
@@ -121,8 +124,8 @@ def _zeus_sources(platform: str) -> list[EnergySource]:
     return sources
 
 
-def _nvml_sources(platform: str) -> list[EnergySource]:
-    if platform != "cuda":
+def _nvml_sources(platform: Platform) -> list[EnergySource]:
+    if platform.energy_counter != "nvml_counter":
         return []
     import pynvml
 
@@ -151,10 +154,10 @@ def _nvml_sources(platform: str) -> list[EnergySource]:
     return sources
 
 
-def open_sources(platform: str) -> tuple[list[EnergySource], str | None]:
+def open_sources(platform: Platform) -> tuple[list[EnergySource], str | None]:
     """The energy sources for this platform, or none and the reason."""
-    if platform == "tpu":
-        return [], "Cloud TPUs expose no energy or power counter to the VM"
+    if platform.energy_unavailable:
+        return [], platform.energy_unavailable
     reasons = []
     for name, opener in (("zeus", _zeus_sources), ("nvidia-ml-py", _nvml_sources)):
         try:
@@ -167,7 +170,7 @@ def open_sources(platform: str) -> tuple[list[EnergySource], str | None]:
             continue
         if sources:
             return sources, None
-        reasons.append(f"{name} found no energy counter for {platform}")
+        reasons.append(f"{name} found no energy counter for {platform.name}")
     return [], "; ".join(reasons)
 
 

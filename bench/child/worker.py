@@ -1,6 +1,6 @@
 """The child process: measures one point and reports one JSON response.
 
-    python -m bench.worker   < REQUEST    (BENCH_REPORT_FD=N: a pipe to the parent)
+    python -m bench.child.worker   < REQUEST    (BENCH_REPORT_FD=N: a pipe to the parent)
 
 REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}. On
 the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one 'response JSON'
@@ -35,10 +35,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from bench import mfu, provenance, registry
+from bench.child.rank import TOKEN_ENV, Rank, authenticate, current, merge, share
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
-from bench.launchers.rank import TOKEN_ENV, Rank, authenticate, current, merge, share
 from bench.platforms.base import Platform
 from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
@@ -268,9 +268,7 @@ def run_point(
             # A child of its own: the measured process does only what training does.
             response["flops_per_sample"] = session.count_flops()
         else:
-            sources, reason = (
-                open_sources(platform.name) if speaks else ([], "read by local rank 0")
-            )
+            sources, reason = open_sources(platform) if speaks else ([], "read by local rank 0")
             try:
                 response.update(
                     measure(
@@ -351,7 +349,7 @@ def main_rank(address: str) -> int:
     wait in a collective otherwise)."""
     rank = current()
     if rank is None:
-        raise SystemExit("bench.worker: BENCH_REPORT_ADDR is set but torchrun's RANK is not")
+        raise SystemExit("bench.child.worker: BENCH_REPORT_ADDR is set but torchrun's RANK is not")
     request = json.loads(os.environ["BENCH_REQUEST"])
     # Out of the environment at once: nothing this rank starts (input workers, a
     # compiler's) inherits the run's secret.
