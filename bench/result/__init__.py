@@ -19,49 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import files, integrity
-from bench.config import CHECKPOINTING_MODES, RunConfig
+from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.text import visible
-from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
+from bench.result.checks import MAX_DEPTH, MAX_INT, positive
+from bench.result.schema import POINT_AXES, SCHEMA_VERSION
+from bench.result.validate import InvalidField, validate
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 from bench.trackers.busy import verdict as busy_verdict
-
-# Bump on any change to the stored layout; add a migration from the previous version
-# below and a fixture file tests/data/result-v<N>.json that must keep loading.
-# History:
-#   1 (bench 0.1.0): first version.
-#   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
-#     results gain `pricing` and `peak_tflops`.
-#   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
-#     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
-#     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
-#   4 (bench 0.1.0): points gain `ranks` (per repeat, data-parallel ranks through
-#     torchrun: each rank's mean step, the slowest rank's steps); configs gain
-#     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before);
-#     points gain `busy` (per repeat: load, other processes' CPU, CPU clocks, GPU
-#     throttling over the measured window: bench/trackers/busy.py).
-#   5: results gain `ladder` (bench ladder's rungs); points gain `allocator`, `openmp`,
-#     `numa` (sweep axes: the child's memory allocator, OpenMP runtime and NUMA
-#     binding; null: as bench was launched) and `runtime` (what was applied: LD_PRELOAD,
-#     the settings, the numactl binding or why none, the libraries the child had
-#     mapped); configs gain `allocators`, `openmps`, `numas`.
-#   6: results gain `tune` (bench tune's rounds of successive halving: every probe as a
-#     point, the budget and why it stopped; null for other runs).
-#   7: points gain `unit_throughput` (derived: tokens/s or pixels/s where the workload
-#     has such a unit; details.per_sample records how many a sample holds).
-#   8: training on a real dataset: points gain `input_wait_s` (per repeat, per step: time
-#     blocked on the next batch), `accuracy` (per repeat: the target and top-1 after
-#     each epoch with its training and evaluation time) and `synthetic_step_times_s`
-#     (after the last epoch, the same session on one synthetic batch); `to_accuracy`,
-#     `input_wait_fraction` and `synthetic_ratio` are derived from them. Configs gain
-#     `train_to`.
-#   9: points gain `optimize` (a sweep axis: the framework's whole-model optimisation,
-#     torch's 'ipex' for ipex.optimize; null: none, as every point before); configs gain
-#     `optimizations`; tune records gain `spent_s` (seconds spent, for --resume).
-#   10: points gain `activation_checkpointing` (a sweep axis: none, selective, full;
-#     'none' for every point before); configs gain `activation_checkpointings`.
-SCHEMA_VERSION = 10
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -136,22 +102,11 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     9: _v9_to_v10,
 }
 
-STATUSES = ("ok", "oom", "error")
 THROUGHPUT_UNIT = "samples/s"
 
 
 class ResultError(UsageError):
     """A result file that cannot be read: names the file and what is wrong."""
-
-
-class InvalidField(ValueError):
-    """A field of a result document that does not hold what bench wrote there."""
-
-
-# What tells one point of a run from another, the device count aside: the same names
-# in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
-POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
-              "numa", "optimize", "activation_checkpointing")  # fmt: skip
 
 
 # An axis whose absence means a value other than None (rungs of older ladders).
@@ -484,7 +439,7 @@ class Point:
         record = self.details.get("mfu")
         peak = record.get("peak_flops") if isinstance(record, dict) else None
         achieved = self.achieved_flops
-        if achieved is None or peak is None or not _positive(peak):
+        if achieved is None or peak is None or not positive(peak):
             return None
         return achieved / peak
 
@@ -769,345 +724,7 @@ def dumps(result: Result) -> str:
     return json.dumps(integrity.seal(result.to_json()), indent=1)
 
 
-# --- validation on load: every field a reader uses, by type and range ------------------
-# Result files are shared between people: a malformed or hostile one must fail as one
-# line naming the file and the field, never as a traceback deep in a table or a chart,
-# and never as an hour of arithmetic. So every number a reader uses is checked to be
-# finite and of a magnitude whose sums, products and quotients stay finite, and every
-# list to be a list of bounded length whose items are checked in turn.
-
-Check = Callable[[Any], bool]
-MAX_DEPTH = 32  # bench writes at most ~6 levels; deeper is not a result
-# Read no more than this: a measured run of 90 epochs at thousands of steps each, with
-# its input waits, stays well below it; memory for the parsed file is a few times this.
 MAX_RESULT_BYTES = 128 * 2**20
-MAX_INT = 2**63 - 1  # anywhere in a file: what a signed 64-bit integer holds
-MAX_WHOLE = 2**31 - 1  # batch sizes, devices, counts: as the command line takes them
-MAX_ITEMS = 10_000_000  # any one list (steps of every epoch of a long run fit)
-# Seconds, joules, watts, FLOPs, prices: a positive figure outside [TINY, HUGE] is no
-# measurement, and the quotients of figures inside it stay far from overflow.
-TINY, HUGE = 1e-12, 1e21
-
-
-def _text(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _number(low: float, high: float, *, zero: bool = False, whole: bool = False) -> Check:
-    """A finite number in [low, high] (or 0 with `zero`; only an int with `whole`): the
-    one check of every number a reader computes with."""
-
-    def check(v: Any) -> bool:
-        if isinstance(v, bool) or not isinstance(v, int if whole else int | float):
-            return False
-        return (zero and v == 0) or low <= v <= high  # NaN compares False
-
-    return check
-
-
-def _whole(low: int, high: int = MAX_WHOLE) -> Check:
-    return _number(low, high, whole=True)
-
-
-_positive = _number(TINY, HUGE)  # seconds, joules, FLOPs, prices: measured, above zero
-_non_negative = _number(TINY, HUGE, zero=True)
-_fraction = _number(0, 1)  # top-1 accuracy
-# A busy record's CPUs and window: only compared with thresholds and printed, never
-# divided by, so any finite value from 0 up is safe, and the float rounding of a
-# difference of CPU times (1e-16 CPUs where nothing else ran) is what bench writes.
-_busy_number = _number(0, HUGE)
-_bytes = _whole(0, MAX_INT)
-
-
-def _number_or_nan(v: Any) -> bool:  # a loss may diverge to nan or inf, and that is data
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _optional(check: Check) -> Check:
-    def optional(v: Any) -> bool:
-        return v is None or check(v)
-
-    optional.each = getattr(check, "each", None)  # type: ignore[attr-defined]
-    return optional
-
-
-def _list_of(check: Check, most: int = MAX_ITEMS) -> Check:
-    """A list of at most `most` items, each passing `check` (kept as `.each`, so that an
-    error can name the first bad item)."""
-
-    def list_of(v: Any) -> bool:
-        return isinstance(v, list) and len(v) <= most and all(check(x) for x in v)
-
-    list_of.each = check  # type: ignore[attr-defined]
-    list_of.most = most  # type: ignore[attr-defined]
-    return list_of
-
-
-def _dict_of(check: Check) -> Check:
-    return lambda v: isinstance(v, dict) and all(_text(k) and check(x) for k, x in v.items())
-
-
-def _one_of(*allowed: str) -> Check:
-    return lambda v: isinstance(v, str) and v in allowed
-
-
-def _object(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
-def _axis_value(v: Any) -> bool:
-    """A sweep axis's value: what a point is looked up by (hashable, printable)."""
-    return v is None or _text(v) or _whole(0, MAX_INT)(v)
-
-
-_SECONDS = _list_of(_list_of(_positive))
-_ENERGY = {
-    "per_device_j": (_dict_of(_non_negative), "joules (0, or 1e-12 to 1e21) by device"),
-    "window_s": (_positive, "seconds from 1e-12 to 1e21"),
-    "sources": (_dict_of(_text), "source names by device"),
-    "epoch_j": (_optional(_list_of(_non_negative)), "a list of joules or null"),
-}
-
-
-def _ranks_record(value: Any) -> bool:
-    """What the table reads of the ranks: each rank's mean step, the slowest rank."""
-    return (
-        isinstance(value, dict)
-        and _list_of(_optional(_positive))(value.get("mean_step_s", []))
-        and _whole(0)(value.get("slowest_rank", 0))
-    )
-
-
-def _busy_record(value: Any) -> bool:
-    """What busy_verdict reads: numbers or null, and {device: [reason text]}."""
-    if not isinstance(value, dict):
-        return False
-    numbers = all(
-        value.get(k) is None or _busy_number(value.get(k))
-        for k in ("others_cpus", "steal_cpus", "window_s")
-    )
-    throttle = value.get("throttle")
-    reasons = throttle is None or _dict_of(_list_of(_text))(throttle)
-    return numbers and reasons
-
-
-def _rung(value: Any) -> bool:
-    """What the ladder table reads of a rung (its point is looked up by its axes)."""
-    point = value.get("point") if isinstance(value, dict) else None
-    return (
-        isinstance(point, dict)
-        and _text(value.get("rung"))
-        and _text(value.get("why"))
-        and value.get("kept") in (True, False, None)
-        and all(_axis_value(point.get(name)) for name in POINT_AXES)
-    )
-
-
-def _tune(value: Any) -> bool:
-    """What bench show reads of a tune record (its points are checked as points)."""
-    rounds = value.get("rounds") if isinstance(value, dict) else None
-    return (
-        _list_of(_object)(rounds)
-        and _positive(value.get("budget_s"))
-        and _optional(_text)(value.get("stopped"))
-        and all(
-            _whole(1)(r.get("round"))
-            and _whole(1)(r.get("steps"))
-            and _list_of(_object)(r.get("points"))
-            for r in rounds or ()
-        )
-    )
-
-
-def _accuracy_record(value: Any) -> bool:
-    """What ToAccuracy reads: a target or null, and each epoch's top-1 and times."""
-    epochs = value.get("epochs") if isinstance(value, dict) else None
-    return (
-        _list_of(_object)(epochs)
-        and bool(epochs)
-        and _optional(lambda t: _fraction(t) and t > 0)(value.get("target"))
-        and all(
-            _fraction(e.get("top1"))
-            and _non_negative(e.get("train_s"))
-            and _non_negative(e.get("eval_s"))
-            for e in epochs or ()
-        )
-    )
-
-
-def _power_reading(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and {"draw_w", "limit_w"} <= set(value)
-        and all(_non_negative(v) for v in value.values())
-    )
-
-
-# field -> (check, what is expected); fields marked required must be present.
-_POINT = {
-    "batch_size": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
-    "precision": (_text, "text"),
-    "memory_format": (_text, "text"),
-    "compile": (_optional(_text), "text or null"),
-    "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
-    "error": (_optional(_text), "text or null"),
-    "warmup_times_s": (_SECONDS, "lists of seconds from 1e-12 to 1e21"),
-    "step_times_s": (_SECONDS, "lists of seconds from 1e-12 to 1e21"),
-    "epoch_times_s": (_optional(_SECONDS), "lists of seconds from 1e-12 to 1e21, or null"),
-    "peak_memory_bytes": (_list_of(_optional(_bytes)), "a list of byte counts"),
-    "memory_kind": (_optional(_text), "text or null"),
-    "memory_unavailable": (_optional(_text), "text or null"),
-    "loss_first": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
-    "loss_last": (_list_of(_optional(_number_or_nan)), "a list of numbers"),
-    "parameters": (_optional(_bytes), "a whole number or null"),
-    "devices": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
-    "flops_per_sample": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
-    "energy": (_list_of(_optional(_object)), "a list of objects"),
-    "energy_unavailable": (_optional(_text), "text or null"),
-    "power_before": (
-        _list_of(_optional(_dict_of(_power_reading))),
-        "a list of {device: {draw_w, limit_w}} or null",
-    ),
-    "noise": (_optional(_text), "text or null"),
-    "ranks": (_list_of(_optional(_ranks_record)), "a list of rank records or null"),
-    "busy": (_list_of(_optional(_busy_record)), "a list of busy-machine records or null"),
-    "details": (_object, "an object"),
-    "allocator": (_optional(_one_of(*ALLOCATORS)), "one of " + ", ".join(ALLOCATORS) + " or null"),
-    "openmp": (_optional(_one_of(*OPENMP_RUNTIMES)),
-               "one of " + ", ".join(OPENMP_RUNTIMES) + " or null"),
-    "numa": (_optional(_one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null"),
-    "runtime": (_optional(_dict_of(_optional(_text))), "an object of text or null"),
-    "optimize": (_optional(_text), "text or null"),
-    "activation_checkpointing": (_one_of(*CHECKPOINTING_MODES),
-                                 "one of " + ", ".join(CHECKPOINTING_MODES)),
-    "input_wait_s": (_list_of(_list_of(_non_negative)), "lists of seconds (0, or 1e-12 to 1e21)"),
-    "synthetic_step_times_s": (_list_of(_positive), "a list of seconds from 1e-12 to 1e21"),
-    "accuracy": (_list_of(_optional(_accuracy_record)),
-                 "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null"),
-}  # fmt: skip
-_POINT_REQUIRED = ("batch_size", "precision", "status", "step_times_s")
-_PROBE = {
-    "batch_size": (_whole(1), f"a whole number from 1 to {MAX_WHOLE}"),
-    "status": (_one_of(*STATUSES), "one of " + ", ".join(STATUSES)),
-    "error": (_optional(_text), "text or null"),
-    "peak_memory_bytes": (_optional(_bytes), "a byte count or null"),
-}
-_MAX_BATCH = {
-    "precision": (_text, "text"),
-    "memory_format": (_text, "text"),
-    "compile": (_optional(_text), "text or null"),
-    "largest_ok": (_optional(_whole(1)), "a whole number or null"),
-    "first_failing": (_optional(_whole(1)), "a whole number or null"),
-    "status": (_one_of("running", "done", "error"), "one of running, done, error"),
-    "error": (_optional(_text), "text or null"),
-    "probes": (_list_of(_object), "a list of objects"),
-    "resolution": (_whole(1), "a whole number >= 1"),
-}
-_RESULT = {
-    "config": (_object, "an object"),
-    "points": (_list_of(_object), "a list of objects"),
-    "max_batch": (_list_of(_object), "a list of objects"),
-    "status": (_one_of("running", "complete", "interrupted"),
-               "one of running, complete, interrupted"),
-    "started": (_text, "text"),
-    "finished": (_optional(_text), "text or null"),
-    "command": (_list_of(_text), "a list of text"),
-    "pricing": (_optional(_object), "an object or null"),
-    "peak_tflops": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
-    "label": (_optional(_text), "text or null"),
-    "ladder": (_list_of(_rung), "a list of ladder rungs {rung, point, kept, why}"),
-    "tune": (_optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}"),
-    "environment": (_optional(_object), "an object or null"),
-}  # fmt: skip
-# The config's types and numbers (what they mean RunConfig checks itself): whole numbers
-# as the command line takes them, so that `bench rerun` of a crafted file asks nothing
-# absurd (a sweep of billions of points RunConfig refuses).
-_COUNT = (_optional(_whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
-_CONFIG = {
-    **{name: (_text, "text") for name in ("workload", "framework", "device", "data")},
-    "rdzv_endpoint": (_optional(_text), "text or null"),
-    **{name: _COUNT for name in (
-        "threads", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples", "seq_len",
-        "repeats", "min_repeats", "max_repeats", "max_batch_limit", "max_batch_step",
-        "max_batch_start", "probe_steps", "seed", "nnodes", "node_rank")},
-    "memory_limit_bytes": (_optional(_bytes), "a byte count or null"),
-    "timeout_s": (_optional(_positive), "seconds from 1e-12 to 1e21, or null"),
-    "target_rsd": (_fraction, "a fraction"),
-    "train_to": (_optional(_fraction), "a fraction or null"),
-    "batch_sizes": (_list_of(_whole(1)), f"a list of whole numbers from 1 to {MAX_WHOLE}"),
-    "devices": (_list_of(_optional(_whole(1))), "a list of whole numbers or null"),
-    **{name: (_list_of(_optional(_text)), "a list of text or null") for name in (
-        "precisions", "memory_formats", "compilers", "allocators", "openmps", "numas",
-        "optimizations")},
-    "activation_checkpointings": (_list_of(_one_of(*CHECKPOINTING_MODES)),
-                                  "a list of " + ", ".join(CHECKPOINTING_MODES)),
-}  # fmt: skip
-_SECTION = _optional(_object)
-# What readers take from the provenance (table titles, machine labels, peaks, prices).
-_ENVIRONMENT = {
-    **{name: (_SECTION, "an object or null")
-       for name in ("bench", "host", "cpu", "accelerator", "framework", "image", "env")},
-    "nodes": (_optional(_list_of(_object)), "a list of objects or null"),
-    "nodes_differ": (_optional(_list_of(_text)), "a list of field names or null"),
-}  # fmt: skip
-_ENVIRONMENT_FIELDS = {
-    "accelerator": {
-        "accelerator": (_optional(_text), "text or null"),
-        "accelerator_count": (_optional(_whole(0)), "a whole number or null"),
-    },
-    "cpu": {
-        "model": (_optional(_text), "text or null"),
-        "physical_cores": (_optional(_whole(1)), "a whole number or null"),
-        "max_mhz": (_optional(_positive), "a number from 1e-12 to 1e21, or null"),
-        "flags": (_optional(_list_of(_text)), "a list of text"),
-    },
-    "image": {"name": (_optional(_text), "text or null")},
-    "host": {
-        "hostname": (_optional(_text), "text or null"),
-        "dmi": (_SECTION, "an object or null"),
-    },
-}
-_PRICING = {
-    "usd_per_hour": (_optional(_positive), "a number of USD from 1e-12 to 1e21, or null"),
-    "instance": (_optional(_text), "text or null"),
-    "source": (_optional(_text), "text or null"),
-}
-
-
-def _check_fields(
-    data: dict[str, Any], fields: dict[str, tuple[Check, str]], where: str,
-    required: tuple[str, ...] = (),
-) -> None:  # fmt: skip
-    for key in required:
-        if key not in data:
-            raise InvalidField(f"{where}: missing field {key!r}")
-    for key, (check, expected) in fields.items():
-        value = data.get(key)
-        if key in data and not check(value):
-            raise InvalidField(_wrong(f"{where}.{key}", value, check, expected))
-
-
-def _wrong(name: str, value: Any, check: Check, expected: str) -> str:
-    """'points[0].step_times_s[1]: expected ..., found ...': the first bad item of a
-    list (a file may be long), else the value itself."""
-    each = getattr(check, "each", None)
-    if isinstance(value, list) and each is not None:
-        most = getattr(check, "most", MAX_ITEMS)
-        if len(value) > most:
-            return f"{name}: expected at most {most:,} items, found {len(value):,}"
-        i = next((i for i, item in enumerate(value) if not each(item)), None)
-        if i is not None:
-            return _wrong(f"{name}[{i}]", value[i], each, expected)
-    return f"{name}: expected {expected}, found {_brief(value)}"
-
-
-def _brief(value: Any) -> str:
-    """At most 40 characters of the value, as JSON, without serialising all of it."""
-    if isinstance(value, list | dict) and len(value) > 8:
-        kind = "a list" if isinstance(value, list) else "an object"
-        return f"{kind} of {len(value):,} items"
-    text = json.dumps(value[:40] + "..." if isinstance(value, str) and len(value) > 40 else value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _scan(data: Any) -> str | None:
@@ -1140,35 +757,6 @@ def _trail(trail: tuple[Any, ...]) -> str:
         if key is not None:  # the document itself
             keys.append(f"[{key}]" if isinstance(key, int) else f".{key}")
     return "".join(reversed(keys)).removeprefix(".") or "the document"
-
-
-def validate(data: Any) -> dict[str, Any]:
-    """Check a document's layout (after migration); raises ValueError naming the field."""
-    if not isinstance(data, dict):
-        raise InvalidField("not a JSON object")
-    _check_fields(data, _RESULT, "result", required=("config", "points"))
-    _check_fields(data["config"], _CONFIG, "config")
-    for i, point in enumerate(data["points"]):
-        where = f"points[{i}]"
-        _check_fields(point, _POINT, where, required=_POINT_REQUIRED)
-        for r, energy in enumerate(point.get("energy", [])):
-            if energy is not None:
-                _check_fields(energy, _ENERGY, f"{where}.energy[{r}]", required=tuple(_ENERGY))
-    for r, tuned in enumerate((data.get("tune") or {}).get("rounds", [])):
-        for i, point in enumerate(tuned["points"]):
-            _check_fields(point, _POINT, f"tune.rounds[{r}].points[{i}]", required=_POINT_REQUIRED)
-    for i, search in enumerate(data.get("max_batch", [])):
-        _check_fields(search, _MAX_BATCH, f"max_batch[{i}]", required=("precision",))
-        for j, probe in enumerate(search.get("probes", [])):
-            where = f"max_batch[{i}].probes[{j}]"
-            _check_fields(probe, _PROBE, where, required=("batch_size", "status"))
-    environment = data.get("environment") or {}
-    _check_fields(environment, _ENVIRONMENT, "environment")
-    for section, fields in _ENVIRONMENT_FIELDS.items():
-        _check_fields(environment.get(section) or {}, fields, f"environment.{section}")
-    if data.get("pricing") is not None:
-        _check_fields(data["pricing"], _PRICING, "pricing", required=("usd_per_hour",))
-    return data
 
 
 def _failure(path: Path, what: str) -> ResultError:
