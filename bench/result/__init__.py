@@ -12,7 +12,7 @@ import json
 import stat
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,84 +23,13 @@ from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.text import visible
 from bench.result.checks import MAX_DEPTH, MAX_INT, positive
+from bench.result.migrations import MIGRATIONS as MIGRATIONS
+from bench.result.migrations import migrate
 from bench.result.schema import POINT_AXES, SCHEMA_VERSION
 from bench.result.validate import InvalidField, validate
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 from bench.trackers.busy import verdict as busy_verdict
-
-
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("energy", [])
-        point.setdefault("energy_unavailable", "not measured (result schema 1 had no energy)")
-    data.setdefault("pricing", None)
-    return {**data, "schema_version": 2}
-
-
-def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("power_before", [])
-    for search in data.get("max_batch", []):
-        search.setdefault("resolution", 1)
-    return {**data, "schema_version": 3}  # no checksum: integrity.check says "absent"
-
-
-def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("ranks", [])
-        point.setdefault("busy", [])
-    return {**data, "schema_version": 4}  # the config's new fields take their defaults
-
-
-def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
-    return {**data, "schema_version": 5}  # the new fields of points and config: defaults
-
-
-def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
-    return {**data, "tune": None, "schema_version": 6}
-
-
-def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
-    return {**data, "schema_version": 7}  # points gained unit_throughput, derived on load
-
-
-def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("input_wait_s", [])
-        point.setdefault("accuracy", [])
-        point.setdefault("synthetic_step_times_s", [])
-    return {**data, "schema_version": 8}
-
-
-def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("optimize", None)
-    if isinstance(data.get("config"), dict):
-        data["config"].setdefault("optimizations", [None])
-    return {**data, "schema_version": 9}
-
-
-def _v9_to_v10(data: dict[str, Any]) -> dict[str, Any]:
-    for point in data.get("points", []):
-        point.setdefault("activation_checkpointing", "none")
-    if isinstance(data.get("config"), dict):
-        data["config"].setdefault("activation_checkpointings", ["none"])
-    return {**data, "schema_version": 10}
-
-
-# version -> function upgrading a document of that version to the next one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: _v1_to_v2,
-    2: _v2_to_v3,
-    3: _v3_to_v4,
-    4: _v4_to_v5,
-    5: _v5_to_v6,
-    6: _v6_to_v7,
-    7: _v7_to_v8,
-    8: _v8_to_v9,
-    9: _v9_to_v10,
-}
 
 THROUGHPUT_UNIT = "samples/s"
 
@@ -824,10 +753,7 @@ def load(path: str | Path) -> Result:
             file=sys.stderr,
         )
     try:
-        while version < SCHEMA_VERSION:
-            data = MIGRATIONS[version](data)
-            version += 1
-        loaded = Result.from_json(validate(data))
+        loaded = Result.from_json(validate(migrate(data, version)))
         loaded.integrity = sealed
         return loaded
     except (UsageError, InvalidField) as error:
