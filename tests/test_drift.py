@@ -11,6 +11,7 @@ import pytest
 from bench import archive, drift, integrity, result
 from bench.cli import main
 from bench.commands.diff import EXIT_DRIFT
+from bench.errors import UsageError
 from bench.result import MaxBatch, Point
 
 from .conftest import DATA, run_bench
@@ -92,7 +93,7 @@ def test_different_benchmarks_are_refused_in_one_line():
     old = machine("A", [noisy_point(64, 0.1)])
     new = machine("A", [noisy_point(64, 0.1)])
     new.config = replace(new.config, workload="bert-base")
-    with pytest.raises(result.UsageError, match="differ in workload"):
+    with pytest.raises(UsageError, match="differ in workload"):
         drift.compare(old, new)
 
 

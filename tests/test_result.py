@@ -354,7 +354,7 @@ def test_only_regular_files_of_bounded_size_are_read(tmp_path, monkeypatch):
     os.mkfifo(fifo)  # opening it would wait for a writer forever
     with pytest.raises(ResultError, match=r"pipe\.json: not a regular file"):
         result.load(fifo)
-    monkeypatch.setattr(result, "MAX_RESULT_BYTES", 1000)
+    monkeypatch.setattr(result.io, "MAX_RESULT_BYTES", 1000)
     path = tmp_path / "big.json"
     path.write_text(" " * 1001)
     with pytest.raises(ResultError, match=r"big\.json: larger than 0 MiB"):
