@@ -31,7 +31,7 @@ WRITE = os.environ.get("BENCH_GOLDEN") == "write"
 VALUES: tuple[Any, ...] = (None, "text", -1, 0, 1.5, 1e22, True, [], {}, [None], [["x"]], [-1])
 # The newest fixture crafted field by field with every value; the others (migrated
 # through the steps of their versions) with deletion and two values, to keep it fast.
-FULL = ("result-v10.json",)
+FULL = (f"result-v{result.SCHEMA_VERSION}.json",)
 SHORT = (None, "text")
 
 
