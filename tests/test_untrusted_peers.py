@@ -301,7 +301,7 @@ def test_a_machine_with_another_secret_is_stopped_before_training(tmp_path):
 
 
 def test_two_runs_in_the_same_second_keep_both_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(result, "default_name", lambda config, when=None: "same.json")
+    monkeypatch.setattr(result.io, "default_name", lambda config, when=None: "same.json")
     config = RunConfig(workload="tiny", batch_sizes=(8,))
     for step in (0.1, 0.2):
         Runner(config, tmp_path, spawn=FakeChild(lambda p, n, s=step: ok_response(s))).run()

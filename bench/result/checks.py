@@ -1,0 +1,93 @@
+"""What a value of a result file may be: checks of type and range, and the bounds.
+
+Result files are shared between people: a malformed or hostile one must fail as one
+line naming the file and the field, never as a traceback deep in a table or a chart,
+and never as an hour of arithmetic. So every number a reader uses is checked to be
+finite and of a magnitude whose sums, products and quotients stay finite, and every
+list to be a list of bounded length whose items are checked in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Check = Callable[[Any], bool]
+MAX_DEPTH = 32  # bench writes at most ~6 levels; deeper is not a result
+MAX_INT = 2**63 - 1  # anywhere in a file: what a signed 64-bit integer holds
+MAX_WHOLE = 2**31 - 1  # batch sizes, devices, counts: as the command line takes them
+MAX_ITEMS = 10_000_000  # any one list (steps of every epoch of a long run fit)
+# Seconds, joules, watts, FLOPs, prices: a positive figure outside [TINY, HUGE] is no
+# measurement, and the quotients of figures inside it stay far from overflow.
+TINY, HUGE = 1e-12, 1e21
+
+
+def text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def number(low: float, high: float, *, zero: bool = False, whole: bool = False) -> Check:
+    """A finite number in [low, high] (or 0 with `zero`; only an int with `whole`): the
+    one check of every number a reader computes with."""
+
+    def check(v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, int if whole else int | float):
+            return False
+        return (zero and v == 0) or low <= v <= high  # NaN compares False
+
+    return check
+
+
+def whole(low: int, high: int = MAX_WHOLE) -> Check:
+    return number(low, high, whole=True)
+
+
+positive = number(TINY, HUGE)  # seconds, joules, FLOPs, prices: measured, above zero
+non_negative = number(TINY, HUGE, zero=True)
+fraction = number(0, 1)  # top-1 accuracy
+# A busy record's CPUs and window: only compared with thresholds and printed, never
+# divided by, so any finite value from 0 up is safe, and the float rounding of a
+# difference of CPU times (1e-16 CPUs where nothing else ran) is what bench writes.
+busy_number = number(0, HUGE)
+byte_count = whole(0, MAX_INT)
+
+
+def number_or_nan(v: Any) -> bool:  # a loss may diverge to nan or inf, and that is data
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def optional(check: Check) -> Check:
+    def optional(v: Any) -> bool:
+        return v is None or check(v)
+
+    optional.each = getattr(check, "each", None)  # type: ignore[attr-defined]
+    return optional
+
+
+def list_of(check: Check, most: int = MAX_ITEMS) -> Check:
+    """A list of at most `most` items, each passing `check` (kept as `.each`, so that an
+    error can name the first bad item)."""
+
+    def list_of(v: Any) -> bool:
+        return isinstance(v, list) and len(v) <= most and all(check(x) for x in v)
+
+    list_of.each = check  # type: ignore[attr-defined]
+    list_of.most = most  # type: ignore[attr-defined]
+    return list_of
+
+
+def dict_of(check: Check) -> Check:
+    return lambda v: isinstance(v, dict) and all(text(k) and check(x) for k, x in v.items())
+
+
+def one_of(*allowed: str) -> Check:
+    return lambda v: isinstance(v, str) and v in allowed
+
+
+def an_object(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def axis_value(v: Any) -> bool:
+    """A sweep axis's value: what a point is looked up by (hashable, printable)."""
+    return v is None or text(v) or whole(0, MAX_INT)(v)

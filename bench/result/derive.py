@@ -1,0 +1,285 @@
+"""Statistics derived from a point's raw values: throughput, step and epoch times,
+energy, time to accuracy, MFU, input wait, and the figures written beside the raw values.
+
+Raw values are stored (per-step times per repeat, per-epoch times, peaks); every
+statistic is derived from them here, on save for readers of the JSON and again on
+load, so a stored statistic can never disagree with the raw data it came from.
+Point's properties (bench/result/point.py) call these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bench.result.checks import positive
+from bench.stats import Estimate, Summary, relative_stdev
+from bench.stats import throughput as samples_per_s
+from bench.trackers.busy import verdict as busy_verdict
+
+if TYPE_CHECKING:
+    from bench.result.point import Point
+
+THROUGHPUT_UNIT = "samples/s"
+
+
+@dataclass(frozen=True)
+class EnergySummary:
+    """Energy of a point, derived from the per-repeat windows. Units: J, W."""
+
+    total_j: float  # mean over repeats of the measured window's energy, all devices
+    per_sample_j: float
+    mean_power_w: float
+    per_epoch_j: float | None  # epoch mode: mean of epochs 2..N
+    sources: list[str]
+    # None: nothing to check against; "ok"; else what lies outside [draw before, limit].
+    power_check: str | None = None
+
+    @property
+    def samples_per_joule(self) -> float:
+        return 1.0 / self.per_sample_j if self.per_sample_j else float("inf")
+
+
+@dataclass(frozen=True)
+class ToAccuracy:
+    """Training to a target top-1, derived from the per-epoch records of the repeats.
+    Times are wall clock from the first step: training plus each epoch's evaluation,
+    as MLPerf and DAWNBench count time to train. Units: s, J."""
+
+    target: float | None
+    repeats: int
+    reached: int  # repeats that reached the target
+    epochs_to_target: float | None  # mean over the repeats that reached it
+    time_to_target_s: float | None
+    energy_to_target_j: float | None  # None unless every such repeat measured energy
+    best_top1: float
+    curve: list[float]  # top-1 after each epoch, of the first repeat
+
+    @classmethod
+    def of(cls, records: list[dict[str, Any]], epoch_j: list[list[float] | None]) -> ToAccuracy:
+        target = records[0].get("target")
+        hits, times, joules = [], [], []
+        for r, record in enumerate(records):
+            epochs = record["epochs"]
+            first = next(
+                (i for i, e in enumerate(epochs) if target is not None and e["top1"] >= target),
+                None,
+            )
+            if first is None:
+                continue
+            hits.append(first + 1)
+            times.append(sum(e["train_s"] + e["eval_s"] for e in epochs[: first + 1]))
+            laps = epoch_j[r] if r < len(epoch_j) else None
+            joules.append(sum(laps[: first + 1]) if laps and len(laps) > first else None)
+        return cls(
+            target=target,
+            repeats=len(records),
+            reached=len(hits),
+            epochs_to_target=statistics.fmean(hits) if hits else None,
+            time_to_target_s=statistics.fmean(times) if times else None,
+            energy_to_target_j=statistics.fmean(j for j in joules if j is not None)
+            if joules and None not in joules else None,
+            best_top1=max(e["top1"] for record in records for e in record["epochs"]),
+            curve=[e["top1"] for e in records[0]["epochs"]],
+        )  # fmt: skip
+
+    def cost_to_target(self, usd_per_hour: float | None) -> float | None:
+        if usd_per_hour is None or self.time_to_target_s is None:
+            return None
+        return self.time_to_target_s / 3600 * usd_per_hour
+
+    def to_json(self) -> dict[str, Any]:
+        units = {"time_to_target_s": "s", "energy_to_target_j": "J", "best_top1": "fraction",
+                 "curve": "fraction"}  # fmt: skip
+        return {**dataclasses.asdict(self), "units": units}
+
+
+def busy_note(point: Point) -> str | None:
+    """Why the machine counted as busy while this point was measured, or None."""
+    notes = [
+        f"repeat {r + 1}: {why}" if len(point.busy) > 1 else why
+        for r, record in enumerate(point.busy)
+        if (why := busy_verdict(record))
+    ]
+    return "; ".join(notes) or None
+
+
+def repeat_throughputs(point: Point) -> list[float]:
+    """Samples/s of each repeat. In epoch mode the M2 Max vs V100 study's method:
+    samples per epoch over the mean duration of epochs 2..N (epoch 1 holds start-up
+    costs)."""
+    values = []
+    for r, steps in enumerate(point.step_times_s):
+        if not steps:
+            continue
+        epochs = (
+            point.epoch_times_s[r] if point.epoch_times_s and r < len(point.epoch_times_s) else None
+        )
+        if epochs:
+            steady = epochs[1:] or epochs
+            samples_per_epoch = point.batch_size * len(steps) // len(epochs)
+            if samples_per_epoch:  # (fewer steps than epochs: no such run)
+                values.append(samples_per_epoch / statistics.fmean(steady))
+        else:
+            values.append(samples_per_s(point.batch_size, steps))
+    return values
+
+
+def throughput(point: Point) -> Estimate | None:
+    values = point.repeat_throughputs()
+    return Estimate.of(values, THROUGHPUT_UNIT, positive=True) if values else None
+
+
+def throughput_rsd(point: Point) -> float | None:
+    return relative_stdev(point.repeat_throughputs())
+
+
+def step_time(point: Point) -> Summary | None:
+    steps = [t for row in point.step_times_s for t in row]
+    return Summary.of(steps, "s") if steps else None
+
+
+def epoch_time(point: Point) -> Summary | None:
+    """Epochs 2..N of every repeat (all epochs if there is only one)."""
+    if not point.epoch_times_s:
+        return None
+    steady = [t for row in point.epoch_times_s for t in (row[1:] or row)]
+    return Summary.of(steady, "s") if steady else None
+
+
+def input_wait_fraction(point: Point) -> float | None:
+    """The share of step time spent waiting for input, over every repeat."""
+    waits = sum(t for row in point.input_wait_s for t in row)
+    steps = sum(t for row in point.step_times_s[: len(point.input_wait_s)] for t in row)
+    return waits / steps if point.input_wait_s and steps else None
+
+
+def synthetic_ratio(point: Point) -> float | None:
+    """Throughput on the real data over the same point's on synthetic data: below 1,
+    what the input pipeline (and the host) cost."""
+    if not point.synthetic_step_times_s or point.throughput is None:
+        return None
+    return point.throughput.value / samples_per_s(point.batch_size, point.synthetic_step_times_s)
+
+
+def to_accuracy(point: Point) -> ToAccuracy | None:
+    records = [a for a in point.accuracy if a]
+    if not records:
+        return None
+    epoch_j = [(e or {}).get("epoch_j") for e in point.energy] if point.energy else []
+    return ToAccuracy.of(records, epoch_j)
+
+
+def peak_memory(point: Point) -> int | None:
+    peaks = [p for p in point.peak_memory_bytes if p is not None]
+    return max(peaks) if peaks else None
+
+
+def energy_summary(point: Point) -> EnergySummary | None:
+    # (window, samples measured in it) for each repeat that could read energy
+    windows = [
+        (e, point.batch_size * len(steps))
+        for e, steps in zip(point.energy, point.step_times_s, strict=False)
+        if e and steps  # a window without steps has no samples to share its energy
+    ]
+    if not windows:
+        return None
+    joules = [sum(e["per_device_j"].values()) for e, _ in windows]
+    samples = [n for _, n in windows]
+    epochs = [
+        j for e, _ in windows for j in ((e.get("epoch_j") or [])[1:] or (e.get("epoch_j") or []))
+    ]
+    return EnergySummary(
+        total_j=statistics.fmean(joules),
+        per_sample_j=sum(joules) / sum(samples),
+        mean_power_w=sum(joules) / sum(e["window_s"] for e, _ in windows),
+        per_epoch_j=statistics.fmean(epochs) if epochs else None,
+        sources=sorted({kind for e, _ in windows for kind in e["sources"].values()}),
+        power_check=_power_check(point),
+    )
+
+
+def _power_check(point: Point) -> str | None:
+    """Each device's mean power over each window must lie between its draw before
+    the child's work and its enforced power limit (5% over it allowed for the
+    counter's own averaging); anything else means a counter that cannot be trusted."""
+    problems, checked = [], False
+    for r, (energy, before) in enumerate(
+        zip(point.energy, point.power_before or [None] * len(point.energy), strict=False)
+    ):
+        if not energy or not before:
+            continue
+        for device, joules in energy["per_device_j"].items():
+            bounds = before.get(device)
+            if not bounds:
+                continue
+            checked = True
+            mean = joules / energy["window_s"]
+            where = f"repeat {r + 1} {device} mean {mean:,.0f} W"
+            if mean < bounds["draw_w"]:
+                problems.append(f"{where} is below its {bounds['draw_w']:,.0f} W before work")
+            elif mean > bounds["limit_w"] * 1.05:
+                problems.append(f"{where} is above its {bounds['limit_w']:,.0f} W limit")
+    if problems:
+        return "; ".join(problems)
+    return "ok" if checked else None
+
+
+def achieved_flops(point: Point) -> float | None:
+    """Model FLOP/s: FLOPs per sample times samples per second."""
+    if point.flops_per_sample is None or point.throughput is None:
+        return None
+    return point.flops_per_sample * point.throughput.value
+
+
+def mfu(point: Point) -> float | None:
+    """Model FLOPs utilisation over every repeat: achieved FLOP/s over the peak of the
+    devices that trained, where the child recorded one (details.mfu, bench/mfu.py;
+    a peak outside what a device can hold reads as none)."""
+    record = point.details.get("mfu")
+    peak = record.get("peak_flops") if isinstance(record, dict) else None
+    achieved = point.achieved_flops
+    if achieved is None or peak is None or not positive(peak):
+        return None
+    return achieved / peak
+
+
+def unit_throughput(point: Point) -> tuple[float, str] | None:
+    """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
+    one besides samples (the worker records how many a sample holds)."""
+    per_sample = point.details.get("per_sample")
+    if not isinstance(per_sample, dict) or point.throughput is None:
+        return None
+    count, unit = per_sample.get("count"), per_sample.get("unit")
+    if not isinstance(count, int) or not isinstance(unit, str):
+        return None
+    return point.throughput.value * count, f"{unit}/s"
+
+
+def figures(point: Point) -> dict[str, Any]:
+    """The derived figures written beside a point's raw values, for readers of the
+    file; recomputed (not read) on load."""
+    data: dict[str, Any] = {}
+    tp, step, epoch = point.throughput, point.step_time, point.epoch_time
+    data["throughput"] = dataclasses.asdict(tp) if tp else None
+    data["throughput_rsd"] = point.throughput_rsd
+    data["step_time"] = dataclasses.asdict(step) if step else None
+    data["epoch_time"] = dataclasses.asdict(epoch) if epoch else None
+    data["peak_memory"] = {"value": point.peak_memory, "unit": "B", "kind": point.memory_kind}
+    data["achieved_flops"] = {"value": point.achieved_flops, "unit": "FLOP/s"}
+    per_unit = point.unit_throughput
+    data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
+    data["input_wait_fraction"] = point.input_wait_fraction
+    data["synthetic_ratio"] = point.synthetic_ratio
+    reached = point.to_accuracy
+    data["to_accuracy"] = reached.to_json() if reached else None
+    energy = point.energy_summary
+    data["energy_summary"] = (
+        {**dataclasses.asdict(energy), "samples_per_joule": energy.samples_per_joule,
+         "units": {"total_j": "J", "per_sample_j": "J", "mean_power_w": "W",
+                   "per_epoch_j": "J", "samples_per_joule": "samples/J"}}
+        if energy else None
+    )  # fmt: skip
+    return data

@@ -1,0 +1,167 @@
+"""Reading and writing result files: atomic saves that never overwrite another run's
+file, and a load that reads with bounds, migrates, validates, and names the file and
+the field of anything wrong in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import files, integrity
+from bench.config import RunConfig
+from bench.errors import BenchError, UsageError
+from bench.report.text import visible
+from bench.result.checks import MAX_DEPTH, MAX_INT
+from bench.result.document import Result
+from bench.result.migrations import migrate
+from bench.result.schema import SCHEMA_VERSION
+from bench.result.validate import InvalidField, validate
+
+# Read no more than this: a measured run of 90 epochs at thousands of steps each, with
+# its input waits, stays well below it; memory for the parsed file is a few times this.
+MAX_RESULT_BYTES = 128 * 2**20
+
+
+class ResultError(UsageError):
+    """A result file that cannot be read: names the file and what is wrong."""
+
+
+def default_name(config: RunConfig, when: datetime | None = None) -> str:
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{config.workload}-{config.framework}-{config.device}-{stamp}.json"
+
+
+def create(result: Result, directory: Path) -> Path:
+    """Write a new result file atomically and never over an existing one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = default_name(result.config)
+    text = dumps(result)
+    for n in range(1, 1000):
+        path = directory / (base if n == 1 else base.replace(".json", f"-{n}.json"))
+        if files.create(path, text):
+            return path
+    raise BenchError(f"could not find a free result file name in {directory}")
+
+
+def update(result: Result, path: Path) -> None:
+    """Atomically replace a result file this run created (readers never see half a file;
+    on a full disk the previous complete file stays)."""
+    files.replace(path, dumps(result))
+
+
+def dumps(result: Result) -> str:
+    """The file's text: the result and, last, the checksum of everything above it."""
+    return json.dumps(integrity.seal(result.to_json()), indent=1)
+
+
+def _scan(data: Any) -> str | None:
+    """What makes a document no result at all, found in one pass without recursion (a
+    hostile file may nest far deeper than Python's stack) and in memory that grows with
+    the depth only: nesting deeper than MAX_DEPTH, or a whole number no field of a result
+    holds (past 64 bits, arithmetic and printing take time that grows with its digits)."""
+    stack: list[tuple[Iterator[tuple[Any, Any]], tuple[Any, ...]]] = [(iter([(None, data)]), ())]
+    while stack:
+        items, trail = stack[-1]
+        for key, value in items:
+            if isinstance(value, dict | list):
+                if len(stack) > MAX_DEPTH:
+                    return f"nested deeper than {MAX_DEPTH} levels"
+                inner = value.items() if isinstance(value, dict) else enumerate(value)
+                stack.append((iter(inner), (key, trail)))
+                break
+            if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+                return f"{_trail((key, trail))}: a whole number beyond 64 bits"
+        else:
+            stack.pop()
+    return None
+
+
+def _trail(trail: tuple[Any, ...]) -> str:
+    """'points[0].batch_size' from the scan's (key, (parent's key, (...))) chain."""
+    keys = []
+    while trail:
+        key, trail = trail
+        if key is not None:  # the document itself
+            keys.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(reversed(keys)).removeprefix(".") or "the document"
+
+
+def _failure(path: Path, what: str) -> ResultError:
+    """The one line naming the file and what is wrong, control characters (of a file's
+    name or of its content) made visible: it may reach a terminal."""
+    return ResultError(visible(f"{path}: {what}"))
+
+
+def read_document(path: str | Path) -> Any:
+    """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES, whole
+    numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise."""
+    path = Path(path)
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never end
+            raise _failure(path, "not a regular file")
+        with path.open("rb") as file:
+            raw = file.read(MAX_RESULT_BYTES + 1)
+        if len(raw) > MAX_RESULT_BYTES:
+            raise _failure(path, f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result")
+        data = json.loads(raw.decode())
+    except ResultError:
+        raise
+    except FileNotFoundError:
+        raise _failure(path, "no such result file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise _failure(path, f"cannot read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise _failure(path, f"not a bench result (invalid JSON: {error})") from None
+    except RecursionError:
+        raise _failure(path, "not a bench result (nested too deeply)") from None
+    except ValueError:  # Python's own limit on the digits of a whole number
+        digits = sys.get_int_max_str_digits()
+        raise _failure(
+            path, f"not a bench result (a whole number of more than {digits} digits)"
+        ) from None
+    problem = _scan(data)
+    if problem is not None:
+        raise _failure(path, f"not a bench result ({problem})")
+    return data
+
+
+def load(path: str | Path) -> Result:
+    """Read a result of this or any older schema version; errors name file and field."""
+    path = Path(path)
+    data = read_document(path)
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _failure(path, "not a bench result (no schema_version)")
+    if version > SCHEMA_VERSION:
+        raise _failure(
+            path,
+            f"schema version {version} is newer than this bench reads (up to {SCHEMA_VERSION}); "
+            "upgrade bench",
+        )
+    points = data.get("points", [])
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        raise _failure(path, "invalid result (points: expected a list of objects)")
+    sealed = integrity.check(data)  # before migrations: the checksum covers the file
+    if sealed == integrity.EDITED:
+        print(
+            visible(
+                f"bench: warning: {path} was changed after bench wrote it (its sha256 does "
+                "not match): its figures may not be the ones measured"
+            ),
+            file=sys.stderr,
+        )
+    try:
+        loaded = Result.from_json(validate(migrate(data, version)))
+        loaded.integrity = sealed
+        return loaded
+    except (UsageError, InvalidField) as error:
+        raise _failure(path, f"invalid result ({error})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        # Migrations run before validation, so they may meet any malformed shape.
+        raise _failure(path, f"invalid result ({type(error).__name__}: {error})") from None

@@ -1,0 +1,65 @@
+"""Bring a result document of an older schema version up to the current one.
+
+Step N -> N+1 gives every object the fields schema.py declares `since` N+1 with an
+`older` value (fields without one stay absent: the dataclass's default applies), then
+runs the hand-written transformation of that step, if any (a rename, a restructuring:
+none so far). Migrations run before validation, so they may meet any malformed shape;
+load turns what they raise into one line.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from bench.result.schema import SCHEMA_VERSION, UNSET, VERSIONED
+
+Document = dict[str, Any]
+
+# version -> what turns a document of that version into the next, besides the defaults.
+TRANSFORMS: dict[int, Callable[[Document], Document]] = {}
+
+
+def _objects(data: Document, where: str) -> Any:
+    """The objects of a document a table describes: the document, its config, each
+    point (load checked they are objects), each max-batch search."""
+    if where == "result":
+        return [data]
+    if where == "config":
+        return [data["config"]] if isinstance(data.get("config"), dict) else []
+    return data.get(where, [])
+
+
+def _fill_defaults(version: int) -> Callable[[Document], Document]:
+    """Step `version` -> `version` + 1: the new fields' values for older files."""
+    added = {
+        where: [f for f in table if f.since == version + 1 and f.older is not UNSET]
+        for where, table in VERSIONED.items()
+    }
+
+    def step(data: Document) -> Document:
+        for where, fields in added.items():
+            if fields:
+                for item in _objects(data, where):
+                    for field in fields:
+                        item.setdefault(field.name, copy.deepcopy(field.older))
+        data = {**data, "schema_version": version + 1}
+        transform = TRANSFORMS.get(version)
+        return transform(data) if transform else data
+
+    return step
+
+
+# version -> function upgrading a document of that version to the next one.
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {
+    version: _fill_defaults(version) for version in range(1, SCHEMA_VERSION)
+}
+
+
+def migrate(data: Document, version: int) -> Document:
+    """A document of `version` brought to SCHEMA_VERSION."""
+    while version < SCHEMA_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+    return data

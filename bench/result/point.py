@@ -1,0 +1,243 @@
+"""A point of a sweep as a loaded file holds it: its axes, the raw values measured per
+repeat, and its status; its statistics come from bench/result/derive.py.
+
+Its fields are those of schema.POINT (tests/test_result_schema.py checks both agree).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.result import derive
+from bench.result.derive import EnergySummary, ToAccuracy
+from bench.result.schema import POINT_AXES
+from bench.stats import Estimate, Summary
+
+# An axis whose absence means a value other than None (rungs of older ladders).
+_AXIS_DEFAULTS = {"activation_checkpointing": "none"}
+
+
+def point_axes(point: Any) -> tuple[Any, ...]:
+    """The POINT_AXES of a Point, a PointConfig or a dict of one (missing keys: None)."""
+    if isinstance(point, dict):
+        return tuple(point.get(name, _AXIS_DEFAULTS.get(name)) for name in POINT_AXES)
+    return tuple(getattr(point, name) for name in POINT_AXES)
+
+
+def variant_label(
+    precision: str, memory_format: str, compile: str | None, optimize: str | None = None,
+    checkpointing: str = "none",
+) -> str:  # fmt: skip
+    """'bf16 channels_last compile=inductor optimize=ipex': the axes other than batch size
+    and the runtime's."""
+    parts = [precision]
+    if memory_format != "contiguous":
+        parts.append(memory_format)
+    if compile:
+        parts.append(f"compile={compile}")
+    if optimize:
+        parts.append(f"optimize={optimize}")
+    if checkpointing != "none":
+        parts.append(f"ac={checkpointing}")
+    return " ".join(parts)
+
+
+def _tuples(rows: Any) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(row) for row in rows)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured point of a sweep: its axes, raw measurements per repeat, and status."""
+
+    batch_size: int  # GLOBAL batch: samples per step over all devices
+    precision: str
+    memory_format: str = "contiguous"
+    compile: str | None = None
+    status: str = "ok"
+    error: str | None = None
+    devices: int = 1
+    warmup_times_s: tuple[tuple[float, ...], ...] = ()  # one row per repeat
+    step_times_s: tuple[tuple[float, ...], ...] = ()
+    epoch_times_s: tuple[tuple[float, ...], ...] | None = None
+    peak_memory_bytes: tuple[int | None, ...] = ()
+    memory_kind: str | None = None
+    memory_unavailable: str | None = None
+    loss_first: tuple[float | None, ...] = ()
+    loss_last: tuple[float | None, ...] = ()
+    parameters: int | None = None
+    flops_per_sample: float | None = None
+    # Per repeat: {"window_s", "per_device_j", "sources", "epoch_j"}, or None.
+    energy: tuple[dict[str, Any] | None, ...] = ()
+    energy_unavailable: str | None = None
+    # Per repeat: {device: {"draw_w", "limit_w"}} read before the child's work, or None.
+    power_before: tuple[dict[str, Any] | None, ...] = ()
+    # Per repeat, with ranks: {"world_size", "nodes", "hosts", "mean_step_s" (per rank),
+    # "slowest_rank", "slowest_step_times_s", "bindings"}, or None.
+    ranks: tuple[dict[str, Any] | None, ...] = ()
+    # Per repeat: was the machine busy over the measured window (trackers/busy.py).
+    busy: tuple[dict[str, Any] | None, ...] = ()
+    # Why the figure is noisier than asked (--repeats auto that missed its target).
+    noise: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    # The child's memory allocator, OpenMP runtime and NUMA binding (bench.runtime);
+    # None: as bench was launched. `runtime`: what was applied.
+    allocator: str | None = None
+    openmp: str | None = None
+    numa: str | None = None
+    runtime: dict[str, Any] | None = None
+    # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
+    optimize: str | None = None
+    # Activation checkpointing of the model's blocks (bench.parallel.checkpoint).
+    activation_checkpointing: str = "none"
+    # On a real dataset, per repeat: each step's wait for its batch (s), and the
+    # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
+    # "eval_s", ...}]}.
+    input_wait_s: tuple[tuple[float, ...], ...] = ()
+    accuracy: tuple[dict[str, Any] | None, ...] = ()
+    # After training on a dataset, the same session on one synthetic batch (repeat 1).
+    synthetic_step_times_s: tuple[float, ...] = ()
+
+    @property
+    def runtime_label(self) -> str:
+        """'tcmalloc intel-omp numa': the runtime axes that were set ('' for none)."""
+        parts = [self.allocator or ""]
+        parts.append(f"{self.openmp}-omp" if self.openmp else "")
+        parts.append({"on": "numa", "off": "no-numa"}.get(self.numa or "", ""))
+        return " ".join(part for part in parts if part)
+
+    @property
+    def label(self) -> str:
+        variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize,
+                                self.activation_checkpointing)  # fmt: skip
+        spread = f" on {self.devices} devices" if self.devices > 1 else ""
+        runtime = f" {self.runtime_label}" if self.runtime_label else ""
+        return f"batch {self.batch_size} {variant}{runtime}{spread}"
+
+    @property
+    def error_line(self) -> str:
+        """The first line of the error, or the status when there is no message."""
+        lines = (self.error or "").strip().splitlines()
+        return lines[0] if lines else self.status
+
+    @property
+    def measured(self) -> bool:
+        return any(self.step_times_s)
+
+    def repeat_throughputs(self) -> list[float]:
+        return derive.repeat_throughputs(self)
+
+    @property
+    def busy_note(self) -> str | None:
+        return derive.busy_note(self)
+
+    @property
+    def throughput(self) -> Estimate | None:
+        return derive.throughput(self)
+
+    @property
+    def throughput_rsd(self) -> float | None:
+        return derive.throughput_rsd(self)
+
+    @property
+    def step_time(self) -> Summary | None:
+        return derive.step_time(self)
+
+    @property
+    def epoch_time(self) -> Summary | None:
+        return derive.epoch_time(self)
+
+    @property
+    def input_wait_fraction(self) -> float | None:
+        return derive.input_wait_fraction(self)
+
+    @property
+    def synthetic_ratio(self) -> float | None:
+        return derive.synthetic_ratio(self)
+
+    @property
+    def to_accuracy(self) -> ToAccuracy | None:
+        return derive.to_accuracy(self)
+
+    @property
+    def peak_memory(self) -> int | None:
+        return derive.peak_memory(self)
+
+    @property
+    def energy_summary(self) -> EnergySummary | None:
+        return derive.energy_summary(self)
+
+    @property
+    def achieved_flops(self) -> float | None:
+        return derive.achieved_flops(self)
+
+    @property
+    def mfu(self) -> float | None:
+        return derive.mfu(self)
+
+    @property
+    def unit_throughput(self) -> tuple[float, str] | None:
+        return derive.unit_throughput(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), **derive.figures(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Point:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        for key in ("warmup_times_s", "step_times_s", "input_wait_s"):
+            kwargs[key] = _tuples(kwargs.get(key, ()))
+        kwargs["synthetic_step_times_s"] = tuple(kwargs.get("synthetic_step_times_s", ()))
+        if kwargs.get("epoch_times_s") is not None:
+            kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
+        for key in (
+            "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks",
+            "busy", "accuracy",
+        ):  # fmt: skip
+            kwargs[key] = tuple(kwargs.get(key, ()))
+        return cls(**kwargs)
+
+    @classmethod
+    def from_responses(
+        cls, axes: dict[str, Any], responses: list[dict[str, Any]], flops_per_sample: float | None
+    ) -> Point:
+        """A point from the worker responses of its repeats (failures included)."""
+        done = [r for r in responses if r.get("status") == "ok"]
+        failed = next((r for r in responses if r.get("status") != "ok"), None)
+        first = (done or responses)[0]
+        return cls(
+            **axes,
+            status=failed["status"] if failed else "ok",
+            error=failed.get("error") if failed else None,
+            # A rank of another machine's point answers without figures (rank 0 has them).
+            warmup_times_s=_tuples(r.get("warmup_times_s", ()) for r in done),
+            step_times_s=_tuples(r.get("step_times_s", ()) for r in done),
+            epoch_times_s=_tuples(r["epoch_times_s"] for r in done)
+            if done and done[0].get("epoch_times_s") is not None
+            else None,
+            peak_memory_bytes=tuple(r.get("peak_memory_bytes") for r in done),
+            memory_kind=first.get("memory_kind"),
+            memory_unavailable=first.get("memory_unavailable"),
+            loss_first=tuple(r.get("loss_first") for r in done),
+            loss_last=tuple(r.get("loss_last") for r in done),
+            parameters=first.get("parameters"),
+            devices=first.get("devices", 1),
+            flops_per_sample=flops_per_sample,
+            energy=tuple(r.get("energy") for r in done),
+            energy_unavailable=first.get("energy_unavailable"),
+            power_before=tuple(r.get("power_before") for r in done),
+            ranks=tuple(r.get("ranks") for r in done) if any(r.get("ranks") for r in done) else (),
+            busy=tuple(r.get("busy") for r in done),
+            details=first.get("details") or {},
+            runtime=first.get("runtime"),
+            input_wait_s=_tuples(r["input_wait_s"] for r in done if r.get("input_wait_s")),
+            synthetic_step_times_s=tuple(done[0].get("synthetic_step_times_s") or ())
+            if done
+            else (),
+            accuracy=tuple(r.get("accuracy") for r in done)
+            if any(r.get("accuracy") for r in done)
+            else (),
+        )

@@ -1,0 +1,347 @@
+"""The layout of a result file: its version, its history, and one table of its fields.
+
+Each field a file stores is declared once here: its name, what it may hold (the check
+load applies, with bounds: bench/result/checks.py), the schema version that added it,
+and what files older than that version hold in its place. The validator
+(bench/result/validate.py) and the steps that bring an older file up to date
+(bench/result/migrations.py) are derived from these tables; the dataclasses that hold
+a loaded file (bench/result/point.py, document.py) must declare the same names, which
+tests/test_result_schema.py checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bench.config import CHECKPOINTING_MODES
+from bench.result.checks import (
+    MAX_WHOLE,
+    Check,
+    an_object,
+    axis_value,
+    busy_number,
+    byte_count,
+    dict_of,
+    fraction,
+    list_of,
+    non_negative,
+    number_or_nan,
+    one_of,
+    optional,
+    positive,
+    text,
+    whole,
+)
+from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
+
+# Bump on any change to the stored layout, with a line below and a fixture file
+# tests/data/result-v<N>.json that must keep loading; a new field is an entry of a
+# table below with `since` the new version (and `older`, what older files hold).
+# History:
+#   1 (bench 0.1.0): first version.
+#   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
+#     results gain `pricing` and `peak_tflops`.
+#   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
+#     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
+#     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
+#   4 (bench 0.1.0): points gain `ranks` (per repeat, data-parallel ranks through
+#     torchrun: each rank's mean step, the slowest rank's steps); configs gain
+#     `devices`, `nnodes`, `node_rank`, `rdzv_endpoint` (their defaults before);
+#     points gain `busy` (per repeat: load, other processes' CPU, CPU clocks, GPU
+#     throttling over the measured window: bench/trackers/busy.py).
+#   5: results gain `ladder` (bench ladder's rungs); points gain `allocator`, `openmp`,
+#     `numa` (sweep axes: the child's memory allocator, OpenMP runtime and NUMA
+#     binding; null: as bench was launched) and `runtime` (what was applied: LD_PRELOAD,
+#     the settings, the numactl binding or why none, the libraries the child had
+#     mapped); configs gain `allocators`, `openmps`, `numas`.
+#   6: results gain `tune` (bench tune's rounds of successive halving: every probe as a
+#     point, the budget and why it stopped; null for other runs).
+#   7: points gain `unit_throughput` (derived: tokens/s or pixels/s where the workload
+#     has such a unit; details.per_sample records how many a sample holds).
+#   8: training on a real dataset: points gain `input_wait_s` (per repeat, per step: time
+#     blocked on the next batch), `accuracy` (per repeat: the target and top-1 after
+#     each epoch with its training and evaluation time) and `synthetic_step_times_s`
+#     (after the last epoch, the same session on one synthetic batch); `to_accuracy`,
+#     `input_wait_fraction` and `synthetic_ratio` are derived from them. Configs gain
+#     `train_to`.
+#   9: points gain `optimize` (a sweep axis: the framework's whole-model optimisation,
+#     torch's 'ipex' for ipex.optimize; null: none, as every point before); configs gain
+#     `optimizations`; tune records gain `spent_s` (seconds spent, for --resume).
+#   10: points gain `activation_checkpointing` (a sweep axis: none, selective, full;
+#     'none' for every point before); configs gain `activation_checkpointings`.
+SCHEMA_VERSION = 10
+
+STATUSES = ("ok", "oom", "error")
+# What tells one point of a run from another, the device count aside: the same names
+# in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
+POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
+              "numa", "optimize", "activation_checkpointing")  # fmt: skip
+
+UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of an object in a result file."""
+
+    name: str
+    check: Check | None  # None: checked elsewhere (load, integrity, RunConfig)
+    expected: str = ""  # what `check` allows, for the one line that refuses a file
+    since: int = 1  # the schema version that added it
+    # What a file older than `since` holds in its place, set on load; UNSET: nothing
+    # (the dataclass's default applies).
+    older: Any = UNSET
+    required: bool = False  # a file without it is refused
+
+
+def _ranks_record(value: Any) -> bool:
+    """What the table reads of the ranks: each rank's mean step, the slowest rank."""
+    return (
+        isinstance(value, dict)
+        and list_of(optional(positive))(value.get("mean_step_s", []))
+        and whole(0)(value.get("slowest_rank", 0))
+    )
+
+
+def _busy_record(value: Any) -> bool:
+    """What busy_verdict reads: numbers or null, and {device: [reason text]}."""
+    if not isinstance(value, dict):
+        return False
+    numbers = all(
+        value.get(k) is None or busy_number(value.get(k))
+        for k in ("others_cpus", "steal_cpus", "window_s")
+    )
+    throttle = value.get("throttle")
+    reasons = throttle is None or dict_of(list_of(text))(throttle)
+    return numbers and reasons
+
+
+def _rung(value: Any) -> bool:
+    """What the ladder table reads of a rung (its point is looked up by its axes)."""
+    point = value.get("point") if isinstance(value, dict) else None
+    return (
+        isinstance(point, dict)
+        and text(value.get("rung"))
+        and text(value.get("why"))
+        and value.get("kept") in (True, False, None)
+        and all(axis_value(point.get(name)) for name in POINT_AXES)
+    )
+
+
+def _tune(value: Any) -> bool:
+    """What bench show reads of a tune record (its points are checked as points)."""
+    rounds = value.get("rounds") if isinstance(value, dict) else None
+    return (
+        list_of(an_object)(rounds)
+        and positive(value.get("budget_s"))
+        and optional(text)(value.get("stopped"))
+        and all(
+            whole(1)(r.get("round"))
+            and whole(1)(r.get("steps"))
+            and list_of(an_object)(r.get("points"))
+            for r in rounds or ()
+        )
+    )
+
+
+def _accuracy_record(value: Any) -> bool:
+    """What ToAccuracy reads: a target or null, and each epoch's top-1 and times."""
+    epochs = value.get("epochs") if isinstance(value, dict) else None
+    return (
+        list_of(an_object)(epochs)
+        and bool(epochs)
+        and optional(lambda t: fraction(t) and t > 0)(value.get("target"))
+        and all(
+            fraction(e.get("top1"))
+            and non_negative(e.get("train_s"))
+            and non_negative(e.get("eval_s"))
+            for e in epochs or ()
+        )
+    )
+
+
+def _power_reading(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and {"draw_w", "limit_w"} <= set(value)
+        and all(non_negative(v) for v in value.values())
+    )
+
+
+_TEXT_OR_NULL = (optional(text), "text or null")
+_SECONDS = list_of(list_of(positive))
+_NUMBER = "a number from 1e-12 to 1e21, or null"
+_WHOLE = f"a whole number from 1 to {MAX_WHOLE}"
+
+# One point of a sweep (bench/result/point.py Point), in the order load checks them.
+POINT = (
+    Field("batch_size", whole(1), _WHOLE, required=True),
+    Field("precision", text, "text", required=True),
+    Field("memory_format", text, "text"),
+    Field("compile", *_TEXT_OR_NULL),
+    Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
+    Field("error", *_TEXT_OR_NULL),
+    Field("warmup_times_s", _SECONDS, "lists of seconds from 1e-12 to 1e21"),
+    Field("step_times_s", _SECONDS, "lists of seconds from 1e-12 to 1e21", required=True),
+    Field("epoch_times_s", optional(_SECONDS), "lists of seconds from 1e-12 to 1e21, or null"),
+    Field("peak_memory_bytes", list_of(optional(byte_count)), "a list of byte counts"),
+    Field("memory_kind", *_TEXT_OR_NULL),
+    Field("memory_unavailable", *_TEXT_OR_NULL),
+    Field("loss_first", list_of(optional(number_or_nan)), "a list of numbers"),
+    Field("loss_last", list_of(optional(number_or_nan)), "a list of numbers"),
+    Field("parameters", optional(byte_count), "a whole number or null"),
+    Field("devices", whole(1), _WHOLE),
+    Field("flops_per_sample", optional(positive), _NUMBER),
+    Field("energy", list_of(optional(an_object)), "a list of objects", since=2, older=[]),
+    Field("energy_unavailable", *_TEXT_OR_NULL, since=2,
+          older="not measured (result schema 1 had no energy)"),
+    Field("power_before", list_of(optional(dict_of(_power_reading))),
+          "a list of {device: {draw_w, limit_w}} or null", since=3, older=[]),
+    Field("noise", *_TEXT_OR_NULL, since=3),
+    Field("ranks", list_of(optional(_ranks_record)), "a list of rank records or null", since=4,
+          older=[]),
+    Field("busy", list_of(optional(_busy_record)), "a list of busy-machine records or null",
+          since=4, older=[]),
+    Field("details", an_object, "an object"),
+    Field("allocator", optional(one_of(*ALLOCATORS)),
+          "one of " + ", ".join(ALLOCATORS) + " or null", since=5),
+    Field("openmp", optional(one_of(*OPENMP_RUNTIMES)),
+          "one of " + ", ".join(OPENMP_RUNTIMES) + " or null", since=5),
+    Field("numa", optional(one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null",
+          since=5),
+    Field("runtime", optional(dict_of(optional(text))), "an object of text or null", since=5),
+    Field("optimize", *_TEXT_OR_NULL, since=9, older=None),
+    Field("activation_checkpointing", one_of(*CHECKPOINTING_MODES),
+          "one of " + ", ".join(CHECKPOINTING_MODES), since=10, older="none"),
+    Field("input_wait_s", list_of(list_of(non_negative)), "lists of seconds (0, or 1e-12 to 1e21)",
+          since=8, older=[]),
+    Field("synthetic_step_times_s", list_of(positive), "a list of seconds from 1e-12 to 1e21",
+          since=8, older=[]),
+    Field("accuracy", list_of(optional(_accuracy_record)),
+          "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null", since=8,
+          older=[]),
+)  # fmt: skip
+# Each repeat's energy window of a point (its `energy`, where measured).
+ENERGY = (
+    Field("per_device_j", dict_of(non_negative), "joules (0, or 1e-12 to 1e21) by device",
+          required=True),
+    Field("window_s", positive, "seconds from 1e-12 to 1e21", required=True),
+    Field("sources", dict_of(text), "source names by device", required=True),
+    Field("epoch_j", optional(list_of(non_negative)), "a list of joules or null", required=True),
+)  # fmt: skip
+# One probe of a max-batch search (Probe).
+PROBE = (
+    Field("batch_size", whole(1), _WHOLE, required=True),
+    Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
+    Field("error", *_TEXT_OR_NULL),
+    Field("peak_memory_bytes", optional(byte_count), "a byte count or null"),
+)
+# One max-batch search (MaxBatch).
+MAX_BATCH = (
+    Field("precision", text, "text", required=True),
+    Field("memory_format", text, "text"),
+    Field("compile", *_TEXT_OR_NULL),
+    Field("largest_ok", optional(whole(1)), "a whole number or null"),
+    Field("first_failing", optional(whole(1)), "a whole number or null"),
+    Field("status", one_of("running", "done", "error"), "one of running, done, error"),
+    Field("error", *_TEXT_OR_NULL),
+    Field("probes", list_of(an_object), "a list of objects"),
+    Field("resolution", whole(1), "a whole number >= 1", since=3, older=1),
+)
+# The document (Result).
+RESULT = (
+    Field("schema_version", None),  # load reads it first, and migrates by it
+    Field("config", an_object, "an object", required=True),
+    Field("points", list_of(an_object), "a list of objects", required=True),
+    Field("max_batch", list_of(an_object), "a list of objects"),
+    Field("status", one_of("running", "complete", "interrupted"),
+          "one of running, complete, interrupted"),
+    Field("started", text, "text"),
+    Field("finished", *_TEXT_OR_NULL),
+    Field("command", list_of(text), "a list of text"),
+    Field("pricing", optional(an_object), "an object or null", since=2, older=None),
+    Field("peak_tflops", optional(positive), _NUMBER, since=2),
+    Field("label", *_TEXT_OR_NULL, since=3),
+    Field("integrity", None, since=3),  # bench/integrity.py checks it, before migrations
+    Field("ladder", list_of(_rung), "a list of ladder rungs {rung, point, kept, why}", since=5),
+    Field("tune", optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}",
+          since=6, older=None),
+    Field("environment", optional(an_object), "an object or null"),
+)  # fmt: skip
+# The config (RunConfig, bench/config.py): types and numbers (what they mean RunConfig
+# checks itself), whole numbers as the command line takes them, so that `bench rerun` of
+# a crafted file asks nothing absurd (a sweep of billions of points RunConfig refuses).
+_COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
+_TEXTS = (list_of(optional(text)), "a list of text or null")
+CONFIG = (
+    Field("workload", text, "text"),
+    Field("framework", text, "text"),
+    Field("device", text, "text"),
+    Field("data", text, "text"),
+    Field("rdzv_endpoint", *_TEXT_OR_NULL, since=4),
+    Field("threads", *_COUNT),
+    Field("num_workers", *_COUNT),
+    Field("warmup_steps", *_COUNT),
+    Field("steps", *_COUNT),
+    Field("epochs", *_COUNT),
+    Field("epoch_samples", *_COUNT),
+    Field("seq_len", *_COUNT),
+    Field("repeats", *_COUNT),
+    Field("min_repeats", *_COUNT),
+    Field("max_repeats", *_COUNT),
+    Field("max_batch_limit", *_COUNT),
+    Field("max_batch_step", *_COUNT, since=3),
+    Field("max_batch_start", *_COUNT, since=3),
+    Field("probe_steps", *_COUNT),
+    Field("seed", *_COUNT),
+    Field("nnodes", *_COUNT, since=4),
+    Field("node_rank", *_COUNT, since=4),
+    Field("memory_limit_bytes", optional(byte_count), "a byte count or null"),
+    Field("timeout_s", optional(positive), "seconds from 1e-12 to 1e21, or null"),
+    Field("target_rsd", fraction, "a fraction"),
+    Field("train_to", optional(fraction), "a fraction or null", since=8),
+    Field("batch_sizes", list_of(whole(1)), f"a list of whole numbers from 1 to {MAX_WHOLE}"),
+    Field("devices", list_of(optional(whole(1))), "a list of whole numbers or null", since=4),
+    Field("precisions", *_TEXTS),
+    Field("memory_formats", *_TEXTS),
+    Field("compilers", *_TEXTS),
+    Field("allocators", *_TEXTS, since=5),
+    Field("openmps", *_TEXTS, since=5),
+    Field("numas", *_TEXTS, since=5),
+    Field("optimizations", *_TEXTS, since=9, older=[None]),
+    Field("activation_checkpointings", list_of(one_of(*CHECKPOINTING_MODES)),
+          "a list of " + ", ".join(CHECKPOINTING_MODES), since=10, older=["none"]),
+    Field("find_max_batch", None),  # RunConfig checks it
+)  # fmt: skip
+# What readers take from the provenance (table titles, machine labels, peaks, prices).
+_SECTION = (optional(an_object), "an object or null")
+ENVIRONMENT = (
+    *(Field(name, *_SECTION)
+      for name in ("bench", "host", "cpu", "accelerator", "framework", "image", "env")),
+    Field("nodes", optional(list_of(an_object)), "a list of objects or null"),
+    Field("nodes_differ", optional(list_of(text)), "a list of field names or null"),
+)  # fmt: skip
+ENVIRONMENT_SECTIONS = {
+    "accelerator": (
+        Field("accelerator", *_TEXT_OR_NULL),
+        Field("accelerator_count", optional(whole(0)), "a whole number or null"),
+    ),
+    "cpu": (
+        Field("model", *_TEXT_OR_NULL),
+        Field("physical_cores", optional(whole(1)), "a whole number or null"),
+        Field("max_mhz", optional(positive), _NUMBER),
+        Field("flags", optional(list_of(text)), "a list of text"),
+    ),
+    "image": (Field("name", *_TEXT_OR_NULL),),
+    "host": (Field("hostname", *_TEXT_OR_NULL), Field("dmi", *_SECTION)),
+}
+# The machine's price (--instance, --price-per-hour).
+PRICING = (
+    Field("usd_per_hour", optional(positive), "a number of USD from 1e-12 to 1e21, or null",
+          required=True),
+    Field("instance", *_TEXT_OR_NULL),
+    Field("source", *_TEXT_OR_NULL),
+)  # fmt: skip
+# Every table of an object with fields added over the versions: (table, where it is).
+VERSIONED = {"result": RESULT, "config": CONFIG, "points": POINT, "max_batch": MAX_BATCH}
