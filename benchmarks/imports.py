@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fleet", "ladder", "tune", "report"),
     ("runner", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
+    ("parallel", "mfu", "memory_floor"),
     ("registry", "config", "result", "catalog", "archive", "stopping", "integrity"),
 )
 
