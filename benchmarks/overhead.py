@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from paired import alternate, summarise
 
 BARE_LOOP = r"""
 import sys, time, torch, torchvision
@@ -112,25 +113,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    runs: dict[str, list[float]] = {"bare loop": [], "bench": []}
-    for round_ in range(args.rounds):
-        # Alternate which goes first, so neither always runs on a warmer machine.
-        order = [("bare loop", bare), ("bench", with_bench)]
-        for name, measure in order if round_ % 2 == 0 else order[::-1]:
-            runs[name].append(measure(args))
-            print(f"round {round_ + 1} {name:9s} {runs[name][-1]:10.2f} samples/s", flush=True)
-    medians = {name: statistics.median(values) for name, values in runs.items()}
-    # Ratios within a round: both halves ran back to back, so slow drift of a shared
-    # machine cancels; the median of those is the harness's cost.
-    paired = [b / a for a, b in zip(runs["bare loop"], runs["bench"], strict=True)]
-    print(
-        f"\nresnet50 {args.device} batch {args.batch_size} {args.precision} {args.memory_format}, "
+    runs = alternate(
+        ("bare loop", lambda: bare(args)), ("bench", lambda: with_bench(args)),
+        args.rounds, "samples/s",
+    )  # fmt: skip
+    title = (
+        f"resnet50 {args.device} batch {args.batch_size} {args.precision} {args.memory_format}, "
         f"{args.steps} steps, {args.rounds} rounds"
     )
-    for name, value in medians.items():
-        print(f"  {name:9s} median {value:10.2f} samples/s")
-    print(f"  bench / bare loop per round: {', '.join(f'{r:.3f}' for r in paired)}")
-    print(f"  median ratio: {statistics.median(paired):.3f}x (target >= 0.98)")
+    summarise(runs, "samples/s", title, "target >= 0.98")
 
 
 if __name__ == "__main__":
