@@ -279,7 +279,8 @@ def test_max_batch_search_starts_at_the_given_batch_and_records_its_resolution(t
 def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     monkeypatch, limit, status
 ):
-    from bench import registry, worker
+    from bench import registry
+    from bench.child import worker
     from bench.config import PointConfig
 
     torch_framework = type(registry.framework("torch"))
