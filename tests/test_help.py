@@ -61,3 +61,13 @@ def test_help_text_is_unchanged(words, capsys):
 def test_bad_input_exit_code_is_unchanged(name, capsys):
     code, _, err = _call(BAD[name], capsys)
     _compare(f"bad-{name}", f"exit {code}\n{err}")
+
+
+def test_every_command_of_bench_help_has_its_golden_help():
+    """A new command is pinned too: it needs its name here and its text recorded."""
+    from bench.cli import build_parser
+
+    parser = build_parser()
+    listed = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(listed) == set(COMMANDS)
+    assert all((GOLDEN / f"{c}.txt").is_file() for c in COMMANDS)
