@@ -349,3 +349,22 @@ def test_without_a_catalogue_peak_the_table_reads_mfu_from_peak_tflops():
     table = points_table(run)
     headers = [c.header for c in table.columns]
     assert [str(c) for c in table.columns[headers.index("MFU")].cells] == ["50.0%"]
+
+
+@pytest.mark.parametrize(
+    "framework",
+    ["torch", pytest.param("jax", marks=pytest.mark.full),
+     pytest.param("tensorflow", marks=pytest.mark.full)],
+)  # fmt: skip
+def test_gpt2_trains_with_the_same_adamw_in_every_framework(framework):
+    """The same workload does the same work whichever framework runs it."""
+    from bench.workloads import _optim
+
+    impl = registry.workload("gpt2").implementation(framework)  # imports the framework
+    assert hasattr(impl, "optimizer")
+    if framework == "torch":
+        got = impl.optimizer(torch.nn.Linear(2, 2).parameters()).defaults
+        assert (got["lr"], got["betas"], got["weight_decay"], got["eps"]) == (
+            _optim.LR, _optim.BETAS, _optim.WEIGHT_DECAY, _optim.EPS)  # fmt: skip
+    else:
+        assert impl.optimizer()[1] == "AdamW(lr=0.0003, betas=(0.9, 0.95), weight_decay=0.1)"

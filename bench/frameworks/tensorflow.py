@@ -97,8 +97,11 @@ class TensorFlowSession(Session):
         with self.strategy.scope():
             self.model = self.impl.build_model(point.spec, point)
             optimizer = keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+            described = "SGD(lr=0.01, momentum=0.9)"
             if self.training is not None:
-                optimizer = self._recipe_optimizer(keras)
+                optimizer, described = self._recipe_optimizer(keras), "SGD(recipe)"
+            elif hasattr(self.impl, "optimizer"):  # the workload's own (AdamW for decoders)
+                optimizer, described = self.impl.optimizer()
             if point.precision == "fp16":  # fp16 gradients underflow without loss scaling
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             self.optimizer = optimizer
@@ -116,7 +119,7 @@ class TensorFlowSession(Session):
 
         self._train_step = train_step
         self.details = {
-            "optimizer": "SGD(lr=0.01, momentum=0.9)" if self.training is None else "SGD(recipe)",
+            "optimizer": described,
             "strategy": type(self.strategy).__name__,
             "per_device_batch": per_device,
             "dtype_policy": keras.mixed_precision.global_policy().name,

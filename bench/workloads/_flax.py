@@ -17,6 +17,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 import optax
 
+from bench.workloads import _optim
 from bench.workloads._numpy import image_batch as make_batch
 
 __all__ = ["ResNet50", "loss", "make_batch"]
@@ -24,6 +25,13 @@ __all__ = ["ResNet50", "loss", "make_batch"]
 
 def loss(logits, targets):
     return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
+
+
+def adamw():
+    """The decoders' AdamW (bench.workloads._optim) in optax, and how it reads in a result."""
+    transform = optax.adamw(learning_rate=_optim.LR, b1=_optim.BETAS[0], b2=_optim.BETAS[1],
+                            eps=_optim.EPS, weight_decay=_optim.WEIGHT_DECAY)  # fmt: skip
+    return transform, _optim.label()
 
 
 class Bottleneck(nn.Module):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from bench.workloads import _optim
+
 
 def make_batch(spec, point, batch_size: int, generator: torch.Generator):
     """Random images and labels: synthetic data as the published comparisons used (no
@@ -48,7 +50,8 @@ def next_token_batch(spec, point, batch_size: int, generator: torch.Generator):
     return next_token_pairs(tokens)
 
 
-ADAMW = {"lr": 3e-4, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1}
+ADAMW = {"lr": _optim.LR, "betas": _optim.BETAS, "eps": _optim.EPS,
+         "weight_decay": _optim.WEIGHT_DECAY}  # fmt: skip
 
 
 def adamw(parameters) -> torch.optim.Optimizer:

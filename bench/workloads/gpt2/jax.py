@@ -8,11 +8,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
-__all__ = ["build_model", "loss", "make_batch"]
+__all__ = ["build_model", "loss", "make_batch", "optimizer"]
 
 _init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
 

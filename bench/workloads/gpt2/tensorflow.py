@@ -4,11 +4,12 @@ Keras's MultiHeadAttention with a causal mask (fused where the backend has a ker
 import keras
 from keras import layers, ops
 
+from bench.workloads._keras import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._keras import loss
 from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
-__all__ = ["build_model", "loss", "make_batch"]
+__all__ = ["build_model", "loss", "make_batch", "optimizer"]
 
 _EPS = 1e-5
 

@@ -17,23 +17,13 @@ from functools import partial
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
+from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads.llama3 import SIZES, Size
 
 __all__ = ["build_model", "loss", "make_batch", "optimizer"]
-
-# AdamW as the PyTorch side's: what LLM pre-training uses (torchtitan, Meta's recipe).
-ADAMW = {"learning_rate": 3e-4, "b1": 0.9, "b2": 0.95, "weight_decay": 0.1}
-
-
-def optimizer():
-    """optax's AdamW (decoupled weight decay on every parameter, as torch.optim.AdamW's
-    default), and how it reads in a result."""
-    settings = ", ".join(f"{name}={value}" for name, value in ADAMW.items())
-    return optax.adamw(**ADAMW), f"AdamW({settings})"
 
 
 def rotary_angles(size: Size, length: int):
