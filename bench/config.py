@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from bench import datasets, registry
+from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS, RUNTIME
 from bench.errors import UsageError
-from bench.parallel.checkpoint import MODES as CHECKPOINTING_MODES
-from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-MEMORY_FORMATS = ("contiguous", "channels_last")
+__all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
 DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.datasets)
 
 
@@ -181,17 +179,14 @@ def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
         )
 
 
-_RUNTIME_AXES = (("allocator", "allocators", ALLOCATORS), ("openmp", "openmps", OPENMP_RUNTIMES),
-                 ("numa", "numas", NUMA_MODES))  # fmt: skip
-
-
 def _check_runtime(cfg: RunConfig | PointConfig) -> None:
     """Allocator, OpenMP runtime and NUMA binding: known values (None: as launched)."""
-    for one, many, allowed in _RUNTIME_AXES:
-        values = getattr(cfg, many) if isinstance(cfg, RunConfig) else (getattr(cfg, one),)
+    for axis in RUNTIME:
+        many = isinstance(cfg, RunConfig)
+        values = getattr(cfg, axis.many) if many else (getattr(cfg, axis.one),)
         for value in values:
-            if value is not None:
-                _choice(one, value, allowed)
+            if value is not None and axis.allowed is not None:
+                _choice(axis.one, value, axis.allowed)
 
 
 def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
@@ -226,8 +221,7 @@ def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
         raise UsageError(f"node_rank: {cfg.node_rank} must be below nnodes {cfg.nnodes}")
 
 
-_AXES = ("batch_sizes", "precisions", "memory_formats", "compilers", "devices", "allocators",
-         "openmps", "numas", "optimizations", "activation_checkpointings")  # fmt: skip
+_AXES = NAMES  # bench.axes declares them
 # Points of one sweep, at most: each is measured in fresh processes, so more is no run
 # anyone waits for, and a config from a file (bench rerun) must not enumerate billions.
 MAX_SWEEP_POINTS = 10_000
@@ -236,7 +230,7 @@ MAX_SWEEP_POINTS = 10_000
 def _check_sweep_size(cfg: RunConfig) -> None:
     """The cross product of the sweep axes, refused above MAX_SWEEP_POINTS before any
     point is built (its size is the product of the axes' lengths)."""
-    lengths = {axis: len(getattr(cfg, axis)) for axis in _AXES}
+    lengths = {axis: len(getattr(cfg, axis)) for axis in reversed(_AXES)}  # batch first
     size = math.prod(lengths.values())
     if size > MAX_SWEEP_POINTS:
         factors = " x ".join(f"{n} {axis}" for axis, n in lengths.items() if n > 1)
@@ -463,10 +457,12 @@ class RunConfig:
                 "nnodes: several machines need a fixed --repeats and no --find-max-batch "
                 "(run the search on one machine)"
             )
-        for axis in ("devices", "allocators", "openmps", "numas", "optimizations",
-                     "activation_checkpointings"):  # fmt: skip
-            if self.find_max_batch and len(getattr(self, axis)) > 1:
-                raise UsageError(f"{axis}: the max-batch search takes one value, not a sweep")
+        for declared in AXES:
+            swept = len(getattr(self, declared.many)) > 1
+            if self.find_max_batch and declared.one_value_in_search and swept:
+                raise UsageError(
+                    f"{declared.many}: the max-batch search takes one value, not a sweep"
+                )
         # Building every point validates the per-point rules too (e.g. epoch_samples
         # smaller than a batch) before anything runs.
         list(self.points())
@@ -482,40 +478,21 @@ class RunConfig:
     def points(self) -> Iterator[PointConfig]:
         """The sweep, in order: batch size varies fastest, as in the published tables,
         and the device count slowest (a scaling table reads down one config)."""
-        for allocator, openmp, numa, optimize, checkpointing, precision, fmt, compiler, devices, \
-                batch in itertools.product(
-                    self.allocators, self.openmps, self.numas, self.optimizations,
-                    self.activation_checkpointings, self.precisions, self.memory_formats,
-                    self.compilers, self.devices, self.batch_sizes):  # fmt: skip
-            yield self._point(
-                optimize=optimize,
-                activation_checkpointing=checkpointing,
-                batch_size=batch,
-                precision=precision,
-                memory_format=fmt,
-                compile=compiler,
-                devices=devices,
-                allocator=allocator,
-                openmp=openmp,
-                numa=numa,
-            )
+        for values in itertools.product(*(getattr(self, axis.many) for axis in AXES)):
+            yield self._point(**{axis.one: value for axis, value in zip(AXES, values, strict=True)})
 
     def probe(
         self, batch_size: int, precision: str, memory_format: str, compile: str | None
     ) -> PointConfig:
         """A short point for the max-batch search: enough steps to allocate everything."""
+        fixed = {a.one: getattr(self, a.many)[0] for a in AXES if a.one_value_in_search}
         return dataclasses.replace(
             self._point(
                 batch_size=batch_size,
                 precision=precision,
                 memory_format=memory_format,
                 compile=compile,
-                devices=self.devices[0],
-                allocator=self.allocators[0],
-                openmp=self.openmps[0],
-                numa=self.numas[0],
-                optimize=self.optimizations[0],
-                activation_checkpointing=self.activation_checkpointings[0],
+                **fixed,
             ),
             warmup_steps=0,
             steps=self.probe_steps,

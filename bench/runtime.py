@@ -30,9 +30,6 @@ from typing import Any
 from bench.errors import UsageError
 from bench.numa import node_cpus
 
-ALLOCATORS = ("system", "tcmalloc", "jemalloc")
-OPENMP_RUNTIMES = ("gnu", "intel")
-NUMA_MODES = ("auto", "on", "off")
 CAP_SYS_NICE = 23  # linux/capability.h
 
 # (axis, value): (library file names, first found wins; how to install it)

@@ -15,16 +15,23 @@ from typing import Any
 from rich.console import Console
 
 from bench import catalog, datasets, memory_floor, registry, result, runtime, stopping
+from bench.axes import (
+    ALLOCATORS,
+    CHECKPOINTING_MODES,
+    MEMORY_FORMATS,
+    NUMA_MODES,
+    OPENMP_RUNTIMES,
+    PRECISIONS,
+)
 from bench.commands.options import UsageParser
 from bench.commands.options import number as _number
-from bench.config import CHECKPOINTING_MODES, MEMORY_FORMATS, PRECISIONS, RunConfig
+from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
 from bench.report.text import plain
 from bench.result import Result
 from bench.runner import Runner
-from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 from bench.units import parse_size
 
 EXIT_INTERRUPTED = 130

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bench.axes import CHECKPOINTING_MODES
 from bench.parallel import block_container
 
 if TYPE_CHECKING:
     from torch import nn
 
-MODES = ("none", "selective", "full")
+MODES = CHECKPOINTING_MODES
 
 
 def apply_ac(model: nn.Module, mode: str) -> int:

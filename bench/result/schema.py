@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.config import CHECKPOINTING_MODES
+from bench.axes import ALLOCATORS, CHECKPOINTING_MODES, NUMA_MODES, OPENMP_RUNTIMES
 from bench.result.checks import (
     MAX_WHOLE,
     Check,
@@ -33,7 +33,6 @@ from bench.result.checks import (
     text,
     whole,
 )
-from bench.runtime import ALLOCATORS, NUMA_MODES, OPENMP_RUNTIMES
 
 # Bump on any change to the stored layout, with a line below and a fixture file
 # tests/data/result-v<N>.json that must keep loading; a new field is an entry of a
