@@ -29,7 +29,7 @@ import pytest
 
 from bench import cli
 from bench.commands import rerun
-from bench.report.text import visible
+from bench.text import visible
 
 from .conftest import DATA
 

@@ -10,8 +10,8 @@ import pytest
 
 from bench import provenance, result
 from bench.cli import main
-from bench.report.text import csv_cell, markdown, plain
 from bench.result import ResultError
+from bench.text import csv_cell, markdown, plain
 
 from .conftest import DATA, run_bench
 from .test_compare import V100, machine, point

@@ -18,7 +18,7 @@ from rich.table import Table
 from bench import files
 from bench.commands.options import number, require_extra
 from bench.report.table import console
-from bench.report.text import plain, visible
+from bench.text import plain, visible
 
 
 def _price(text: str) -> tuple[str, float]:

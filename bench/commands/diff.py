@@ -17,7 +17,7 @@ from bench.commands.options import require_extra
 from bench.errors import UsageError
 from bench.report.collect import DIFF_KIND
 from bench.report.table import console as terminal
-from bench.report.text import plain
+from bench.text import plain
 
 EXIT_DRIFT = 3  # 0: nothing drifted; 1: a point failed; 2: bad input
 

@@ -22,7 +22,7 @@ from bench.commands.options import require_extra
 from bench.errors import UsageError
 from bench.fleet import config, gather, launch, tasks
 from bench.report.table import console
-from bench.report.text import plain
+from bench.text import plain
 
 
 def check_command(argv: list[str]) -> None:

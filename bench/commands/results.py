@@ -15,7 +15,7 @@ from bench.commands.run_options import console_for, print_line
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.report.table import notes, tables
-from bench.report.text import plain
+from bench.text import plain
 
 
 def register(sub: Any) -> None:

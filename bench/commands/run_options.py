@@ -29,9 +29,9 @@ from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
-from bench.report.text import plain
 from bench.result import Result
 from bench.runner import Runner
+from bench.text import plain
 from bench.units import parse_size
 
 EXIT_INTERRUPTED = 130

@@ -25,7 +25,7 @@ from bench import files, result
 from bench.errors import UsageError
 from bench.report.collect import SUITE_STATE_KIND
 from bench.report.table import console
-from bench.report.text import plain
+from bench.text import plain
 
 SUITES_FILE = Path(__file__).resolve().parent.parent / "data" / "suites.toml"
 

@@ -80,7 +80,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
     from bench.commands import run_options
-    from bench.report.text import plain
+    from bench.text import plain
     from bench.tune import TuneRunner, command_line
 
     known, options = own_options("bench tune", args, "--budget", "--resume")

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from bench import archive, integrity, result
-from bench.report.text import plain
+from bench.text import plain
 
 _SAID = {
     integrity.OK: "ok",

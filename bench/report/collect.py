@@ -12,9 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import files, result
+from bench import files, result, text
 from bench.errors import UsageError
-from bench.report import text
 from bench.result import Result
 
 COMPARISON_KIND = "bench-comparison"  # what `bench compare --format json` writes

@@ -19,9 +19,9 @@ from typing import Any
 
 from bench import catalog, datasets, registry
 from bench.errors import UsageError
-from bench.report.text import csv_cell, markdown, visible
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
+from bench.text import csv_cell, markdown, visible
 from bench.units import human
 
 # Config fields that must agree between results compared in one row: they change

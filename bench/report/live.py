@@ -14,7 +14,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from bench.report.text import plain
+from bench.text import plain
 
 _MARK = {
     "ok": "[green]✓[/]",

@@ -39,8 +39,8 @@ from bench.report.compare import (
     training_cost,
 )
 from bench.report.table import ladder_rows
-from bench.report.text import markdown, visible
 from bench.result import MaxBatch
+from bench.text import markdown, visible
 from bench.units import axis_tick, human
 
 Figure = Any  # matplotlib.figure.Figure

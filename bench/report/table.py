@@ -7,9 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.report.text import plain
 from bench.result import Point, Result, point_axes
 from bench.stats import Estimate
+from bench.text import plain
 from bench.units import format_bytes, human
 
 _STATUS_STYLE = {"ok": "green", "oom": "yellow", "error": "red"}

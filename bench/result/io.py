@@ -16,12 +16,12 @@ from typing import Any
 from bench import files, integrity
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
-from bench.report.text import visible
 from bench.result.checks import MAX_DEPTH, MAX_INT
 from bench.result.document import Result
 from bench.result.migrations import migrate
 from bench.result.schema import SCHEMA_VERSION
 from bench.result.validate import InvalidField, validate
+from bench.text import visible
 
 # Read no more than this: a measured run of 90 epochs at thousands of steps each, with
 # its input waits, stays well below it; memory for the parsed file is a few times this.
