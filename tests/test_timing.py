@@ -179,3 +179,22 @@ def test_host_clock_timer_is_named_in_the_details():
     point = PointConfig(workload="tiny", batch_size=8, warmup_steps=0, steps=2)
     record = measure(point, session, CpuPlatform(), clock=clock)
     assert record["details"]["step_clock"] == "host_clock_after_sync"
+
+
+def test_ranks_meet_only_at_the_window_s_ends_and_each_step_is_timed_on_the_rank_s_clock():
+    from bench.trackers.timing import RankTimer
+
+    now = [0.0]
+    calls = []
+    durations = iter([0.2, 0.3, 0.4])
+
+    def step():
+        now[0] += next(durations)
+        return "loss"
+
+    timer = RankTimer(lambda: calls.append("barrier"), lambda: calls.append("local"),
+                      clock=lambda: now[0])  # fmt: skip
+    times, results = timer.steps(step, 3, lambda i: calls.append(f"after {i}"))
+    assert times == pytest.approx([0.2, 0.3, 0.4]) and results == ["loss"] * 3
+    assert calls.count("barrier") == 2 and calls[0] == calls[-1] == "barrier"
+    assert timer.kind == "host_clock_per_rank"

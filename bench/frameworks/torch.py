@@ -16,7 +16,7 @@ from bench.child import rank as ranks
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
-from bench.trackers.timing import EventTimer, StepTimer
+from bench.trackers.timing import EventTimer, RankTimer, StepTimer
 
 if TYPE_CHECKING:
     import torch
@@ -442,6 +442,8 @@ class TorchSession(Session):
 
     def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
         if self.device.type != "cuda":  # CUDA and ROCm (HIP) have timing events
+            if self.rank is not None:  # ranks meet at the window's ends, not every step
+                return RankTimer(self.synchronize, self.platform.synchronize, clock)
             return super().timer(clock)
         import torch
 
