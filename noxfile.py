@@ -90,7 +90,7 @@ def _require_docker(session: nox.Session) -> None:
 # The fast tier's install is the README's: PyTorch, plus what the reading commands and the
 # checks need. The full tier adds every framework and optional library bench can drive.
 FAST_EXTRAS = ".[torch,report,dev,xeon]"
-FULL_EXTRAS = ".[torch,jax,report,dev,xeon,zoo,fleet]"
+FULL_EXTRAS = ".[torch,jax,report,dev,xeon,zoo,fleet,float8]"
 
 
 @nox.session

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 MEMORY_FORMATS = ("contiguous", "channels_last")
 ALLOCATORS = ("system", "tcmalloc", "jemalloc")
 OPENMP_RUNTIMES = ("gnu", "intel")

@@ -102,6 +102,25 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
     _check_runtime(cfg)
     _check_optimize(cfg, framework)
     _check_checkpointing(cfg, framework, spec)
+    _check_float8(cfg, framework, spec)
+
+
+def _check_float8(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
+    """fp8 (bench.parallel.float8): float8 training of a decoder's linear layers, on a
+    framework that applies it; the device's own support is the platform's question."""
+    precisions = cfg.precisions if isinstance(cfg, RunConfig) else (cfg.precision,)
+    if "fp8" not in precisions:
+        return
+    if not framework.float8:
+        raise UsageError(
+            f"precision: fp8 is not available with {framework.name}; float8 training "
+            "applies to torch (torchao)"
+        )
+    if spec.sharding != "fsdp":
+        raise UsageError(
+            f"precision: fp8 applies to the decoders bench shards with FSDP2 (llama3); "
+            f"{spec.name} trains in fp32, tf32, fp16 or bf16"
+        )
 
 
 def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:

@@ -25,9 +25,14 @@ def _peak(
     point: PointConfig, environment: dict[str, Any] | None, devices: int
 ) -> tuple[float | None, str]:
     """Peak FLOP/s of the devices the point trained on, and where it comes from."""
-    machine_peak, source = catalog.peak_flops(environment, point.precision)
+    # float8 training is measured against the dense bf16 peak, as torchtitan reports it:
+    # its attention, norms and output layer stay in bf16.
+    precision = "bf16" if point.precision == "fp8" else point.precision
+    machine_peak, source = catalog.peak_flops(environment, precision)
     if machine_peak is None:
         return None, source
+    if precision != point.precision:
+        source = f"{source} (bf16 peak for an fp8 run)"
     accelerator = (environment or {}).get("accelerator") or {}
     count = accelerator.get("accelerator_count") or 0
     if accelerator.get("accelerator") and count:

@@ -41,6 +41,7 @@ EXTRAS = {
     "jax": "jax", "flax": "jax", "optax": "jax",
     "pandas": "report", "tabulate": "report", "matplotlib": "report", "scipy": "report",
     "timm": "zoo",
+    "torchao": "float8",
     "zeus": "energy", "pynvml": "energy",
     "sky": "fleet", "yaml": "fleet",
 }  # fmt: skip

@@ -38,8 +38,8 @@ def test_defaults_come_from_the_workload():
         ),
         ({"workload": "tiny", "batch_sizes": (-4,)}, "batch_size: -4"),
         (
-            {"workload": "tiny", "precisions": ("fp8",)},
-            "precision: 'fp8' is not allowed; choose from: fp32, tf32, fp16, bf16",
+            {"workload": "tiny", "precisions": ("fp4",)},
+            "precision: 'fp4' is not allowed; choose from: fp32, tf32, fp16, bf16, fp8",
         ),
         (
             {"workload": "tiny", "precisions": ("tf32",)},

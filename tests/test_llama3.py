@@ -206,14 +206,6 @@ def test_decoders_train_with_adamw_fused_where_the_device_has_it_else_foreach():
     assert optimizer.defaults["betas"] == (0.9, 0.95) and optimizer.defaults["eps"] == 1e-8
 
 
-def test_fp8_is_refused_in_one_line_with_status_2(capsys):
-    from bench.cli import main
-
-    assert main(["llama3-tiny", "--device", "cpu", "--precision", "fp8"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "'fp8' is not allowed" in err
-
-
 # --- activation checkpointing: the same numbers, fewer activations kept --------------------
 
 

@@ -98,6 +98,8 @@ class Framework(ABC):
     optimizations: ClassVar[tuple[str, ...]] = ()
     # Whether it applies activation checkpointing (bench.parallel.checkpoint).
     activation_checkpointing: ClassVar[bool] = False
+    # Whether it trains in float8 (--precision fp8, bench.parallel.float8).
+    float8: ClassVar[bool] = False
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
         """Settings that must precede the framework's import in the child (environment)."""

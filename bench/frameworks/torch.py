@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bench import datasets
+from bench import datasets, registry
 from bench.child import rank as ranks
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex
@@ -148,7 +148,11 @@ class TorchSession(Session):
         if _ipex.used_by(point.optimize, point.compile):
             _ipex.register_backend()  # imported right after torch, as IPEX asks
 
-        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(point.precision)
+        # fp8: the linear layers in float8, everything else in bf16 (bench.parallel.float8).
+        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}.get(
+            point.precision
+        )
+        self.float8: dict[str, Any] | None = None
         # Over ranks, a workload that declares it (LLMs) is sharded with FSDP2: built on
         # the meta device, sharded, then each rank allocates and fills only its shards.
         # Its bf16/fp16 is FSDP2's mixed-precision policy, never autocast.
@@ -226,6 +230,8 @@ class TorchSession(Session):
             }  # fmt: skip
         if ipex_applied is not None:
             self.details["ipex_optimize"] = ipex_applied
+        if self.float8 is not None:
+            self.details["float8"] = self.float8
         self.details["sharding"] = self.sharding["kind"] if self.sharding else None
         if rank is not None:
             self.details["data_parallel"] = {
@@ -240,8 +246,14 @@ class TorchSession(Session):
                 self.details["data_parallel"]["fsdp"] = self.sharding
 
     def _checkpointed(self, model: Any) -> Any:
+        """The plain model with what applies before sharding: float8 linears first, then
+        activation checkpointing around the blocks (torchtitan's order)."""
         from bench.parallel.checkpoint import apply_ac
 
+        if self.point.precision == "fp8":
+            from bench.parallel.float8 import apply_float8
+
+            self.float8 = apply_float8(model)
         self.checkpointed_blocks = apply_ac(model, self.point.activation_checkpointing)
         return model
 
@@ -479,6 +491,7 @@ class TorchFramework(Framework):
     launches_ranks = True
     optimizations = (_ipex.NAME,)
     activation_checkpointing = True
+    float8 = True
 
     def check_platform(
         self,
@@ -491,6 +504,8 @@ class TorchFramework(Framework):
     def preflight(self, points: Iterable[PointConfig]) -> None:
         points = list(points)
         _ipex.check(tuple(p.optimize for p in points), tuple(p.compile for p in points))
+        if any(p.precision == "fp8" for p in points):
+            registry.require("--precision fp8 (float8 training)", "torchao")
 
     def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
         return (_ipex.NAME,) if _ipex.runs_on(platform) and not _ipex.unavailable() else ()

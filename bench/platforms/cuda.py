@@ -117,7 +117,7 @@ _SLOWDOWNS = {
 
 class CudaPlatform(Platform):
     name = "cuda"
-    precisions = frozenset({"fp32", "tf32", "fp16", "bf16"})
+    precisions = frozenset({"fp32", "tf32", "fp16", "bf16", "fp8"})
     auto_priority = 20
     torch_device = "cuda"
     distributed_backend = "nccl"  # RCCL on ROCm, under the same name
@@ -177,6 +177,11 @@ class CudaPlatform(Platform):
         major, minor = torch.cuda.get_device_capability()
         if precision == "tf32" and major < 8:
             return f"tf32 needs compute capability 8.0 or newer; this GPU is {major}.{minor}"
+        if precision == "fp8" and (major, minor) < (8, 9):
+            return (
+                f"fp8 needs float8 tensor cores, compute capability 8.9 or newer (Ada, Hopper, "
+                f"Blackwell); this GPU is {major}.{minor}"
+            )
         if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
             return (
                 f"bf16 is not supported natively by this GPU (compute capability {major}.{minor})"
