@@ -143,6 +143,26 @@ def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():
     assert torchrun.outcome(POINT, 1, _ranks({}), "SIGSEGV")["status"] == "error"
 
 
+@pytest.mark.parametrize(
+    "words",
+    ["MemoryError", "libgomp: Thread creation failed: Resource temporarily unavailable"],
+)
+def test_a_rank_that_died_of_its_cap_without_reporting_makes_the_point_oom(words):
+    capped = PointConfig("tiny", devices=2, batch_size=8, memory_limit_bytes=2**30)
+    said = {0: {"status": "error", "stopped": True, "error": "stopped by torchrun"}}
+    response = torchrun.outcome(capped, 1, _ranks(said), f"Traceback ...\n{words}\n")
+    assert response["status"] == "oom" and response["error"].startswith("rank 1 crashed")
+    assert torchrun.outcome(POINT, 1, _ranks(said), words)["status"] == "error"  # no cap
+
+
+def test_a_rank_the_kernel_killed_for_memory_makes_the_point_oom():
+    said = {0: {"status": "error", "error": "Connection closed by peer"}}
+    killer = "oom_kill in /proc/vmstat rose from 3 to 4"
+    response = torchrun.outcome(POINT, 1, _ranks(said), "Signal 9 (SIGKILL)", killer)
+    assert response["status"] == "oom" and killer in response["error"]
+    assert response["error"].startswith("rank 1 ended without a result")
+
+
 def test_every_rank_ok_gives_rank_zero_response():
     said = {1: {"status": "ok", "rank": 1}, 0: {"status": "ok", "step_times_s": [0.1]}}
     assert torchrun.outcome(POINT, 0, _ranks(said), "")["step_times_s"] == [0.1]

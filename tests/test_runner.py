@@ -231,6 +231,9 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
         # out of memory again while reporting, under the cap (exit 1, MemoryError)
         (1, "Exception ignored in atexit callback\nMemoryError:", 1 << 30, None, "oom"),
         (1, "MemoryError:", None, None, "error"),  # no cap: a real error
+        # OpenMP's thread, whose stack the cap could not map (seen at 800 MiB on llama3-tiny)
+        (1, "libgomp: Thread creation failed: Resource temporarily unavailable", 1 << 30, None,
+         "oom"),
     ],
 )  # fmt: skip
 def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, killer, status):
@@ -297,6 +300,62 @@ def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     response = worker.run_point({"point": point.to_dict(), "task": "measure"})
     assert response["status"] == status
     assert response["error"] == "RuntimeError: could not create a primitive"
+
+
+def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monkeypatch):
+    """Rank 1 of two: the framework's imports come before --memory-limit's cap, as on
+    rank 0 (it imported torch under the cap and died of a MemoryError without a word),
+    and a thread the cap cannot give a stack (gloo's, joining the group) is out of memory."""
+    from bench import registry
+    from bench.child import worker
+    from bench.child.rank import Rank
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+    done: list[str] = []
+
+    class Recording(torch_framework):  # type: ignore[misc, valid-type]
+        def versions(self):
+            done.append("imports")
+            return {}
+
+        def limit_memory(self, platform, nbytes):
+            done.append("cap")  # not in the test process
+
+        def prepare(self, point, platform):
+            raise RuntimeError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(registry, "framework", lambda name: Recording())
+    platform = registry.platform("cpu")
+    monkeypatch.setattr(type(platform), "bind_rank", lambda self, local, ranks: {})
+    point = PointConfig(workload="tiny", device="cpu", devices=2, batch_size=8,
+                        memory_limit_bytes=2**40)  # fmt: skip
+    rank = Rank(rank=1, local_rank=1, world_size=2, local_world_size=2, node=0)
+    response = worker.run_point({"point": point.to_dict(), "task": "measure"}, rank=rank)
+    assert done == ["imports", "cap"]
+    assert response["status"] == "oom", response["error"]
+
+
+def test_a_memory_error_is_out_of_memory_without_asking_the_framework(monkeypatch):
+    from bench import registry
+    from bench.child import worker
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+
+    class Starved(torch_framework):  # type: ignore[misc, valid-type]
+        def limit_memory(self, platform, nbytes):
+            pass
+
+        def prepare(self, point, platform):
+            raise MemoryError
+
+        def is_out_of_memory(self, error):
+            raise MemoryError  # its own import, under the cap
+
+    monkeypatch.setattr(registry, "framework", lambda name: Starved())
+    point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=2**40)
+    assert worker.run_point({"point": point.to_dict(), "task": "measure"})["status"] == "oom"
 
 
 def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_path):
