@@ -394,6 +394,9 @@ class RunConfig:
     # throughput is at most this; 3.5% is the Phoronix Test Suite's default threshold.
     target_rsd: float = 0.035
     find_max_batch: bool = False
+    # Search the largest sequence length that trains at the one batch size given (or the
+    # workload's default), up to the workload's longest (bench.runner.SEQ_LEN_STEP).
+    find_max_seq_len: bool = False
     max_batch_limit: int = 4096  # the search never probes past this batch size
     # Above this batch the search probes its multiples and stops one step short of the
     # first failure; 1: the exact largest batch (more probes, each a fresh process).
@@ -467,24 +470,47 @@ class RunConfig:
         _positive("probe_steps", self.probe_steps)
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
-        if self.find_max_batch and self.epochs is not None:
-            raise UsageError("find_max_batch: cannot be combined with epochs")
-        if self.nnodes > 1 and (self.repeats is None or self.find_max_batch):
+        self._check_search()
+        if self.nnodes > 1 and (self.repeats is None or self.searches):
             # Every machine must launch the same points in the same order; automatic
             # repeats and the search decide from figures only node 0 sees.
             raise UsageError(
-                "nnodes: several machines need a fixed --repeats and no --find-max-batch "
-                "(run the search on one machine)"
+                "nnodes: several machines need a fixed --repeats and no --find-max-batch or "
+                "--find-max-seq-len (run the search on one machine)"
             )
-        for declared in AXES:
-            swept = len(getattr(self, declared.many)) > 1
-            if self.find_max_batch and declared.one_value_in_search and swept:
-                raise UsageError(
-                    f"{declared.many}: the max-batch search takes one value, not a sweep"
-                )
         # Building every point validates the per-point rules too (e.g. epoch_samples
         # smaller than a batch) before anything runs.
         list(self.points())
+
+    @property
+    def searches(self) -> bool:
+        """Whether this run searches the largest batch or sequence length that trains."""
+        return self.find_max_batch or self.find_max_seq_len
+
+    def _check_search(self) -> None:
+        if self.find_max_batch and self.find_max_seq_len:
+            raise UsageError(
+                "find_max_seq_len: cannot be combined with find_max_batch; search one at a time"
+            )
+        name = "find_max_seq_len" if self.find_max_seq_len else "find_max_batch"
+        if self.searches and self.epochs is not None:
+            raise UsageError(f"{name}: cannot be combined with epochs")
+        spec = registry.workload(self.workload)
+        if self.find_max_seq_len and not (spec.takes_seq_len and spec.max_seq_len):
+            takers = [
+                n for n, s in registry.workloads().items() if s.takes_seq_len and s.max_seq_len
+            ]
+            raise UsageError(
+                f"find_max_seq_len: workload {spec.name!r} takes no sequence length; "
+                f"choose one of {', '.join(takers)}"
+            )
+        search = "sequence-length" if self.find_max_seq_len else "max-batch"
+        axes = [a.many for a in AXES if a.one_value_in_search]
+        if self.find_max_seq_len:
+            axes.insert(0, "batch_sizes")  # the max-batch search starts at the smallest
+        for axis in axes:
+            if self.searches and len(getattr(self, axis)) > 1:
+                raise UsageError(f"{axis}: the {search} search takes one value, not a sweep")
 
     def _point(self, **axes: Any) -> PointConfig:
         shared = {
@@ -501,9 +527,11 @@ class RunConfig:
             yield self._point(**{axis.one: value for axis, value in zip(AXES, values, strict=True)})
 
     def probe(
-        self, batch_size: int, precision: str, memory_format: str, compile: str | None
-    ) -> PointConfig:
-        """A short point for the max-batch search: enough steps to allocate everything."""
+        self, batch_size: int, precision: str, memory_format: str, compile: str | None,
+        seq_len: int | None = None,
+    ) -> PointConfig:  # fmt: skip
+        """A short point for a search: enough steps to allocate everything; `seq_len`:
+        the length probed (None: the config's)."""
         fixed = {a.one: getattr(self, a.many)[0] for a in AXES if a.one_value_in_search}
         return dataclasses.replace(
             self._point(
@@ -515,6 +543,7 @@ class RunConfig:
             ),
             warmup_steps=0,
             steps=self.probe_steps,
+            seq_len=seq_len or self.seq_len,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -53,8 +53,9 @@ def shortfall(config: RunConfig, ranks_here: int | None) -> str | None:
 
 def check(config: RunConfig) -> None:
     """Before a run: one line and exit 2 for a point whose model state cannot fit.
-    A max-batch search asks that question itself and answers it (no batch fits)."""
-    if config.find_max_batch:
+    A search (of the largest batch or sequence length) asks that question itself and
+    answers it: nothing fits."""
+    if config.searches:
         return
     for ranks in config.devices:
         reason = shortfall(config, ranks)

@@ -48,41 +48,44 @@ class SilentReporter:
     def finish(self, label: str, status: str, summary: str) -> None: ...
 
 
-def search_max_batch(
-    fits: Callable[[int], str], limit: int, start: int = 1, step: int = 1
+def search_largest(
+    fits: Callable[[int], str], limit: int, start: int = 1, step: int = 1, fine: int = 1
 ) -> tuple[int | None, int | None]:
-    """Largest batch for which fits() says 'ok', and the first that does not.
+    """Largest whole number (a batch, a sequence length) for which fits() says 'ok', and
+    the first that does not.
 
-    From `start`, doubles until a batch fails (or, when `start` fails, halves until one
+    From `start`, doubles until one fails (or, when `start` fails, halves until one
     fits), then bisects between the last success and the first failure: O(log n)
     probes. Above `step` it probes multiples of `step` and stops once the two are
-    `step` apart (a useful resolution: 1,536 and 1,544, not one sample); below it, it
-    bisects to the exact batch. fits() returns 'ok' or 'oom'; it raises to stop the
-    search. Returns (largest_ok, first_failing); largest_ok is None when even batch 1
-    fails, first_failing is None when `limit` was reached without failing.
+    `step` apart (a useful resolution: batch 1,536 and 1,544, not one sample); below
+    it, it bisects until they are `fine` apart (1: the exact number; `step`: only the
+    halvings of `start`, powers of two from a power of two). fits() returns 'ok' or
+    'oom'; it raises to stop the search. Returns (largest_ok, first_failing);
+    largest_ok is None when even 1 fails, first_failing is None when `limit` was
+    reached without failing.
     """
-    batch = max(1, min(start, limit))
-    if fits(batch) == "ok":
-        low = batch
+    value = max(1, min(start, limit))
+    if fits(value) == "ok":
+        low = value
         while True:
-            if batch >= limit:
+            if value >= limit:
                 return low, None
-            batch = min(batch * 2, limit)
-            if fits(batch) != "ok":
-                high = batch
+            value = min(value * 2, limit)
+            if fits(value) != "ok":
+                high = value
                 break
-            low = batch
+            low = value
     else:
-        high = batch
+        high = value
         while True:
-            if batch == 1:
+            if value == 1:
                 return None, 1
-            batch //= 2
-            if fits(batch) == "ok":
-                low = batch
+            value //= 2
+            if fits(value) == "ok":
+                low = value
                 break
-            high = batch
-    while high - low > (step if low >= step else 1):
+            high = value
+    while high - low > (step if low >= step else fine):
         middle = (low + high) // 2
         rounded = middle - middle % step
         if low >= step and rounded > low:
@@ -92,6 +95,12 @@ def search_max_batch(
         else:
             high = middle
     return low, high
+
+
+# The sequence-length search's resolution: above it, multiples of it (as torchtitan's
+# configs and kernels' tiles use); below it, only halvings of the start (powers of two
+# from a power of two).
+SEQ_LEN_STEP = 128
 
 
 class _ProbeFailed(Exception):
@@ -201,8 +210,8 @@ class Runner:
             self._claim(path)  # a name new to the folder: no other bench holds it
             self.path = path
         try:
-            if self.config.find_max_batch:
-                self._find_max_batch()
+            if self.config.searches:
+                self._find_max()
             else:
                 self._sweep()
             self.result.status = "complete"
@@ -288,8 +297,28 @@ class Runner:
         self.reporter.finish(label, measured.status, summary)
         return measured
 
-    def _find_max_batch(self) -> None:
+    def _find_max(self) -> None:
+        """The largest batch (--find-max-batch) or sequence length (--find-max-seq-len)
+        that trains, for each precision, format and compiler: a search of probes, each a
+        fresh child of `probe_steps` steps, saved as it goes. Over several ranks the
+        batch is searched in whole micro-batches (the global batch a multiple of the
+        ranks: the probes split evenly); a sequence length at the config's one batch."""
         config = self.config
+        spec = registry.workload(config.workload)
+        ranks = (config.devices[0] or 1) * config.nnodes
+        batch = config.batch_sizes[0]
+        if config.find_max_seq_len:  # lengths of 128 tokens above 128, powers of two below
+            axis, unit, limit = "seq_len", 1, spec.max_seq_len or 1
+            start, step, fine = (
+                config.seq_len or spec.default_seq_len or 1,
+                SEQ_LEN_STEP,
+                SEQ_LEN_STEP,
+            )
+        else:  # micro-batches: the global batch over `ranks`
+            axis, unit, limit = "batch_size", ranks, max(1, config.max_batch_limit // ranks)
+            start = max(spec.min_batch_size, config.max_batch_start or 1)
+            start, step, fine = -(-start // ranks), max(1, config.max_batch_step // ranks), 1
+        what = "seq len" if axis == "seq_len" else "batch"
         for precision in config.precisions:
             for fmt in config.memory_formats:
                 for compiler in config.compilers:
@@ -302,43 +331,46 @@ class Runner:
                         precision=precision,
                         memory_format=fmt,
                         compile=compiler,
-                        resolution=config.max_batch_step,
+                        resolution=step * unit,
+                        axis=axis,
                     )
                     self.result.max_batch.append(search)
                     cannot = memory_floor.shortfall(config, config.devices[0])
-                    if cannot is not None:  # no batch fits: the answer, without a probe
+                    if cannot is not None:  # nothing fits: the answer, without a probe
                         search.status, search.error = "done", cannot
-                        self.reporter.finish(f"max batch {search.label}", "done", cannot)
+                        self.reporter.finish(f"max {what} {search.label}", "done", cannot)
                         self._save()
                         continue
 
-                    def fits(batch: int, search: MaxBatch = search) -> str:
+                    def fits(value: int, search: MaxBatch = search) -> str:
+                        sizes = (batch, value) if axis == "seq_len" else (value * unit, None)
                         probe = config.probe(
-                            batch, search.precision, search.memory_format, search.compile
+                            sizes[0], search.precision, search.memory_format, search.compile,
+                            seq_len=sizes[1],
+                        )  # fmt: skip
+                        self.reporter.start(
+                            f"max {what} {search.label}: probe {value * unit}", probe.steps
                         )
-                        self.reporter.start(f"max batch {search.label}: probe {batch}", probe.steps)
                         response = self._spawn(probe)
                         peak = response.get("peak_memory_bytes")
+                        tokens = spec.input_shape(probe.seq_len)[0] if spec.takes_seq_len else None
                         search.probes.append(
-                            Probe(batch, response["status"], response.get("error"), peak)
-                        )
+                            Probe(probe.batch_size, response["status"], response.get("error"),
+                                  peak, seq_len=tokens)
+                        )  # fmt: skip
                         self._save()
                         if response["status"] == "error":
                             raise _ProbeFailed(response.get("error") or "unknown error")
                         return response["status"]
 
                     try:
-                        search.largest_ok, search.first_failing = search_max_batch(
-                            fits,
-                            config.max_batch_limit,
-                            start=max(
-                                registry.workload(config.workload).min_batch_size,
-                                config.max_batch_start or 1,
-                            ),
-                            step=config.max_batch_step,
-                        )
+                        largest, failing = search_largest(fits, limit, start, step, fine)
+                        search.largest_ok = largest * unit if largest else None
+                        search.first_failing = failing * unit if failing else None
                         search.status = "done"
                     except _ProbeFailed as error:
                         search.status, search.error = "error", str(error)
-                    self.reporter.finish(f"max batch {search.label}", search.status, search.display)
+                    self.reporter.finish(
+                        f"max {what} {search.label}", search.status, search.display
+                    )
                     self._save()

@@ -154,6 +154,21 @@ def test_max_batch_stars(two_machines):
     assert body == [["resnet50", "fp32", "contiguous", "none", "200", "*"]]
 
 
+def test_a_sequence_length_search_is_a_row_of_its_own_beside_the_max_batch(two_machines):
+    (_, a), _ = two_machines
+    a.max_batch.append(
+        MaxBatch("fp32", largest_ok=256, first_failing=384, status="done", axis="seq_len")
+    )
+    comparison = cmp.compare(two_machines, baseline="v100")
+    _, body = cmp.max_batch_grid(comparison)
+    assert ["resnet50", "fp32", "contiguous", "none", "200", "*"] in body
+    batch = a.config.batch_sizes[0]
+    assert [f"resnet50 (largest seq len at batch {batch})", "fp32", "contiguous", "none",
+            "256", ""] in body  # fmt: skip
+    searches = cmp.as_dict(comparison)["max_batch"]
+    assert {s["search"] for s in searches} == {"largest batch", f"largest seq len at batch {batch}"}
+
+
 def test_results_that_measured_differently_are_set_apart_not_merged(two_machines):
     other = machine(A100, [point(64, [300])], steps=50)
     comparison = cmp.compare([*two_machines, (Path("c.json"), other)], baseline="v100")

@@ -70,6 +70,22 @@ def test_defaults_come_from_the_workload():
             {"workload": "tiny", "find_max_batch": True, "epochs": 2},
             "cannot be combined with epochs",
         ),
+        (
+            {"workload": "tiny", "find_max_seq_len": True},
+            "find_max_seq_len: workload 'tiny' takes no sequence length; choose one of bert-base",
+        ),
+        (
+            {"workload": "llama3-tiny", "find_max_seq_len": True, "find_max_batch": True},
+            "find_max_seq_len: cannot be combined with find_max_batch",
+        ),
+        (
+            {"workload": "llama3-tiny", "find_max_seq_len": True, "batch_sizes": (4, 8)},
+            "batch_sizes: the sequence-length search takes one value, not a sweep",
+        ),
+        (
+            {"workload": "llama3-tiny", "find_max_seq_len": True, "devices": (1, 2)},
+            "devices: the sequence-length search takes one value, not a sweep",
+        ),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(kwargs, message):

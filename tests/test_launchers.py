@@ -143,6 +143,26 @@ def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():
     assert torchrun.outcome(POINT, 1, _ranks({}), "SIGSEGV")["status"] == "error"
 
 
+@pytest.mark.parametrize(
+    "words",
+    ["MemoryError", "libgomp: Thread creation failed: Resource temporarily unavailable"],
+)
+def test_a_rank_that_died_of_its_cap_without_reporting_makes_the_point_oom(words):
+    capped = PointConfig("tiny", devices=2, batch_size=8, memory_limit_bytes=2**30)
+    said = {0: {"status": "error", "stopped": True, "error": "stopped by torchrun"}}
+    response = torchrun.outcome(capped, 1, _ranks(said), f"Traceback ...\n{words}\n")
+    assert response["status"] == "oom" and response["error"].startswith("rank 1 crashed")
+    assert torchrun.outcome(POINT, 1, _ranks(said), words)["status"] == "error"  # no cap
+
+
+def test_a_rank_the_kernel_killed_for_memory_makes_the_point_oom():
+    said = {0: {"status": "error", "error": "Connection closed by peer"}}
+    killer = "oom_kill in /proc/vmstat rose from 3 to 4"
+    response = torchrun.outcome(POINT, 1, _ranks(said), "Signal 9 (SIGKILL)", killer)
+    assert response["status"] == "oom" and killer in response["error"]
+    assert response["error"].startswith("rank 1 ended without a result")
+
+
 def test_every_rank_ok_gives_rank_zero_response():
     said = {1: {"status": "ok", "rank": 1}, 0: {"status": "ok", "step_times_s": [0.1]}}
     assert torchrun.outcome(POINT, 0, _ranks(said), "")["step_times_s"] == [0.1]
@@ -292,6 +312,44 @@ def test_a_rank_out_of_memory_under_the_cap_makes_the_point_oom(tmp_path):
     point = only_result(tmp_path)["points"][0]
     assert done.returncode == 1 and point["status"] == "oom", point["error"]
     assert point["error"].startswith("rank ")
+    assert _bench_processes() == []
+
+
+# Started in every Python process of the test's bench (PYTHONPATH): rank 1 alone gets a
+# smaller cap than --memory-limit, so it runs out where rank 0 does not.
+_CAP_RANK_ONE = """
+import os
+if os.environ.get("RANK") == "1" and "BENCH_REPORT_ADDR" in os.environ:
+    import resource
+    from bench.platforms import cpu
+
+    def limit_memory(self, nbytes):
+        resource.setrlimit(resource.RLIMIT_DATA, ({cap}, {cap}))
+
+    cpu.CpuPlatform.limit_memory = limit_memory
+"""
+
+
+@pytest.mark.slow
+@needs_two_cores
+def test_a_search_goes_on_when_one_rank_alone_runs_out_of_memory(tmp_path):
+    """Rank 1 capped at 1.2 GiB, rank 0 at 4 GiB: the probe at 256 tokens is out of
+    memory on rank 1 only, and the point is 'oom' (not an error, not a hang): the
+    search's answer is the longest sequence both ranks train."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(_CAP_RANK_ONE.format(cap=int(1.2 * 2**30)))
+    path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    done = run_bench(
+        "llama3-tiny", "--device", "cpu", "--devices", "2", "--find-max-seq-len",
+        "--batch-size", "128", "--memory-limit", "4GiB", "--timeout", "200",
+        "--output-dir", str(tmp_path / "out"), env={"PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (search,) = only_result(tmp_path / "out")["max_batch"]
+    probes = [(p["seq_len"], p["status"]) for p in search["probes"]]
+    assert probes == [(64, "ok"), (128, "ok"), (256, "oom")], search["probes"]
+    assert search["probes"][-1]["error"].startswith("rank 1: "), search["probes"][-1]
+    assert (search["largest_ok"], search["first_failing"], search["status"]) == (128, 256, "done")
     assert _bench_processes() == []
 
 

@@ -8,7 +8,7 @@ from bench import files, result
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.report.table import notes
-from bench.runner import Runner, search_max_batch
+from bench.runner import Runner, search_largest
 
 
 def ok_response(step_s: float = 0.1) -> dict:
@@ -152,7 +152,7 @@ def test_search_finds_the_boundary_in_logarithmic_probes(capacity, limit, expect
         probed.append(batch)
         return "ok" if batch <= capacity else "oom"
 
-    assert search_max_batch(fits, limit) == expected
+    assert search_largest(fits, limit) == expected
     assert len(probed) <= 2 * max(limit, 2).bit_length() + 1
     assert len(set(probed)) == len(probed)
 
@@ -177,7 +177,7 @@ def test_search_starts_where_asked_and_stops_at_its_resolution(
         probed.append(batch)
         return "ok" if batch <= capacity else "oom"
 
-    assert search_max_batch(fits, limit, start=start, step=step) == expected
+    assert search_largest(fits, limit, start=start, step=step) == expected
     assert len(set(probed)) == len(probed)
     above = [b for b in probed if b >= step and b not in (start, limit)]
     assert all(b % step == 0 for b in above if b > start), probed
@@ -231,6 +231,9 @@ def test_a_failure_without_a_message_is_still_reported(tmp_path):
         # out of memory again while reporting, under the cap (exit 1, MemoryError)
         (1, "Exception ignored in atexit callback\nMemoryError:", 1 << 30, None, "oom"),
         (1, "MemoryError:", None, None, "error"),  # no cap: a real error
+        # OpenMP's thread, whose stack the cap could not map (seen at 800 MiB on llama3-tiny)
+        (1, "libgomp: Thread creation failed: Resource temporarily unavailable", 1 << 30, None,
+         "oom"),
     ],
 )  # fmt: skip
 def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit, killer, status):
@@ -275,6 +278,53 @@ def test_max_batch_search_starts_at_the_given_batch_and_records_its_resolution(t
     assert result.load(runner.path).max_batch[0].resolution == 8
 
 
+def test_the_sequence_length_search_probes_lengths_at_one_batch_and_records_them(tmp_path):
+    def answer(point, n):  # lengths up to 200 train at batch 8
+        return ok_response() if point.seq_len <= 200 else {"status": "oom", "error": "oom"}
+
+    child = FakeChild(answer)
+    config = RunConfig(workload="bert-base", find_max_seq_len=True, batch_sizes=(8,))
+    runner = Runner(config, tmp_path, spawn=child)
+    [search] = runner.run().max_batch
+    # from bert-base's default 128, doubling to its longest (512), then halving the gap
+    assert [(p.batch_size, p.seq_len, p.status) for p in search.probes] == [
+        (8, 128, "ok"), (8, 256, "oom"),
+    ]  # fmt: skip
+    assert (search.axis, search.largest_ok, search.first_failing, search.resolution) == (
+        "seq_len", 128, 256, 128,
+    )  # fmt: skip
+    saved = result.load(runner.path)
+    assert saved.max_batch[0].axis == "seq_len" and saved.max_batch[0].probes[1].seq_len == 256
+    from bench.report.table import max_batch_table
+
+    table = max_batch_table(saved)
+    assert "largest sequence length that trains at batch 8" in str(table.title)
+
+
+def test_the_sequence_length_search_reaches_the_workloads_longest_and_halves_below_128(tmp_path):
+    fits = FakeChild(lambda point, n: ok_response())
+    config = RunConfig(workload="llama3-tiny", find_max_seq_len=True)
+    [search] = Runner(config, tmp_path, spawn=fits).run().max_batch
+    assert [p.seq_len for p in search.probes] == [64, 128, 256]  # llama3-tiny: 64 to 256
+    assert (search.largest_ok, search.first_failing) == (256, None)
+    short = FakeChild(lambda p, n: ok_response() if p.seq_len <= 40 else {"status": "oom"})
+    [search] = Runner(config, tmp_path, spawn=short).run().max_batch
+    assert [p.seq_len for p in search.probes] == [64, 32]  # powers of two, no 48, 40
+    assert (search.largest_ok, search.first_failing) == (32, 64)
+
+
+def test_the_max_batch_search_over_ranks_probes_whole_micro_batches(tmp_path):
+    """Two ranks: every probe's global batch splits evenly (an odd one was refused as
+    the search's own probe, and batch 1, where it started, stopped the run)."""
+    child = FakeChild(
+        lambda p, n: ok_response() if p.batch_size <= 13 else {"status": "oom", "error": "oom"}
+    )
+    config = RunConfig(workload="tiny", find_max_batch=True, devices=(2,), max_batch_step=1)
+    [search] = Runner(config, tmp_path, spawn=child).run().max_batch
+    assert all(p.batch_size % 2 == 0 for p in search.probes), search.probes
+    assert (search.largest_ok, search.first_failing, search.resolution) == (12, 14, 2)
+
+
 @pytest.mark.parametrize(("limit", "status"), [(2**40, "oom"), (None, "error")])
 def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     monkeypatch, limit, status
@@ -297,6 +347,62 @@ def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     response = worker.run_point({"point": point.to_dict(), "task": "measure"})
     assert response["status"] == status
     assert response["error"] == "RuntimeError: could not create a primitive"
+
+
+def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monkeypatch):
+    """Rank 1 of two: the framework's imports come before --memory-limit's cap, as on
+    rank 0 (it imported torch under the cap and died of a MemoryError without a word),
+    and a thread the cap cannot give a stack (gloo's, joining the group) is out of memory."""
+    from bench import registry
+    from bench.child import worker
+    from bench.child.rank import Rank
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+    done: list[str] = []
+
+    class Recording(torch_framework):  # type: ignore[misc, valid-type]
+        def versions(self):
+            done.append("imports")
+            return {}
+
+        def limit_memory(self, platform, nbytes):
+            done.append("cap")  # not in the test process
+
+        def prepare(self, point, platform):
+            raise RuntimeError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(registry, "framework", lambda name: Recording())
+    platform = registry.platform("cpu")
+    monkeypatch.setattr(type(platform), "bind_rank", lambda self, local, ranks: {})
+    point = PointConfig(workload="tiny", device="cpu", devices=2, batch_size=8,
+                        memory_limit_bytes=2**40)  # fmt: skip
+    rank = Rank(rank=1, local_rank=1, world_size=2, local_world_size=2, node=0)
+    response = worker.run_point({"point": point.to_dict(), "task": "measure"}, rank=rank)
+    assert done == ["imports", "cap"]
+    assert response["status"] == "oom", response["error"]
+
+
+def test_a_memory_error_is_out_of_memory_without_asking_the_framework(monkeypatch):
+    from bench import registry
+    from bench.child import worker
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+
+    class Starved(torch_framework):  # type: ignore[misc, valid-type]
+        def limit_memory(self, platform, nbytes):
+            pass
+
+        def prepare(self, point, platform):
+            raise MemoryError
+
+        def is_out_of_memory(self, error):
+            raise MemoryError  # its own import, under the cap
+
+    monkeypatch.setattr(registry, "framework", lambda name: Starved())
+    point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=2**40)
+    assert worker.run_point({"point": point.to_dict(), "task": "measure"})["status"] == "oom"
 
 
 def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_path):

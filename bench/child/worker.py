@@ -218,7 +218,10 @@ def synthetic_reference(session: Session, timer: StepTimer, progress: Progress) 
     return times
 
 
-_CAPPED_ALLOCATION_FAILURES = ("could not create a primitive",)
+# Under --memory-limit on a CPU: oneDNN reports a scratchpad it could not allocate as a
+# primitive it could not create (seen at the cap's edge), and a thread whose stack the
+# cap could not map fails with EAGAIN (gloo's, as a rank joins its process group).
+_CAPPED_ALLOCATION_FAILURES = ("could not create a primitive", "Resource temporarily unavailable")
 
 
 def run_point(
@@ -249,9 +252,13 @@ def run_point(
         if rank is not None:  # this rank's device, or its own CPU cores
             response["binding"] = platform.bind_rank(rank.local_rank, rank.local_world_size)
         # Imports the framework, without opening the device (the cap below must come
-        # after the imports, which need memory of their own, and before the device opens).
+        # after the imports, which need memory of their own, and before the device opens):
+        # on every rank, so that a rank that does not speak for its machine does not
+        # import the framework under the cap and die of it without a word.
         if speaks:
             response["environment"] = provenance.collect(framework, platform)
+        else:
+            framework.versions()
         if point.memory_limit_bytes:
             framework.limit_memory(platform, point.memory_limit_bytes)
         if request.get("task") != "count_flops" and speaks:
@@ -302,9 +309,10 @@ def run_point(
     except BenchError as error:
         response["error"] = str(error)
     except Exception as error:
-        oom = framework is not None and framework.is_out_of_memory(error)
-        # Under --memory-limit on a CPU, oneDNN reports a scratchpad it could not
-        # allocate as a primitive it could not create (seen at the cap's edge).
+        # A MemoryError first: asking the framework may import, which the cap can fail.
+        oom = isinstance(error, MemoryError) or (
+            framework is not None and framework.is_out_of_memory(error)
+        )
         capped = bool((request.get("point") or {}).get("memory_limit_bytes"))
         oom = oom or (capped and any(m in str(error) for m in _CAPPED_ALLOCATION_FAILURES))
         response["status"] = "oom" if oom else "error"

@@ -236,6 +236,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="search the largest batch that trains (grow, then bisect)",
     )
     p.add_argument(
+        "--find-max-seq-len",
+        action="store_true",
+        help="search the longest sequence that trains at one --batch-size, up to the "
+        "workload's longest: powers of two below 128, multiples of 128 above",
+    )
+    p.add_argument(
         "--max-batch-limit", type=_whole, default=4096, help="largest batch the search probes"
     )
     p.add_argument(
@@ -414,6 +420,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         max_repeats=args.max_repeats,
         target_rsd=args.target_rsd,
         find_max_batch=args.find_max_batch,
+        find_max_seq_len=args.find_max_seq_len,
         max_batch_limit=args.max_batch_limit,
         max_batch_step=args.max_batch_step,
         max_batch_start=min(args.batch_size) if args.batch_size else None,

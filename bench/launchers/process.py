@@ -129,9 +129,11 @@ def spawn_worker(
 # Signals of a native allocation failing where nothing checks it (seen here: SIGSEGV
 # in a probe just over an RLIMIT_DATA cap) or of std::bad_alloc escaping (SIGABRT).
 _CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT)
-# The same seen in a launcher's output (torchrun names a rank's signal), or the C++
-# exception's own name.
-CRASH_MARKS = (*(s.name for s in _CRASH_SIGNALS), "bad_alloc")
+# What a process that ran out under a cap leaves in its output as it dies: the C++
+# exception's name, Python's, and libgomp's thread whose stack the cap could not map.
+DYING_WORDS = ("bad_alloc", "MemoryError", "Thread creation failed")
+# The same, or a crash signal, seen in a launcher's output (torchrun names a rank's signal).
+CRASH_MARKS = (*(s.name for s in _CRASH_SIGNALS), *DYING_WORDS)
 
 
 def classify_crash(
@@ -147,9 +149,8 @@ def classify_crash(
                 f"out-of-memory killer (SIGKILL; {oom_killer})"}  # fmt: skip
     # Also a child that ran out under the cap while reporting (a MemoryError on its
     # way out, seen here at 600 MiB on a busy machine).
-    dying_words = ("bad_alloc", "MemoryError")
     if memory_limit and (
-        (code < 0 and -code in _CRASH_SIGNALS) or any(w in output for w in dying_words)
+        (code < 0 and -code in _CRASH_SIGNALS) or any(w in output for w in DYING_WORDS)
     ):
         return {"status": "oom", "error": f"the child died ({name or f'status {code}'}) under "
                 f"--memory-limit {memory_limit} B: an allocation failed outside PyTorch's "

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from bench import oomkill
 from bench.child.rank import TOKEN_ENV, rdzv_token
 from bench.config import PointConfig
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
@@ -163,6 +164,7 @@ def spawn_ranks(
         "BENCH_PARENT_PID": str(os.getpid()),  # the root of bench's processes (busy tracker)
     }
     env.pop("BENCH_REPORT_FD", None)
+    oom_kills = oomkill.count()
     child = subprocess.Popen(
         [*runtime.prefix, *command(point)],
         stdin=subprocess.PIPE,  # never written: the ranks' lifeline (end-of-file = parent gone)
@@ -189,11 +191,18 @@ def spawn_ranks(
             child.stdin.close()  # type: ignore[union-attr]
         listener.close()
         output.join(timeout=5)
-    return outcome(point, code, listener.ranks, output.text())
+    killer = oomkill.evidence(oom_kills, oomkill.count())
+    return outcome(point, code, listener.ranks, output.text(), killer)
 
 
-def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Response:
-    """The point's response from what each rank of this machine said, and torchrun's status."""
+def outcome(
+    point: PointConfig, code: int, ranks: _Ranks, output: str, oom_killer: str | None = None
+) -> Response:
+    """The point's response from what each rank of this machine said, and torchrun's
+    status. Out of memory on any rank is the point's status, whatever the others said:
+    a rank's own report, or for a rank that ended without one, evidence (`oom_killer`:
+    a kernel OOM-kill counter that rose while the ranks ran, bench.oomkill; under
+    --memory-limit, a crash or dying words in torchrun's output)."""
     local = range(point.devices or 1)
     said = {i: ranks.responses[i] for i in local if i in ranks.responses}
     failed = {i: r for i, r in said.items() if r.get("status") != "ok" and not r.get("stopped")}
@@ -205,6 +214,9 @@ def outcome(point: PointConfig, code: int, ranks: _Ranks, output: str) -> Respon
         return {**base, **failed[oom], "error": f"{ranks.name(oom)}: {failed[oom].get('error')}"}
     if silent:
         names = ", ".join(ranks.name(i) for i in silent)
+        if oom_killer:
+            return {**base, "status": "oom", "error": f"{names} ended without a result while "
+                    f"the kernel's out-of-memory killer killed ({oom_killer})"}  # fmt: skip
         # A rank that died of a failed allocation outside PyTorch's allocator, as
         # torchrun reports it: under --memory-limit the cap, as for one process.
         crash = point.memory_limit_bytes and any(mark in output for mark in CRASH_MARKS)

@@ -161,6 +161,7 @@ def max_batch_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
             "precision": m.precision,
             "memory_format": m.memory_format,
             "compile": m.compile or "none",
+            "search": m.axis,  # batch_size, or seq_len: then the columns are lengths
             "largest_batch": m.display,
             "first_failing": m.first_failing,
             "probes": len(m.probes),

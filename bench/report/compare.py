@@ -389,9 +389,8 @@ def compare(
             for p in res.points:  # a later result's point replaces an earlier one
                 points[row_key(res, p)][machine.label] = p
             for m in res.max_batch:
-                searches[(res.config.workload, m.precision, m.memory_format, m.compile)][
-                    machine.label
-                ] = m
+                key = (res.config.workload, m.precision, m.memory_format, m.compile)
+                searches[(*key, searched(res, m))][machine.label] = m
 
     rows = []
     # Workload, then precision, format and compiler, then batch size numerically.
@@ -475,7 +474,11 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
         "max_batch": [
             {
                 **dict(
-                    zip(("workload", "precision", "memory_format", "compile"), key, strict=True)
+                    zip(
+                        ("workload", "precision", "memory_format", "compile", "search"),
+                        (*key[:4], key[4] or "largest batch"),
+                        strict=True,
+                    )
                 ),
                 **{label: s.display if s else None for label, s in zip(labels, found, strict=True)},
             }
@@ -583,10 +586,24 @@ def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         *(m.label for m in comparison.machines),
     ]
     body = [
-        [key[0], key[1], key[2], key[3] or "none", *(s.display if s else "" for s in searches)]
+        [
+            f"{key[0]} ({key[4]})" if key[4] else key[0],
+            key[1],
+            key[2],
+            key[3] or "none",
+            *(s.display if s else "" for s in searches),
+        ]
         for key, searches in comparison.max_batch
     ]
     return headers, body
+
+
+def searched(result: Result, search: MaxBatch) -> str:
+    """What a search looked for, where it was not the largest batch: a longest sequence
+    at one batch size ('' for the largest batch: a row of its own either way)."""
+    if search.axis != "seq_len":
+        return ""
+    return f"largest seq len at batch {result.config.batch_sizes[0]}"
 
 
 def _fmt(value: float | None) -> str:

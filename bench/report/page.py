@@ -277,9 +277,11 @@ def _max_batch(comparison: Comparison) -> Figure | None:
         for x, s in zip(xs, found, strict=True):
             if s and s.display == "*":
                 ax.annotate("*", (x, 0), ha="center", va="bottom", fontsize=14)
-    labels = [_legend(f"{k[0]}\n{k[1]}", 40) for k, _ in searched]
+    labels = [_legend("\n".join(filter(None, (k[0], k[1], k[4]))), 40) for k, _ in searched]
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
-    ax.set_ylabel("largest batch that trains (samples)")
+    lengths = any(k[4] for k, _ in searched)  # a longest sequence (tokens) among them
+    ax.set_ylabel("largest batch (samples) or sequence (tokens)" if lengths else
+                  "largest batch that trains (samples)")  # fmt: skip
     ax.set_title("Largest batch per machine")
     ax.grid(axis="y", alpha=0.3)
     fig.legend(loc="outside upper center", ncols=min(len(comparison.machines), 3), fontsize=8)

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench import registry
 from bench.result import Point, Result, point_axes
 from bench.stats import Estimate
 from bench.text import plain
@@ -220,29 +221,45 @@ def energy_note(result: Result) -> str | None:
 
 
 def max_batch_table(result: Result) -> Table:
-    table = Table(title=plain(f"{title(result)} · largest batch that trains"), title_justify="left")
-    for name in ("precision", "memory format", "compile"):
-        table.add_column(name)
-    table.add_column("largest batch", justify="right")
+    """The searches of a run: the largest batch that trains, or (--find-max-seq-len) the
+    longest sequence that trains at the config's one batch size."""
+    config = result.config
+    by_length = any(s.axis == "seq_len" for s in result.max_batch)
+    what = "sequence length" if by_length else "batch"
+    at = f" at batch {config.batch_sizes[0]}" if by_length else ""
+    name = f"largest {what} that trains{at}"
+    table = Table(title=plain(f"{title(result)} · {name}"), title_justify="left")
+    for column in ("precision", "memory format", "compile"):
+        table.add_column(column)
+    table.add_column("largest seq len" if by_length else "largest batch", justify="right")
     table.add_column("first failing", justify="right")
     table.add_column("peak memory\nat largest", justify="right")
     table.add_column("probes", justify="right")
     table.add_column("note")
     for search in result.max_batch:
+        length = search.axis == "seq_len"
         at_largest = next(
-            (p.peak_memory_bytes for p in search.probes if p.batch_size == search.largest_ok), None
-        )
+            (p.peak_memory_bytes for p in search.probes
+             if (p.seq_len if length else p.batch_size) == search.largest_ok),
+            None,
+        )  # fmt: skip
         note = search.error or ""
         if search.status == "done" and search.largest_ok is None:
-            note = search.error or "even batch 1 does not fit"  # the floor says why
+            smallest = "sequence length 1" if length else "batch 1"
+            note = search.error or f"even {smallest} does not fit"  # the floor says why
         elif search.status == "done" and search.first_failing is None:
-            note = f"reached the search limit ({result.config.max_batch_limit})"
+            longest = registry.workload(config.workload).max_seq_len
+            limit = f"{config.workload}'s longest, {longest}" if length else config.max_batch_limit
+            note = f"reached the search limit ({limit})"
         elif (
             search.largest_ok
             and search.first_failing
             and search.first_failing - search.largest_ok > 1
         ):
-            note = f"searched in steps of {search.resolution}: the largest lies in between"
+            steps = f"steps of {search.resolution}"
+            if length and search.largest_ok < search.resolution:
+                steps = f"halvings below {search.resolution}"
+            note = f"searched in {steps}: the largest lies in between"
         row = [
             search.precision,
             search.memory_format,

@@ -22,12 +22,14 @@ class Probe:
     status: str
     error: str | None = None
     peak_memory_bytes: int | None = None
+    seq_len: int | None = None  # the length probed; None: the workload takes none (or schema < 11)
 
 
 @dataclass
 class MaxBatch:
     """The max-batch search for one precision / format / compiler (the table of the 2020
-    GPU comparison)."""
+    GPU comparison), or with `axis` 'seq_len' the longest sequence that trains at the
+    config's one batch size: largest_ok and first_failing are then sequence lengths."""
 
     precision: str
     memory_format: str = "contiguous"
@@ -40,6 +42,7 @@ class MaxBatch:
     # Above this batch only its multiples were probed: the largest batch that trains lies
     # in [largest_ok, first_failing). 1: exact (every result before schema 3).
     resolution: int = 1
+    axis: str = "batch_size"  # what was searched: batch_size or seq_len
 
     @property
     def label(self) -> str:

@@ -69,7 +69,11 @@ from bench.result.checks import (
 #     `optimizations`; tune records gain `spent_s` (seconds spent, for --resume).
 #   10: points gain `activation_checkpointing` (a sweep axis: none, selective, full;
 #     'none' for every point before); configs gain `activation_checkpointings`.
-SCHEMA_VERSION = 10
+#   11: max-batch searches gain `axis` (what was searched: batch_size, or seq_len for
+#     --find-max-seq-len at the config's one batch size; batch_size before) and their
+#     probes `seq_len` (the sequence length probed, null where the workload takes none;
+#     null before); configs gain `find_max_seq_len` (false before).
+SCHEMA_VERSION = 11
 
 STATUSES = ("ok", "oom", "error")
 # What tells one point of a run from another, the device count aside: the same names
@@ -235,8 +239,11 @@ PROBE = (
     Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
     Field("error", *_TEXT_OR_NULL),
     Field("peak_memory_bytes", optional(byte_count), "a byte count or null"),
+    Field("seq_len", optional(whole(1)), "a whole number or null", since=11),
 )
-# One max-batch search (MaxBatch).
+# What a search looks for: the largest batch, or the longest sequence at one batch.
+SEARCH_AXES = ("batch_size", "seq_len")
+# One max-batch (or sequence-length) search (MaxBatch).
 MAX_BATCH = (
     Field("precision", text, "text", required=True),
     Field("memory_format", text, "text"),
@@ -247,7 +254,9 @@ MAX_BATCH = (
     Field("error", *_TEXT_OR_NULL),
     Field("probes", list_of(an_object), "a list of objects"),
     Field("resolution", whole(1), "a whole number >= 1", since=3, older=1),
-)
+    Field("axis", one_of(*SEARCH_AXES), "one of " + ", ".join(SEARCH_AXES), since=11,
+          older="batch_size"),
+)  # fmt: skip
 # The document (Result).
 RESULT = (
     Field("schema_version", None),  # load reads it first, and migrates by it
@@ -312,6 +321,7 @@ CONFIG = (
     Field("activation_checkpointings", list_of(one_of(*CHECKPOINTING_MODES)),
           "a list of " + ", ".join(CHECKPOINTING_MODES), since=10, older=["none"]),
     Field("find_max_batch", None),  # RunConfig checks it
+    Field("find_max_seq_len", None, since=11, older=False),  # RunConfig checks it
 )  # fmt: skip
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _SECTION = (optional(an_object), "an object or null")
