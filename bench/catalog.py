@@ -96,7 +96,10 @@ def peak_flops(
 def in_reference_flops(spec: Any) -> bool:
     """Whether the reference table holds `spec`: PyTorch counts it and TensorFlow or JAX
     also run it (a PyTorch-only workload, pix2pixhd at 2048x1024 among them, is counted
-    live where it runs)."""
+    live where it runs). A workload whose FLOPs are a formula (the decoders' 6N +
+    attention) needs no table: the formula is the same in every framework."""
+    if spec.analytic_flops is not None:
+        return False
     frameworks = set(spec.frameworks())
     return "torch" in frameworks and bool(frameworks - {"torch"})
 
