@@ -354,6 +354,23 @@ def test_token_windows_follow_the_seed_and_ranks_share_each_global_batch(tmp_pat
     assert not set(ranks[0][:, 0]) & set(ranks[1][:, 0])  # disjoint windows
 
 
+def test_a_token_file_that_shrinks_during_the_run_is_one_line_not_a_crash(tmp_path):
+    """Another job truncating the file mid-run: a memory map would kill the child with
+    SIGBUS on the next batch; the file's reads say what happened instead."""
+    from .fake_data import write_tokens
+
+    path = write_tokens(tmp_path / "t.bin", np.arange(16 * 97) % 512)
+    file = _tokens(path)
+    file.batch(0, 8, LLAMA_TINY)
+    os.truncate(path, 16 * 10 * 2)  # ten windows left of 97
+    with pytest.raises(DatasetError, match="changed while the run read it: 3,104 bytes when "
+                       "opened, 320 now; keep a token file unchanged"):  # fmt: skip
+        for step in range(13):  # every window is read once in 97 / 8 steps
+            file.batch(step, 8, LLAMA_TINY)
+    with pytest.raises(DatasetError, match="changed while the run read it"):
+        file.describe()
+
+
 def test_a_token_file_over_the_hashing_limit_is_named_not_hashed(tmp_path, monkeypatch):
     from bench.datasets import tokens
 

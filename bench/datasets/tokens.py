@@ -11,11 +11,13 @@ header is read as its header says under either name. (A headerless uint16 file w
 first two tokens happen to spell a magic number is refused; its header check fails.)
 
 The file may come from anyone (bench.datasets.untrusted): a regular file of at most
-MAX_BYTES, memory-mapped and never read whole; the header's fields are checked, and the
-length must be exactly the header's count of tokens (without a header: a whole number
-of tokens). Every token of every batch is checked to be below the workload's
-vocabulary before it reaches the device, where an id past the embedding table would be
-an index error, or none at all.
+MAX_BYTES, never read whole; the header's fields are checked, and the length must be
+exactly the header's count of tokens (without a header: a whole number of tokens).
+Windows are read with pread, not through a memory map: a file that shrinks while the
+run reads it (a shared folder, another job rewriting it) is a short read and one line,
+where a map would kill the process with SIGBUS. Every token of every batch is checked
+to be below the workload's vocabulary before it reaches the device, where an id past
+the embedding table would be an index error, or none at all.
 
 The tokens are cut into W windows of seq_len + 1 that do not overlap (the last partial
 window is not read). Run window k is file window (a*k + c) mod W, with a (coprime to W)
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,7 @@ RAW: dict[str, np.dtype] = {"tokens": np.dtype("<u2"), "tokens-u32": np.dtype("<
 # The file is hashed for the result up to this size; each point's child would read a
 # larger one whole (a nanoGPT OpenWebText train.bin is 17 GB), so it is named instead.
 MAX_HASHED_BYTES = 256 * 2**20
+HASH_CHUNK = 2**22
 
 
 @dataclass(frozen=True)
@@ -107,25 +109,21 @@ def _layout(kind: str, head: bytes, size: int, where: str) -> Layout:
 
 
 class TokenFile:
-    """A token file, memory-mapped, in windows of `window` tokens drawn in the seed's order."""
+    """A token file, open for reading, in windows of `window` tokens in the seed's order."""
 
     def __init__(self, ref: DataRef, window: int, seed: int) -> None:
         self.ref, self.window, self.where = ref, window, shown(ref.path)
-        with open_file(ref.path, MAX_BYTES, "a token file") as file:
-            self.size = os.fstat(file.fileno()).st_size
-            head = os.pread(file.fileno(), HEADER_BYTES, 0)
+        # Kept open for the run: each batch reads its windows from this descriptor.
+        self.file = open_file(ref.path, MAX_BYTES, "a token file")
+        try:
+            self.size = os.fstat(self.file.fileno()).st_size
+            head = os.pread(self.file.fileno(), HEADER_BYTES, 0)
             self.layout = _layout(ref.kind, head, self.size, self.where)
-            self.map = None
-            if self.size:  # a map of the size measured: pages are read as batches touch them
-                self.map = mmap.mmap(file.fileno(), self.size, access=mmap.ACCESS_READ)
-        layout = self.layout
-        self.windows = layout.count // window
-        tokens = (
-            np.frombuffer(self.map, layout.dtype, layout.count, layout.offset)
-            if self.map is not None
-            else np.zeros(0, layout.dtype)
-        )
-        self.rows = tokens[: self.windows * window].reshape(self.windows, window)
+        except BaseException:
+            self.file.close()
+            raise
+        self.windows = self.layout.count // window
+        self.window_bytes = window * self.layout.dtype.itemsize
         rng = np.random.default_rng([seed, self.windows])
         self.stride, self.start = 1, 0
         if self.windows > 1:
@@ -151,11 +149,24 @@ class TokenFile:
                 f"takes {batch_size} windows ({batch_size * self.window:,} tokens)"
             )
 
+    def _pread(self, offset: int, size: int) -> bytes:
+        """`size` bytes at `offset`, or one line if the file no longer holds them."""
+        data = os.pread(self.file.fileno(), size, offset)
+        if len(data) != size:
+            now = os.fstat(self.file.fileno()).st_size
+            raise DatasetError(
+                f"data: {self.where} changed while the run read it: {self.size:,} bytes "
+                f"when opened, {now:,} now; keep a token file unchanged for the whole run"
+            )
+        return data
+
     def read(self, first: int, count: int, spec: WorkloadSpec) -> np.ndarray:
         """Run windows first .. first + count - 1 as int64, every token checked to be below
         the workload's vocabulary."""
         where = self.positions(first, count)
-        rows = self.rows[where]
+        offset, size = self.layout.offset, self.window_bytes
+        data = b"".join(self._pread(offset + int(p) * size, size) for p in where)
+        rows = np.frombuffer(data, self.layout.dtype).reshape(count, self.window)
         if rows.size and int(rows.max()) >= spec.num_classes:
             row, column = np.unravel_index(int(np.argmax(rows >= spec.num_classes)), rows.shape)
             offset = int(where[row]) * self.window + int(column)
@@ -192,11 +203,15 @@ class TokenFile:
             )
         elif not hashed:
             facts["sha256_skipped"] = "hashed by rank 0"
-        elif self.map is not None:
-            facts["sha256"] = hashlib.sha256(self.map).hexdigest()
         else:
-            facts["sha256"] = hashlib.sha256(b"").hexdigest()
+            digest = hashlib.sha256()
+            for offset in range(0, self.size, HASH_CHUNK):
+                digest.update(self._pread(offset, min(HASH_CHUNK, self.size - offset)))
+            facts["sha256"] = digest.hexdigest()
         return facts
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def for_point(point: PointConfig) -> TokenFile:
@@ -206,7 +221,11 @@ def for_point(point: PointConfig) -> TokenFile:
         raise DatasetError("data: this point does not train on a token file")
     seq_len = point.spec.input_shape(point.seq_len)[0]
     file = TokenFile(ref, seq_len + 1, point.seed)
-    file.need(point.batch_size, seq_len)
+    try:
+        file.need(point.batch_size, seq_len)
+    except DatasetError:
+        file.close()
+        raise
     return file
 
 
@@ -219,5 +238,8 @@ def check(config: RunConfig) -> None:
     spec = points[0].spec
     end = min(taken, file.windows)  # past W the windows come round again
     chunk = max(1, 2**22 // file.window)  # about 4 million tokens at a time
-    for first in range(0, end, chunk):
-        file.read(first, min(chunk, end - first), spec)
+    try:
+        for first in range(0, end, chunk):
+            file.read(first, min(chunk, end - first), spec)
+    finally:
+        file.close()
