@@ -1,6 +1,7 @@
 """Data-parallel points through torchrun: rank layout, what rank 0 gathers, how a
 point's outcome follows its worst rank, bad input, and real gloo ranks on this CPU."""
 
+import contextlib
 import json
 import os
 import signal
@@ -109,10 +110,14 @@ def test_several_machines_sum_their_energy_name_the_missing_and_say_what_differs
 # --- a point fails as its worst rank --------------------------------------------------
 
 
-def _ranks(said: dict[int, dict], started=(0, 1)):
+def _ranks(said: dict[int, dict], started=(0, 1), ready=None):
+    """What the ranks said; the started ones also said 'ready' (set up) unless `ready`
+    names those that did."""
     ranks = torchrun._Ranks()
     for local in started:
         ranks.hello(local, local)
+    for local in started if ready is None else ready:
+        ranks.ready(local)
     for local, response in said.items():
         ranks.respond(local, response)
     return ranks
@@ -134,6 +139,17 @@ def test_a_rank_that_ended_without_reporting_is_named_before_its_peers_errors():
     assert response["error"].startswith("rank 1 ended without a result (torchrun exited")
     never = torchrun.outcome(POINT, 1, _ranks({}, started=(0,)), "")
     assert "local rank 1 (never started)" in never["error"] and "rank 0" in never["error"]
+
+
+def test_a_rank_that_ended_silent_while_setting_up_is_not_taken_for_the_cause():
+    """Rank 0 ended without a word while joining the group (torchrun's SIGTERM ends a
+    rank at once until it is ready); rank 1's own error is the point's."""
+    said = {1: {"status": "error", "error": "cannot join"}}
+    response = torchrun.outcome(POINT, 1, _ranks(said, ready=()), "exitcode: -15")
+    assert response["error"] == "rank 1: cannot join"
+    alone = torchrun.outcome(POINT, 1, _ranks({}, ready=()), "exitcode: -11")
+    assert alone["error"].startswith("rank 0, rank 1 ended without a result (torchrun exited "
+                                     "with status 1):\nexitcode: -11")  # fmt: skip
 
 
 def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():
@@ -274,6 +290,14 @@ def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(t
 
 @pytest.mark.slow
 @needs_two_cores
+def _threads(pid: int) -> list[str]:
+    names = []
+    for task in Path(f"/proc/{pid}/task").glob("*/comm"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            names.append(task.read_text())
+    return names
+
+
 def test_a_killed_rank_ends_the_point_as_an_error_naming_it_and_leaves_no_process(tmp_path):
     bench = subprocess.Popen(
         [sys.executable, "-m", "bench", "tiny", "--device", "cpu", "--devices", "2",
@@ -292,7 +316,11 @@ def test_a_killed_rank_ends_the_point_as_an_error_naming_it_and_leaves_no_proces
             if b"RANK=1" in environ and any(v.startswith(b"BENCH_REPORT_ADDR=") for v in environ):
                 victim = int(proc.name)
     assert victim is not None, "rank 1 never started"
-    time.sleep(2)  # well inside its steps
+    # In its process group (gloo's threads are up), then well inside its steps: a rank
+    # killed while still setting up is not taken for the cause (its peer is stopped).
+    while time.monotonic() < deadline and not any("gloo" in t for t in _threads(victim)):
+        time.sleep(0.2)
+    time.sleep(3)
     os.kill(victim, signal.SIGKILL)
     output = bench.communicate(timeout=120)[0]
     assert bench.returncode == 1, output
@@ -350,6 +378,40 @@ def test_a_search_goes_on_when_one_rank_alone_runs_out_of_memory(tmp_path):
     assert probes == [(64, "ok"), (128, "ok"), (256, "oom")], search["probes"]
     assert search["probes"][-1]["error"].startswith("rank 1: "), search["probes"][-1]
     assert (search["largest_ok"], search["first_failing"], search["status"]) == (128, 256, "done")
+    assert _bench_processes() == []
+
+
+# Rank 1 fails before it joins the process group; rank 0 waits inside C++ to join it.
+_FAIL_RANK_ONE = """
+import os
+if os.environ.get("RANK") == "1" and "BENCH_REPORT_ADDR" in os.environ:
+    from bench.errors import BenchError
+    from bench.frameworks import torch
+
+    def refuse(self, *args, **kwargs):
+        raise BenchError("rank 1 cannot join")
+
+    torch.TorchSession.__init__ = refuse
+"""
+
+
+@pytest.mark.slow
+@needs_two_cores
+def test_a_rank_waiting_to_join_a_group_that_lost_a_rank_answers_when_stopped(tmp_path):
+    """torchrun stops rank 0 with SIGTERM when rank 1 fails; rank 0, blocked in C++
+    joining the group, runs no Python handler until torchrun's SIGKILL 30 s later, and
+    then says nothing. Its wakeup-fd watch answers 'stopped' instead, so the point names
+    rank 1's own error."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(_FAIL_RANK_ONE)
+    path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    done = run_bench(
+        "tiny", "--device", "cpu", "--devices", "2", "--batch-size", "8", "--steps", "1",
+        "--output-dir", str(tmp_path / "out"), env={"PYTHONPATH": path},
+    )  # fmt: skip
+    point = only_result(tmp_path / "out")["points"][0]
+    assert done.returncode == 1 and point["status"] == "error", done.stdout + done.stderr
+    assert point["error"] == "rank 1: rank 1 cannot join", point["error"]
     assert _bench_processes() == []
 
 

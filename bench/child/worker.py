@@ -7,7 +7,8 @@ the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one 'response 
 line. Pipes, not files: bench needs no writable /tmp (read-only containers).
 
 As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
-BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR); every
+BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR), with
+'ready' once the rank is set up (until then torchrun's SIGTERM ends it at once); every
 rank trains its share of the global batch, and rank 0 gathers the others' figures (as
 JSON, never a pickle). On several machines every rank first proves that it knows the
 run's secret (BENCH_RDZV_TOKEN, taken out of the environment at once), and stops with
@@ -64,6 +65,12 @@ class ParentPipe:
         # If the parent stopped listening, measuring goes on regardless.
         with contextlib.suppress(OSError):
             self.stream.write(f"progress {phase} {done} {total}\n")
+
+    def ready(self) -> None:
+        """Set up: what ends this rank from now on is its own failure, or a stop."""
+        with contextlib.suppress(OSError):
+            self.stream.write("ready\n")
+            self.stream.flush()
 
     def respond(self, response: dict[str, Any]) -> None:
         self.stream.write("response " + json.dumps(response) + "\n")
@@ -229,12 +236,14 @@ def run_point(
     progress: Progress = _no_progress,
     rank: Rank | None = None,
     token: str | None = None,
+    on_ready: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
     0 answers for the point with every rank's figures. On several machines every rank
     first proves it knows the run's secret `token` (BENCH_RDZV_TOKEN), and a rank that
-    meets one that cannot stops before training."""
+    meets one that cannot stops before training. `on_ready`: called once the session
+    is set up (as a rank: in its process group, proven), before anything is measured."""
     response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
     framework = session = None
     speaks = rank is None or rank.leads_node
@@ -268,6 +277,7 @@ def run_point(
         session = framework.prepare(point, platform)
         if rank is not None and point.nnodes > 1:
             authenticate(session.gather, token, rank)
+        on_ready()
         response["parameters"] = session.parameters
         response["devices"] = session.devices
         response["details"] = session.details
@@ -375,12 +385,24 @@ def main_rank(address: str) -> int:
     def stopped(signum: int, frame: Any) -> None:
         raise _Stopped
 
-    # torchrun stops the other ranks with SIGTERM when one fails: each says so, and
-    # the parent can tell the rank that failed from the ones it stopped.
-    signal.signal(signal.SIGTERM, stopped)
+    def ready() -> None:
+        # torchrun stops the other ranks with SIGTERM when one fails: from here each
+        # says so, and the parent can tell the rank that failed from the ones it stopped.
+        signal.signal(signal.SIGTERM, stopped)
+        parent.ready()
+
+    # Until then SIGTERM ends the rank at once (its default): joining the process group
+    # blocks in C++ holding the GIL (gloo connecting to a peer that is gone), where no
+    # Python handler runs, and torchrun would wait 30 s before its SIGKILL. The parent
+    # knows a rank that ends before it is ready was stopped in its set-up, or died there.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         response = run_point(
-            request, parent.progress if rank.local_rank == 0 else _no_progress, rank, token
+            request,
+            parent.progress if rank.local_rank == 0 else _no_progress,
+            rank,
+            token,
+            on_ready=ready,
         )
     except _Stopped:
         response = {"status": "error", "stopped": True,

@@ -28,14 +28,20 @@ Progress = Callable[[str, int, int], None]
 
 
 def read_protocol(
-    stream: Iterable[str], on_progress: Progress, on_response: Callable[[Response], None]
+    stream: Iterable[str],
+    on_progress: Progress,
+    on_response: Callable[[Response], None],
+    on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """The worker's line protocol (bench.child.worker.ParentPipe): 'progress PHASE DONE TOTAL'
-    lines, then one 'response JSON' line. Shared by the pipe and the ranks' sockets."""
+    lines, a rank's 'ready' once it is set up, then one 'response JSON' line. Shared by the
+    pipe and the ranks' sockets."""
     for line in stream:
         kind, _, rest = line.partition(" ")
         if kind == "response":
             on_response(json.loads(rest))
+        elif kind == "ready\n":
+            on_ready()
         elif kind == "progress":
             phase, done, total = rest.split()
             on_progress(phase, int(done), int(total))

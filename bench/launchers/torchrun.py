@@ -13,9 +13,10 @@ other that they know the run's shared secret (BENCH_RDZV_TOKEN, set by the user 
 every machine and passed to the ranks in their environment only), before training.
 
 A point fails the way its worst rank failed: out of memory on any rank makes it 'oom';
-a rank that ended without reporting (killed, crashed) is named; otherwise the first
-rank's error. The ranks torchrun stopped (SIGTERM) after one failed say so, and are
-not taken for the cause. Nothing outlives the point: the parent holds the ranks' stdin as their
+a rank that ended without reporting (killed, crashed) while measuring is named;
+otherwise the first rank's error. The ranks torchrun stopped (SIGTERM) after one failed
+say so, or, still setting up (joining the group), end at once without a word: neither
+is taken for the cause. Nothing outlives the point: the parent holds the ranks' stdin as their
 lifeline, each rank dies with torchrun (PR_SET_PDEATHSIG), and a timeout or Ctrl-C
 stops torchrun, which stops its ranks.
 """
@@ -80,7 +81,12 @@ class _RankStream(threading.Thread):
             rank, local = int(hello[2]), int(hello[3])
             self.ranks.hello(local, rank)
             # Only local rank 0 sends progress (bench.child.worker.main_rank).
-            read_protocol(stream, self.on_progress, lambda r: self.ranks.respond(local, r))
+            read_protocol(
+                stream,
+                self.on_progress,
+                lambda r: self.ranks.respond(local, r),
+                lambda: self.ranks.ready(local),
+            )
 
 
 class _Ranks:
@@ -90,10 +96,15 @@ class _Ranks:
         self.lock = threading.Lock()
         self.global_rank: dict[int, int] = {}
         self.responses: dict[int, Response] = {}
+        self.set_up: set[int] = set()  # said 'ready': in the group, about to measure
 
     def hello(self, local: int, rank: int) -> None:
         with self.lock:
             self.global_rank[local] = rank
+
+    def ready(self, local: int) -> None:
+        with self.lock:
+            self.set_up.add(local)
 
     def respond(self, local: int, response: Response) -> None:
         with self.lock:
@@ -208,6 +219,10 @@ def outcome(
     failed = {i: r for i, r in said.items() if r.get("status") != "ok" and not r.get("stopped")}
     stopped = [i for i, r in said.items() if r.get("stopped")]
     silent = [i for i in local if i not in said]
+    # A rank that ended silent before it was set up was stopped there (it takes SIGTERM
+    # at once until then: bench.child.worker.main_rank) or died there; one that ended
+    # silent while measuring died, or never started: the cause, before its peers' errors.
+    cause = [i for i in silent if i in ranks.set_up or i not in ranks.global_rank]
     base: Response = {"devices": point.ranks, "environment": None}
     oom = next((i for i, r in failed.items() if r.get("status") == "oom"), None)
     if oom is not None:
@@ -224,6 +239,8 @@ def outcome(
             return {**base, "status": "oom", "error": f"{names} crashed under --memory-limit "
                     f"{point.memory_limit_bytes} B: an allocation failed outside PyTorch's "
                     "allocator"}  # fmt: skip
+    if cause or (silent and not failed):
+        names = ", ".join(ranks.name(i) for i in cause or silent)
         return {**base, "status": "error", "error": f"{names} ended without a result "
                 f"(torchrun exited with status {code}):\n{output}"}  # fmt: skip
     if failed:
