@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import http.server
+import ipaddress
 import json
 import os
 import re
@@ -219,6 +220,19 @@ CA_PATH = "/bench-build-ca.crt"
 MAX_CA_BYTES = 4 * 2**20
 
 
+def _bridge_gateway(inspected: str) -> str | None:
+    """The bridge's IPv4 gateway from 'GATEWAY SUBNET' as `docker network inspect` gives
+    them. Docker 20.10 leaves the default bridge's gateway out of its IPAM config; it
+    is then the subnet's first host, as Docker assigns it."""
+    fields = inspected.split()
+    with contextlib.suppress(ValueError):
+        if len(fields) == 2:
+            return str(ipaddress.IPv4Address(fields[0]))
+        if len(fields) == 1:  # no gateway: the subnet alone
+            return str(next(ipaddress.IPv4Network(fields[0]).hosts()))
+    return None
+
+
 @contextlib.contextmanager
 def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
     """Serve $BENCH_CA_BUNDLE to the build on the bridge's gateway while it runs: the
@@ -233,11 +247,11 @@ def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
     data = path.read_bytes()
     done = subprocess.run(
         ["docker", "network", "inspect", "bridge", "--format",
-         "{{(index .IPAM.Config 0).Gateway}}"],
+         "{{(index .IPAM.Config 0).Gateway}} {{(index .IPAM.Config 0).Subnet}}"],
         capture_output=True, text=True,
     )  # fmt: skip
-    gateway = done.stdout.strip()
-    if done.returncode != 0 or not re.fullmatch(r"[0-9.]{7,15}", gateway):
+    gateway = _bridge_gateway(done.stdout) if done.returncode == 0 else None
+    if gateway is None:
         session.error("BENCH_CA_BUNDLE: Docker's bridge network has no IPv4 gateway to serve it on")
 
     class Handler(http.server.BaseHTTPRequestHandler):

@@ -232,6 +232,24 @@ def _docker_answers() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("inspected", "gateway"),
+    [
+        ("172.18.0.1 172.18.0.0/16\n", "172.18.0.1"),  # Docker 23 and later
+        (" 172.17.0.0/16\n", "172.17.0.1"),  # Docker 20.10: no gateway in the IPAM config
+        ("\n", None),
+        ("fe80::1 fe80::/64\n", None),
+    ],
+)
+def test_the_ca_is_served_on_the_bridges_gateway_whichever_docker_names_it(inspected, gateway):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_noxfile", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    assert noxfile._bridge_gateway(inspected) == gateway
+
+
 @pytest.mark.skipif(not _docker_answers(), reason="no Docker engine answers here")
 def test_the_build_ca_is_served_to_the_build_never_put_in_its_context(tmp_path, monkeypatch):
     """BENCH_CA_BUNDLE reaches install.sh over Docker's bridge (so no layer holds it), with
