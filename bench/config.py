@@ -135,9 +135,14 @@ def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any
         if mode == "none":
             continue
         if not framework.activation_checkpointing:
+            able = [
+                n
+                for n in registry.framework_names()
+                if registry.framework(n).activation_checkpointing
+            ]
             raise UsageError(
                 f"activation_checkpointing: {mode!r} is not available with {framework.name}; "
-                "it applies to torch"
+                f"it applies to {' and '.join(able)}"
             )
         if not spec.checkpointable:
             raise UsageError(

@@ -249,6 +249,10 @@ def test_activation_checkpointing_is_a_sweep_axis_of_the_llama3_workloads():
         PointConfig(workload="tiny", activation_checkpointing="full")
     with pytest.raises(UsageError, match="choose from: none, selective, full"):
         PointConfig(workload="llama3-tiny", activation_checkpointing="some")
+    with pytest.raises(
+        UsageError, match="not available with tensorflow; it applies to jax and torch"
+    ):
+        PointConfig(workload="gpt2", framework="tensorflow", activation_checkpointing="full")
 
 
 def test_a_checkpointed_session_trains_and_says_what_it_wrapped():

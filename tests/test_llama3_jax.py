@@ -184,3 +184,21 @@ def test_llama3_tiny_trains_with_jax_over_two_emulated_devices_and_reports_token
     assert mfu["tokens_per_s_per_device"] == pytest.approx(mfu["tokens_per_s"] / 2)
     assert (mfu["value"] is None) == (mfu["reason"] is not None)
     assert mfu["value"] is None or mfu["value"] > 0
+
+
+def test_jax_checkpointing_recomputes_the_torch_blocks_with_the_same_numbers_in_less_memory():
+    """flax.linen.remat on the blocks bench.parallel.checkpoint names: the same losses
+    to the bit, less of XLA's scratch memory for the compiled step as more is recomputed."""
+    seen = {}
+    for mode in ("none", "selective", "full"):
+        point = PointConfig(workload="llama3-tiny", framework="jax", batch_size=8, seq_len=256,
+                            activation_checkpointing=mode)  # fmt: skip
+        session = registry.framework("jax").prepare(point, registry.platform("cpu"))
+        losses = [session.loss_value(session.step()) for _ in range(3)]
+        scratch = session.compiled.memory_analysis().temp_size_in_bytes
+        seen[mode] = (losses, scratch, session.details.get("activation_checkpointing"))
+    assert seen["selective"][0] == seen["full"][0] == seen["none"][0]
+    assert seen["none"][1] > seen["selective"][1] > seen["full"][1]
+    assert seen["none"][2] is None
+    assert seen["selective"][2] == {"mode": "selective", "blocks": 1}  # of 2: every other
+    assert seen["full"][2] == {"mode": "full", "blocks": 2}

@@ -169,8 +169,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         type=_choice_list("activation-checkpointing", CHECKPOINTING_MODES),
         default=("none",),
         metavar="MODE",
-        help="torch, llama3: recompute blocks' activations in the backward: none, selective "
-        "(every other block), full (every block); a list like none,full sweeps",
+        help="torch and jax, llama3: recompute blocks' activations in the backward: none, "
+        "selective (every other block), full (every block); a list like none,full sweeps",
     )
     p.add_argument("--threads", type=_whole, help="intra-op CPU threads (default: the framework's)")
     _add_runtime_options(p)

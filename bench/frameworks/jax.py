@@ -173,6 +173,11 @@ class JaxSession(Session):
         }
         if self.sharding:
             self.details["fsdp"] = self.sharding
+        if point.activation_checkpointing != "none":  # as the PyTorch session records it
+            self.details["activation_checkpointing"] = {
+                "mode": point.activation_checkpointing,
+                "blocks": self.impl.checkpointed_blocks(point.spec, point),
+            }
 
     def _recipe(self, optax):
         """The dataset's recipe: SGD with L2 weight decay (added to the gradient, as
@@ -276,6 +281,7 @@ class JaxFramework(Framework):
     memory_formats = ("channels_last",)  # Flax convolutions take NHWC
     data_sources = ("synthetic", "dataset")
     sets_threads = False  # XLA's CPU thread pool has no supported setting
+    activation_checkpointing = True  # the Llama blocks, through flax.linen.remat
 
     def check_compile(self, compile: str | None) -> None:
         _xla.reject_compile(self.name, compile, (), "jax.jit always compiles with XLA")

@@ -1,7 +1,8 @@
 """Activation checkpointing applied to a plain model's blocks: their activations are
 dropped after the forward pass and recomputed in the backward, trading compute for
 memory (longer sequences, larger batches). Applied before FSDP2 wraps the blocks, as
-torchtitan does.
+torchtitan does. The Flax Llama recomputes the same blocks (`recomputed`) through
+flax.linen.remat (jax.checkpoint).
 
     none       every activation kept
     full       every block recomputed
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
 MODES = CHECKPOINTING_MODES
 
 
+def recomputed(mode: str, index: int) -> bool:
+    """Whether block `index` (from 0) is recomputed in the backward under `mode`."""
+    return mode == "full" or (mode == "selective" and index % 2 == 0)
+
+
 def apply_ac(model: nn.Module, mode: str) -> int:
     """Wrap the model's blocks in place; returns how many were wrapped."""
     if mode not in MODES:
@@ -33,7 +39,7 @@ def apply_ac(model: nn.Module, mode: str) -> int:
     layers = block_container(model)
     wrapped = 0
     for index, (name, block) in enumerate(list(layers.named_children())):
-        if mode == "full" or index % 2 == 0:
+        if recomputed(mode, index):
             layers.register_module(name, checkpoint_wrapper(block, preserve_rng_state=False))
             wrapped += 1
     return wrapped

@@ -7,6 +7,8 @@ layer tied to the embedding where the Size says so. The same initialisation: nor
 
 The model knows nothing of how it is sharded: the JAX session applies
 bench.parallel.jax_fsdp to its parameters from outside (the spec's sharding="fsdp").
+Activation checkpointing recomputes the blocks bench.parallel.checkpoint names for the
+PyTorch model, each through flax.linen.remat (the parameters keep their names).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from bench.parallel.checkpoint import recomputed
 from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
@@ -110,6 +113,7 @@ class Block(nn.Module):
 class Llama(nn.Module):
     size: Size
     dtype: jnp.dtype = jnp.float32
+    checkpointing: str = "none"  # bench.parallel.checkpoint.MODES
 
     @nn.compact
     def __call__(self, tokens, train: bool = True):  # train: no dropout, nothing differs
@@ -118,8 +122,10 @@ class Llama(nn.Module):
                              embedding_init=nn.initializers.normal(0.02))  # fmt: skip
         x = embedding(tokens)
         cos, sin = rotary_angles(size, tokens.shape[1])
+        remat = nn.remat(Block)
         for index in range(size.layers):
-            x = Block(size, self.dtype, name=f"layers_{index}")(x, cos, sin)
+            block = remat if recomputed(self.checkpointing, index) else Block
+            x = block(size, self.dtype, name=f"layers_{index}")(x, cos, sin)
         x = RMSNorm(size.norm_eps, self.dtype, name="norm")(x)
         if size.tied:
             return embedding.attend(x)
@@ -127,4 +133,10 @@ class Llama(nn.Module):
 
 
 def build_model(spec, point, dtype) -> nn.Module:
-    return Llama(SIZES[spec.name], dtype)
+    return Llama(SIZES[spec.name], dtype, point.activation_checkpointing)
+
+
+def checkpointed_blocks(spec, point) -> int:
+    return sum(
+        recomputed(point.activation_checkpointing, i) for i in range(SIZES[spec.name].layers)
+    )
