@@ -486,12 +486,15 @@ def test_a_token_file_shorter_than_one_batch_of_windows_is_refused(
             "image-classification; choose one of",
         ),
         ({"workload": "bert-base"}, "workload 'bert-base' is masked-lm"),
-        ({"workload": "gpt2", "framework": "jax"}, "'tokens:/t.bin' is not available with jax"),
+        (
+            {"workload": "gpt2", "framework": "tensorflow"},
+            "'tokens:/t.bin' is not available with tensorflow",
+        ),
         ({"workload": "gpt2", "num_workers": 2}, "num_workers: only applies with a loader"),
         ({"workload": "gpt2", "train_to": 0.5}, "train_to: needs a real dataset"),
     ],
 )
-def test_only_decoders_in_torch_take_a_token_file(fields, message):
+def test_only_decoders_in_torch_and_jax_take_a_token_file(fields, message):
     with pytest.raises(UsageError, match=re.escape(message)):
         RunConfig(data="tokens:/t.bin", **fields)
 

@@ -202,3 +202,27 @@ def test_jax_checkpointing_recomputes_the_torch_blocks_with_the_same_numbers_in_
     assert seen["none"][2] is None
     assert seen["selective"][2] == {"mode": "selective", "blocks": 1}  # of 2: every other
     assert seen["full"][2] == {"mode": "full", "blocks": 2}
+
+
+@pytest.mark.slow
+def test_jax_learns_a_token_file_over_two_emulated_devices_and_records_it(tmp_path):
+    """The torch test's periodic llm.c file (each token says which comes next): the loss
+    falls far within 21 steps; the batch each step reads is split over the mesh."""
+    import hashlib
+
+    from .fake_data import periodic_tokens, write_tokens
+
+    path = write_tokens(tmp_path / "train.bin", periodic_tokens(65 * 400), "gpt-2")
+    done = run_bench(
+        "llama3-tiny", "--framework", "jax", "--device", "cpu", "--data", f"tokens:{path}",
+        "--steps", "20", "--warmup-steps", "1", "--output-dir", str(tmp_path / "out"),
+        env=TWO_DEVICES,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (point,) = only_result(tmp_path / "out")["points"]
+    assert point["status"] == "ok" and point["devices"] == 2
+    (first,), (last,) = point["loss_first"], point["loss_last"]
+    assert first > 5.5 and last < first - 0.5, (first, last)
+    dataset = point["details"]["dataset"]
+    assert dataset["format"] == "llm.c magic 20240520 version 1" and dataset["windows"] == 400
+    assert dataset["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()

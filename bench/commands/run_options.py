@@ -182,7 +182,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="synthetic: one batch made on the device (default); loader: synthetic samples "
         "through a real DataLoader; cifar10:PATH or imagenet:PATH: train on a real dataset "
         "in its published layout, a whole epoch at a time, with top-1 after each; "
-        "tokens:PATH: decoders (torch) train on a token file, llm.c's .bin (its header "
+        "tokens:PATH: decoders (torch, jax) train on a token file, llm.c's .bin (its header "
         "says uint16 or uint32) or nanoGPT's train.bin (uint16, no header); "
         "tokens-u32:PATH: uint32 tokens with no header",
     )

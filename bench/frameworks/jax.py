@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
-from bench.datasets import pipeline
+from bench.datasets import pipeline, tokens
 from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
@@ -145,6 +145,17 @@ class JaxSession(Session):
         self.sharded = sharded
         self.state = jax.jit(initial_state, out_shardings=state_sharding)(key)
         self.batch = jax.device_put((inputs, targets), sharded)
+        # A token file (checked whole in the parent): each step reads its windows on the
+        # host, checks them again, and places them, as a training loop reads its batch.
+        self.token_file: tokens.TokenFile | None = None
+        self.token_step = 0
+        if point.tokens is not None:
+            if not hasattr(self.impl, "token_batch"):
+                raise datasets.DatasetError(
+                    f"data: {point.workload} has no token_batch in jax; it trains on "
+                    "synthetic tokens only"
+                )
+            self.token_file = tokens.for_point(point)
         jitted = jax.jit(
             train_step,
             in_shardings=(state_sharding, sharded, sharded),
@@ -173,6 +184,8 @@ class JaxSession(Session):
         }
         if self.sharding:
             self.details["fsdp"] = self.sharding
+        if self.token_file is not None:
+            self.details["dataset"] = self.token_file.describe()
         if point.activation_checkpointing != "none":  # as the PyTorch session records it
             self.details["activation_checkpointing"] = {
                 "mode": point.activation_checkpointing,
@@ -249,7 +262,18 @@ class JaxSession(Session):
         return self.batch
 
     def step(self) -> Any:
-        return self.train_on(self.batch)
+        if self.token_file is None:
+            return self.train_on(self.batch)
+        import jax
+
+        point = self.point
+        windows = self.token_file.batch(self.token_step, point.batch_size, point.spec)
+        self.token_step += 1
+        return self.train_on(jax.device_put(self.impl.token_batch(windows), self.sharded))
+
+    def close(self) -> None:
+        if self.token_file is not None:
+            self.token_file.close()
 
     def loss_value(self, handle: Any) -> float:
         return float(handle)
@@ -279,7 +303,7 @@ class JaxSession(Session):
 class JaxFramework(Framework):
     name = "jax"
     memory_formats = ("channels_last",)  # Flax convolutions take NHWC
-    data_sources = ("synthetic", "dataset")
+    data_sources = ("synthetic", "dataset", "tokens")
     sets_threads = False  # XLA's CPU thread pool has no supported setting
     activation_checkpointing = True  # the Llama blocks, through flax.linen.remat
 

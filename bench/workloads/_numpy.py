@@ -37,6 +37,13 @@ def next_token_batch(spec, point, batch_size: int, seed: int) -> tuple[np.ndarra
     return tokens[:, :-1], tokens[:, 1:]
 
 
+def next_token_pairs(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A decoder's inputs and targets from windows of seq_len + 1 tokens of a token file
+    (--data tokens:PATH), as int32 like the random ones: each target is the next token."""
+    windows = windows.astype(np.int32)
+    return windows[:, :-1], windows[:, 1:]
+
+
 def translation_batch(spec, point, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Source and target sentences of --seq-len tokens (never the padding id 0), stacked
     as inputs of shape (batch, 2, length): the source, then the target shifted right

@@ -11,9 +11,10 @@ import jax.numpy as jnp
 from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
+from bench.workloads._numpy import next_token_pairs as token_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
-__all__ = ["build_model", "loss", "make_batch", "optimizer"]
+__all__ = ["build_model", "loss", "make_batch", "optimizer", "token_batch"]
 
 _init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
 

@@ -24,9 +24,10 @@ from bench.parallel.checkpoint import recomputed
 from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
+from bench.workloads._numpy import next_token_pairs as token_batch
 from bench.workloads.llama3 import SIZES, Size
 
-__all__ = ["build_model", "loss", "make_batch", "optimizer"]
+__all__ = ["build_model", "loss", "make_batch", "optimizer", "token_batch"]
 
 
 def rotary_angles(size: Size, length: int):
