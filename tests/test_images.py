@@ -1,5 +1,6 @@
 """Image definitions, checked without a Docker engine: lint, locks, completeness, compose."""
 
+import functools
 import json
 import os
 import re
@@ -226,6 +227,17 @@ def test_each_image_can_decode_imagenet(image):
     assert "pillow" in lock_entries(ROOT / "images" / image / "requirements.lock"), image
 
 
+@functools.cache
+def _noxfile():
+    """noxfile.py as a module, loaded once (each load registers its sessions again)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_noxfile", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    return noxfile
+
+
 def _docker_answers() -> bool:
     if shutil.which("docker") is None:
         return False
@@ -242,12 +254,7 @@ def _docker_answers() -> bool:
     ],
 )
 def test_the_ca_is_served_on_the_bridges_gateway_whichever_docker_names_it(inspected, gateway):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_noxfile", ROOT / "noxfile.py")
-    noxfile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(noxfile)
-    assert noxfile._bridge_gateway(inspected) == gateway
+    assert _noxfile()._bridge_gateway(inspected) == gateway
 
 
 @pytest.mark.skipif(not _docker_answers(), reason="no Docker engine answers here")
@@ -255,13 +262,10 @@ def test_the_build_ca_is_served_to_the_build_never_put_in_its_context(tmp_path, 
     """BENCH_CA_BUNDLE reaches install.sh over Docker's bridge (so no layer holds it), with
     the same build arguments every time (so the dependency layer stays cached)."""
     import hashlib
-    import importlib.util
     import urllib.error
     import urllib.request
 
-    spec = importlib.util.spec_from_file_location("bench_noxfile", ROOT / "noxfile.py")
-    noxfile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(noxfile)
+    noxfile = _noxfile()
 
     class Session:
         def error(self, message):
