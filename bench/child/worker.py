@@ -49,6 +49,7 @@ from bench.trackers.timing import StepTimer
 Progress = Callable[[str, int, int], None]
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_ORPHANED = 128 + signal.SIGHUP  # as if the parent had hung up
+PROGRESS_PERIOD_S = 0.1  # a progress line at most this often (a display's refresh)
 
 
 def _no_progress(phase: str, done: int, total: int) -> None:
@@ -82,8 +83,19 @@ def run_steps(
 ) -> tuple[list[float], list[Any]]:
     """Time `count` steps. The progress write never falls inside a timed interval with
     the host clock; with device events it overlaps the device's work, as a log line in
-    a training loop does."""
-    return timer.steps(session.step, count, lambda i: progress(phase, i + 1, count))
+    a training loop does. At most one every PROGRESS_PERIOD_S, and the last: each line
+    wakes the parent, whose work takes a core from a model training on every core
+    (a straggler thread slows each of its parallel operations)."""
+    last = -PROGRESS_PERIOD_S
+
+    def after(i: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_PERIOD_S or i + 1 == count:
+            last = now
+            progress(phase, i + 1, count)
+
+    return timer.steps(session.step, count, after)
 
 
 def measure(
