@@ -48,6 +48,7 @@ def test_detection_targets_go_through_the_data_loader(monkeypatch):
     assert targets["boxes"].shape == (1, 8, 4) and targets["masks"].shape == (1, 8, 128, 160)
 
 
+@pytest.mark.slow  # builds and steps a 2048 x 1024 generator and discriminators
 def test_pix2pixhd_generator_loss_trains_only_the_generator(monkeypatch):
     session = _session(monkeypatch, "pix2pixhd")
     model = session.eager_model
@@ -70,7 +71,10 @@ def test_natural_units_are_recorded_per_sample():
     assert registry.workload("maskrcnn").units_per_sample() is None  # images are samples
 
 
-@pytest.mark.parametrize(("name", "smallest"), [("maskrcnn", 1), ("deeplabv3", 2)])
+@pytest.mark.parametrize(
+    ("name", "smallest"),
+    [pytest.param("maskrcnn", 1, marks=pytest.mark.slow), ("deeplabv3", 2)],  # Mask R-CNN: ~10 s
+)
 def test_flops_are_counted_at_the_smallest_batch(monkeypatch, name, smallest):
     """Where only one sample fits (pix2pixHD at 2048x1024 on a small card), the count
     must not need two."""
