@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ VALUES: tuple[Any, ...] = (None, "text", -1, 0, 1.5, 1e22, True, [], {}, [None],
 # through the steps of their versions) with deletion and two values, to keep it fast.
 FULL = (f"result-v{result.SCHEMA_VERSION}.json",)
 SHORT = (None, "text")
+PYTHON_ERROR = re.compile(r"\b(?:[A-Z][a-z]+)+Error: ")
 
 
 def _resaved(path: Path) -> str:
@@ -123,3 +125,13 @@ def test_a_crafted_field_is_refused_with_the_recorded_message(tmp_path, capsys):
     changed = {case: (recorded[case], found) for case, found in verdicts.items()
                if recorded[case] != found}  # fmt: skip
     assert not changed, f"{len(changed)} verdicts changed, e.g. {next(iter(changed.items()))}"
+
+
+def test_no_crafted_field_is_refused_in_python_s_words(tmp_path, capsys):
+    """Each refusal names the field and what it may hold, never an exception met on the
+    way ("TypeError: '<' not supported between instances of 'int' and 'NoneType')."""
+    verdicts = _verdicts(tmp_path)
+    capsys.readouterr()
+    python = {case: said for case, said in verdicts.items() if PYTHON_ERROR.search(said)}
+    example = next(iter(python.items()), None)
+    assert not python, f"{len(python)} refusals in Python's words, e.g. {example}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,16 @@ def test_an_older_file_gains_each_field_with_its_declared_older_value(tmp_path):
                 found = getattr(value, field.name)
                 found = list(found) if isinstance(found, tuple) else found
                 assert found == field.older, f"{where}.{field.name}"
+
+
+def test_a_config_field_may_be_null_exactly_where_run_config_holds_none():
+    """A file that loads makes a RunConfig that `bench rerun` can run: null where
+    RunConfig takes no None (steps, nnodes) is refused on load, not deep in a rerun."""
+    hints = typing.get_type_hints(RunConfig)
+    for field in schema.CONFIG:
+        if field.check is not None:
+            takes_none = type(None) in typing.get_args(hints[field.name])
+            assert field.check(None) == takes_none, (
+                f"config.{field.name}: the table {'takes' if field.check(None) else 'refuses'}"
+                f" null, RunConfig's type is {hints[field.name]}"
+            )

@@ -23,12 +23,14 @@ TRANSFORMS: dict[int, Callable[[Document], Document]] = {}
 
 def _objects(data: Document, where: str) -> Any:
     """The objects of a document a table describes: the document, its config, each
-    point (load checked they are objects), each max-batch search."""
+    point (load checked they are objects), each max-batch search. Anything else is
+    left as it is, for validation to name."""
     if where == "result":
         return [data]
     if where == "config":
         return [data["config"]] if isinstance(data.get("config"), dict) else []
-    return data.get(where, [])
+    items = data.get(where)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _fill_defaults(version: int) -> Callable[[Document], Document]:
