@@ -3,11 +3,14 @@ rounds, and the ratio of each round: what the overhead scripts share.
 
 Within a round both halves run back to back, so slow drift of a shared machine hits
 both; which goes first alternates, so neither always runs on a warmer machine. The
-median of the per-round ratios is the figure.
+median of the per-round ratios is the figure, with its distribution-free 95% interval
+(order statistics of the ratios: no assumption about a shared machine's noise), and the
+verdict says whether the rounds settle the target or the machine is too noisy to tell.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 
@@ -28,9 +31,39 @@ def alternate(
     return runs
 
 
-def summarise(runs: dict[str, list[float]], unit: str, title: str, target: str) -> float:
-    """Print each side's median, the per-round ratios measured / reference and their
-    median (returned)."""
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The widest-ranked pair of order statistics (x_k, x_{n+1-k}) that holds the median
+    with at least `level` probability, whatever the distribution (the sign test's
+    interval); None when there are too few values for any (fewer than 6 at 95%)."""
+    ordered, n = sorted(values), len(values)
+    below = 0.0  # P(Binomial(n, 1/2) <= k - 1)
+    best = None
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1) / 2**n
+        if 1 - 2 * below < level:
+            break
+        best = (ordered[k - 1], ordered[n - k])
+    return best
+
+
+def verdict(interval: tuple[float, float] | None, floor: float) -> str:
+    """What the rounds say of `ratio >= floor`."""
+    if interval is None:
+        return "too few rounds for a 95% interval: run 6 or more"
+    low, high = interval
+    if low >= floor:
+        return f"within the target (>= {floor})"
+    if high < floor:
+        return f"below the target (>= {floor})"
+    return (
+        f"not settled: the interval holds {floor}; this machine's noise is wider than the "
+        "target at these rounds (more rounds, or a quieter machine)"
+    )
+
+
+def summarise(runs: dict[str, list[float]], unit: str, title: str, floor: float) -> float:
+    """Print each side's median, the per-round ratios measured / reference, their
+    median (returned) with its 95% interval, and whether they settle `ratio >= floor`."""
     (reference, before), (measured, after) = runs.items()
     width = max(len(name) for name in runs)
     paired = [b / a for a, b in zip(before, after, strict=True)]
@@ -39,5 +72,7 @@ def summarise(runs: dict[str, list[float]], unit: str, title: str, target: str) 
         print(f"  {name:{width}s} median {statistics.median(values):12.2f} {unit}")
     print(f"  {measured} / {reference} per round: {', '.join(f'{r:.3f}' for r in paired)}")
     ratio = statistics.median(paired)
-    print(f"  median ratio: {ratio:.3f}x ({target})")
+    interval = median_interval(paired)
+    spread = f", 95% interval {interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
+    print(f"  median ratio: {ratio:.3f}x{spread}: {verdict(interval, floor)}")
     return ratio
