@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING, Any
 from bench.result.checks import positive
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
-from bench.trackers.busy import verdict as busy_verdict
 
 if TYPE_CHECKING:
     from bench.result.point import Point
 
 THROUGHPUT_UNIT = "samples/s"
+BUSY_CPUS = 0.25  # a quarter of a CPU on average, outside bench: a busy machine
+# CPU time is counted in clock ticks (10 ms): over a shorter window one stray tick
+# would look like a busy machine, so shorter windows are recorded but not flagged.
+MIN_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,30 @@ class ToAccuracy:
         return {**dataclasses.asdict(self), "units": units}
 
 
+def busy_why(record: dict[str, Any] | None) -> str | None:
+    """Why a repeat's machine counts as busy (its busy record, bench/trackers/busy.py:
+    other processes or the hypervisor took more than BUSY_CPUS, a GPU was throttled),
+    or None."""
+    if not record:
+        return None
+    reasons = []
+    long_enough = (record.get("window_s") or 0) >= MIN_WINDOW_S
+    if long_enough and (record.get("others_cpus") or 0) > BUSY_CPUS:
+        reasons.append(f"other processes kept {record['others_cpus']:.2f} CPUs busy")
+    if long_enough and (record.get("steal_cpus") or 0) > BUSY_CPUS:
+        reasons.append(f"the hypervisor stole {record['steal_cpus']:.2f} CPUs")
+    for device, why in sorted((record.get("throttle") or {}).items()):
+        if why:
+            reasons.append(f"{device} clocks held back ({', '.join(why)})")
+    return "; ".join(reasons) or None
+
+
 def busy_note(point: Point) -> str | None:
     """Why the machine counted as busy while this point was measured, or None."""
     notes = [
         f"repeat {r + 1}: {why}" if len(point.busy) > 1 else why
         for r, record in enumerate(point.busy)
-        if (why := busy_verdict(record))
+        if (why := busy_why(record))
     ]
     return "; ".join(notes) or None
 

@@ -108,7 +108,7 @@ def _ranks_record(value: Any) -> bool:
 
 
 def _busy_record(value: Any) -> bool:
-    """What busy_verdict reads: numbers or null, and {device: [reason text]}."""
+    """What derive.busy_why reads: numbers or null, and {device: [reason text]}."""
     if not isinstance(value, dict):
         return False
     numbers = all(

@@ -16,8 +16,9 @@ looks like the hardware's. This tracker records, per repeat:
                     (NVML's clock event reasons: power cap, thermal, ...)
 
 Each is None where it cannot be read (not Linux, no cpufreq in a VM, no NVML), never a
-guess. A point is flagged (bench.result.Point.busy_note) when others kept more than
-BUSY_CPUS busy, the hypervisor stole as much, or a GPU was throttled.
+guess. Whether a record counts as a busy machine is read from the stored record, by
+bench.result.derive.busy_why (Point.busy_note): a file judged years later is judged by
+the same rule.
 """
 
 from __future__ import annotations
@@ -28,10 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BUSY_CPUS = 0.25  # a quarter of a CPU on average, outside bench: a busy machine
-# CPU time is counted in clock ticks (10 ms): over a shorter window one stray tick
-# would look like a busy machine, so shorter windows are recorded but not flagged.
-MIN_WINDOW_S = 0.5
 _PROC = Path("/proc")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -135,19 +132,3 @@ class BusyTracker:
 
     def fields(self) -> dict[str, Any]:
         return {"busy": self.record}
-
-
-def verdict(record: dict[str, Any] | None) -> str | None:
-    """Why a repeat's machine counts as busy, or None."""
-    if not record:
-        return None
-    reasons = []
-    long_enough = (record.get("window_s") or 0) >= MIN_WINDOW_S
-    if long_enough and (record.get("others_cpus") or 0) > BUSY_CPUS:
-        reasons.append(f"other processes kept {record['others_cpus']:.2f} CPUs busy")
-    if long_enough and (record.get("steal_cpus") or 0) > BUSY_CPUS:
-        reasons.append(f"the hypervisor stole {record['steal_cpus']:.2f} CPUs")
-    for device, why in sorted((record.get("throttle") or {}).items()):
-        if why:
-            reasons.append(f"{device} clocks held back ({', '.join(why)})")
-    return "; ".join(reasons) or None
