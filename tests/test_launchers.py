@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.child.rank import Rank, merge, share
 from bench.cli import main
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
 from bench.launchers import name, torchrun
 from bench.platforms.cpu import rank_cpus
+from bench.ranks import Rank, merge, share
 
 from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
 
@@ -435,7 +435,7 @@ import torch.distributed as dist
 from bench import registry
 from bench.config import PointConfig
 from bench.frameworks.torch import TorchSession
-from bench.child.rank import Rank
+from bench.ranks import Rank
 
 session = TorchSession(PointConfig(workload="tiny", batch_size=4, device="cpu"),
                        registry.platform("cpu"), Rank(0, 0, 1, 1, 0))

@@ -355,8 +355,8 @@ def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monke
     and a thread the cap cannot give a stack (gloo's, joining the group) is out of memory."""
     from bench import registry
     from bench.child import worker
-    from bench.child.rank import Rank
     from bench.config import PointConfig
+    from bench.ranks import Rank
 
     torch_framework = type(registry.framework("torch"))
     done: list[str] = []

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, files, result
-from bench.child import rank
-from bench.child.rank import TOKEN_ENV, Rank
+from bench import cli, files, ranks, result
 from bench.commands import rerun
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.launchers import process, torchrun
+from bench.ranks import TOKEN_ENV, Rank
 from bench.runner import Runner
 
 from .conftest import free_port, needs_two_cores, only_result, two_nodes
@@ -78,8 +77,8 @@ def test_a_rerun_on_several_machines_takes_them_from_its_own_command_line(tmp_pa
 
 
 def test_a_share_is_json_and_anything_else_is_refused_in_one_line():
-    data = rank.encode_share({"rank": 1, "step_times_s": [0.1, 0.2]})
-    assert rank.decode_share(1, data) == {"rank": 1, "step_times_s": [0.1, 0.2]}
+    data = ranks.encode_share({"rank": 1, "step_times_s": [0.1, 0.2]})
+    assert ranks.decode_share(1, data) == {"rank": 1, "step_times_s": [0.1, 0.2]}
     import pickle
 
     for sent, why in [
@@ -89,13 +88,13 @@ def test_a_share_is_json_and_anything_else_is_refused_in_one_line():
         (b"\xff\xfe", "not JSON"),
     ]:
         with pytest.raises(BenchError, match=why) as error:
-            rank.decode_share(3, sent)
+            ranks.decode_share(3, sent)
         assert str(error.value).startswith("rank 3 ") and "\n" not in str(error.value)
-    rank.check_share_sizes([10, rank.MAX_SHARE_BYTES])
+    ranks.check_share_sizes([10, ranks.MAX_SHARE_BYTES])
     with pytest.raises(BenchError, match=r"rank 1 \(1,099,511,627,776 bytes\) announced"):
-        rank.check_share_sizes([10, 2**40])
+        ranks.check_share_sizes([10, 2**40])
     with pytest.raises(BenchError, match=r"rank 0 \(-5 bytes\)"):
-        rank.check_share_sizes([-5, 10])
+        ranks.check_share_sizes([-5, 10])
 
 
 _PEER = """
@@ -122,7 +121,7 @@ if dist.get_rank() == 1:  # a hostile peer speaking all_gather_object's own wire
 else:
     from types import SimpleNamespace
     from bench.frameworks.torch import TorchSession
-    from bench.child.rank import Rank
+    from bench.ranks import Rank
     me = SimpleNamespace(rank=Rank(0, 0, 2, 2, 0), device=torch.device("cpu"))
     for _ in range(2):
         try:
@@ -168,7 +167,7 @@ def test_a_peer_that_sends_a_pickle_runs_no_code_and_is_refused(tmp_path):
 
 
 def _ranks_with(tokens: list[str | None]) -> list[str | None]:
-    """rank.authenticate on len(tokens) ranks (threads exchanging through a barrier):
+    """ranks.authenticate on len(tokens) ranks (threads exchanging through a barrier):
     None where a rank passed, else its one-line error."""
     world = len(tokens)
     slots: list = [None] * world
@@ -177,7 +176,7 @@ def _ranks_with(tokens: list[str | None]) -> list[str | None]:
 
     def exchange_for(r):
         def exchange(mine):
-            slots[r] = json.loads(rank.encode_share(mine))
+            slots[r] = json.loads(ranks.encode_share(mine))
             barrier.wait()
             everyone = [dict(s) for s in slots]
             barrier.wait()
@@ -187,7 +186,7 @@ def _ranks_with(tokens: list[str | None]) -> list[str | None]:
 
     def one(r):
         try:
-            rank.authenticate(exchange_for(r), tokens[r], Rank(r, 0, world, 1, r))
+            ranks.authenticate(exchange_for(r), tokens[r], Rank(r, 0, world, 1, r))
         except BenchError as error:
             outcome[r] = str(error)
 
@@ -222,10 +221,10 @@ def test_a_proof_cannot_be_replayed_in_another_run():
             seen["round1"] = [mine, {"nonce": "a" * 32}]
             return seen["round1"]
         nonces = [s["nonce"] for s in seen["round1"]]
-        seen["proof1"] = rank._proof(TOKEN, 1, 2, nonces)
+        seen["proof1"] = ranks._proof(TOKEN, 1, 2, nonces)
         return [mine, {"proof": seen["proof1"]}]
 
-    rank.authenticate(honest, TOKEN, Rank(0, 0, 2, 1, 0))  # a genuine peer passes
+    ranks.authenticate(honest, TOKEN, Rank(0, 0, 2, 1, 0))  # a genuine peer passes
 
     def replay(mine):
         if "nonce" in mine:
@@ -233,7 +232,7 @@ def test_a_proof_cannot_be_replayed_in_another_run():
         return [mine, {"proof": seen["proof1"]}]  # last run's proof: rank 0's nonce is new
 
     with pytest.raises(BenchError, match="rank 1 did not prove"):
-        rank.authenticate(replay, TOKEN, Rank(0, 0, 2, 1, 0))
+        ranks.authenticate(replay, TOKEN, Rank(0, 0, 2, 1, 0))
 
 
 def test_several_machines_without_a_secret_are_refused_in_one_line(tmp_path, monkeypatch):

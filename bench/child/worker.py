@@ -36,11 +36,11 @@ from contextlib import ExitStack
 from typing import Any
 
 from bench import mfu, provenance, registry
-from bench.child.rank import TOKEN_ENV, Rank, authenticate, current, merge, share
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
+from bench.ranks import TOKEN_ENV, Rank, authenticate, current, merge, share
 from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker

@@ -17,10 +17,10 @@ from typing import Any
 from rich.table import Table
 
 from bench import files
-from bench.child.rank import TOKEN_ENV
 from bench.commands.options import require_extra
 from bench.errors import UsageError
 from bench.fleet import config, gather, launch, tasks
+from bench.ranks import TOKEN_ENV
 from bench.report.table import console
 from bench.text import plain
 

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import files
-from bench.child.rank import TOKEN_ENV, rdzv_token
 from bench.errors import UsageError
 from bench.fleet import tasks
 from bench.fleet.config import Fleet, Target
+from bench.ranks import TOKEN_ENV, rdzv_token
 
 STATE_KIND = "bench-fleet-state"
 # A managed job in one of these is left alone by a second launch.

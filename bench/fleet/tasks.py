@@ -23,9 +23,9 @@ import shlex
 from typing import Any
 
 from bench import catalog
-from bench.child.rank import TOKEN_ENV
 from bench.errors import UsageError
 from bench.fleet.config import Fleet, Target
+from bench.ranks import TOKEN_ENV
 
 RESULTS = "/bench-results"  # on the machine
 BUCKET = "/bench-bucket"  # where the bucket is mounted

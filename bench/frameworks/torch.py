@@ -11,8 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bench import datasets, registry
-from bench.child import rank as ranks
+from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
@@ -418,7 +417,7 @@ class TorchSession(Session):
         """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
         runs its code here): the lengths first, checked against a bound before anything
         that large is allocated, then the bytes padded to the longest, then each
-        decoded as a JSON object or refused in one line (bench.child.rank)."""
+        decoded as a JSON object or refused in one line (bench.ranks)."""
         if self.rank is None:
             return [mine]
         import torch

@@ -8,7 +8,7 @@
 The runner calls spawn(); the point says which launcher it needs: more than one rank
 (--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
 allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
-Several machines share a secret (BENCH_RDZV_TOKEN, bench.child.rank): only their
+Several machines share a secret (BENCH_RDZV_TOKEN, bench.ranks): only their
 ranks see it, through the environment; a one-machine point's child never does.
 A fleet of cloud instances launches whole runs, not points, and lives with the fleet
 commands.
@@ -20,8 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from bench import runtime
-from bench.child import rank
+from bench import ranks, runtime
 from bench.config import PointConfig, RunConfig
 from bench.launchers import process, torchrun
 
@@ -37,7 +36,7 @@ def check(config: RunConfig) -> None:
     """Refuse, before anything runs, a run that no point of could launch: several
     machines without their shared secret (one line that says how to set it)."""
     if config.nnodes > 1:
-        rank.rdzv_token(os.environ, config.nnodes)
+        ranks.rdzv_token(os.environ, config.nnodes)
 
 
 def spawn(

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from bench import oomkill
-from bench.child.rank import TOKEN_ENV
 from bench.config import PointConfig
+from bench.ranks import TOKEN_ENV
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import oomkill
-from bench.child.rank import TOKEN_ENV, rdzv_token
 from bench.config import PointConfig
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
+from bench.ranks import TOKEN_ENV, rdzv_token
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
@@ -161,7 +161,7 @@ def spawn_ranks(
     """Run one point over torchrun's ranks and return the point's response; `runtime`:
     the environment and command prefix of torchrun and its ranks (bench.runtime)."""
     runtime = runtime or ChildRuntime(dict(os.environ))
-    if point.nnodes > 1:  # the ranks prove they know it (bench.child.rank.authenticate)
+    if point.nnodes > 1:  # the ranks prove they know it (bench.ranks.authenticate)
         rdzv_token(runtime.env, point.nnodes)
     server = socket.create_server(("127.0.0.1", 0))
     token = secrets.token_hex(16)
