@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
 
-from bench import datasets, registry
+from bench import data_ref, registry
 from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS, RUNTIME
 from bench.errors import UsageError
 
 __all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
-DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.datasets)
+DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.data_ref)
 
 
 def _positive(name: str, value: int | None, *, zero_ok: bool = False) -> None:
@@ -58,9 +58,9 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
         )
     framework = registry.framework(cfg.framework)
     registry.platform(cfg.device)
-    ref = datasets.parse(cfg.data)
+    ref = data_ref.parse(cfg.data)
     if ref is None:
-        kinds = datasets.KINDS + datasets.TOKEN_KINDS
+        kinds = data_ref.KINDS + data_ref.TOKEN_KINDS
         _choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in kinds))
     source = ref.source if ref else cfg.data
     if source == "tokens" and spec.task != "causal-lm":
@@ -185,7 +185,7 @@ def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
         if not dataset:
             raise UsageError(
                 "train_to: needs a real dataset to evaluate on "
-                f"(--data {'|'.join(k + ':PATH' for k in datasets.KINDS)})"
+                f"(--data {'|'.join(k + ':PATH' for k in data_ref.KINDS)})"
             )
     if not dataset:
         return
@@ -335,15 +335,15 @@ class PointConfig:
         return registry.workload(self.workload)
 
     @property
-    def dataset(self) -> datasets.DataRef | None:
+    def dataset(self) -> data_ref.DataRef | None:
         """The labelled images this point trains on, whole epochs at a time, or None."""
-        ref = datasets.parse(self.data)
+        ref = data_ref.parse(self.data)
         return ref if ref is not None and ref.source == "dataset" else None
 
     @property
-    def tokens(self) -> datasets.DataRef | None:
+    def tokens(self) -> data_ref.DataRef | None:
         """The token file this point trains on, step by step as on synthetic data, or None."""
-        ref = datasets.parse(self.data)
+        ref = data_ref.parse(self.data)
         return ref if ref is not None and ref.source == "tokens" else None
 
     @property
@@ -438,7 +438,7 @@ class RunConfig:
             default = registry.framework(self.framework).memory_formats[:1]
             object.__setattr__(self, "memory_formats", default)
         if self.warmup_steps is None:
-            ref = datasets.parse(self.data)
+            ref = data_ref.parse(self.data)
             epoch_mode = self.epochs is not None or (ref is not None and ref.source == "dataset")
             object.__setattr__(self, "warmup_steps", 0 if epoch_mode else 5)
         _check_sweep_size(self)  # first: later checks go through the axes' products

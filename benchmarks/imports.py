@@ -26,7 +26,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
     ("parallel", "mfu", "memory_floor"),
-    ("registry", "config", "result", "catalog", "archive", "stopping", "integrity"),
+    (
+        "registry",
+        "config",
+        "data_ref",
+        "ranks",
+        "result",
+        "catalog",
+        "archive",
+        "stopping",
+        "integrity",
+    ),
 )
 
 

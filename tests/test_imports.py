@@ -1,4 +1,4 @@
-"""The rooms' arrows point down: no module of bench imports the command line."""
+"""The rooms' arrows point down: no module imports a higher room (nor the command line)."""
 
 from __future__ import annotations
 
@@ -76,3 +76,23 @@ def test_only_the_platforms_compare_a_platform_name():
         for line, text in _platform_decisions(ast.parse(path.read_text()), names)
     ]
     assert not found, "ask the Platform (bench/platforms/base.py) instead:\n" + "\n".join(found)
+
+
+def _import_graph():
+    import importlib.util
+
+    path = BENCH.parent / "benchmarks" / "imports.py"
+    spec = importlib.util.spec_from_file_location("bench_import_graph", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_no_module_imports_a_higher_room_and_no_imports_cycle():
+    """The rooms of docs/architecture.md (LAYERS in benchmarks/imports.py): a lower room
+    that needs something of a higher one gets it moved down, as bench/ranks.py and
+    bench/data_ref.py were."""
+    graph = _import_graph()
+    edges = graph.graph()
+    assert not graph.back_up(edges), f"back-up arrows (lower <- higher): {graph.back_up(edges)}"
+    assert not graph.cycles(edges), f"import cycles: {graph.cycles(edges)}"

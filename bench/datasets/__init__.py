@@ -24,6 +24,11 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+# What --data names (bench.data_ref), for those that open it from here:
+from bench.data_ref import KINDS as KINDS
+from bench.data_ref import TOKEN_KINDS as TOKEN_KINDS
+from bench.data_ref import DataRef as DataRef
+from bench.data_ref import parse as parse
 from bench.datasets.recipe import Recipe
 from bench.errors import UsageError
 
@@ -33,43 +38,9 @@ if TYPE_CHECKING:
     from bench.config import PointConfig, RunConfig
     from bench.workloads.base import WorkloadSpec
 
-KINDS = ("cifar10", "imagenet")  # labelled images, trained on a whole epoch at a time
-TOKEN_KINDS = ("tokens", "tokens-u32")  # token ids for decoders (bench.datasets.tokens)
-
 
 class DatasetError(UsageError):
     """A dataset that is missing or not in its published layout (one line, exit 2)."""
-
-
-@dataclass(frozen=True)
-class DataRef:
-    kind: str
-    path: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.path}"
-
-    @property
-    def source(self) -> str:
-        """What a framework must offer for it (Framework.data_sources): 'dataset' for
-        labelled images, 'tokens' for a token file."""
-        return "tokens" if self.kind in TOKEN_KINDS else "dataset"
-
-
-def parse(data: str) -> DataRef | None:
-    """'cifar10:/data/cifar' -> DataRef; 'synthetic' and 'loader' -> None."""
-    kind, colon, path = data.partition(":")
-    if not colon:
-        return None
-    if kind not in KINDS + TOKEN_KINDS:
-        raise UsageError(
-            f"data: dataset {kind!r} is not known; use "
-            f"{', '.join(k + ':PATH' for k in KINDS + TOKEN_KINDS)}"
-        )
-    if not path:
-        what = "file" if kind in TOKEN_KINDS else "folder"
-        raise UsageError(f"data: {data!r} names no {what}; use {kind}:PATH")
-    return DataRef(kind, path)
 
 
 class Split(Protocol):
