@@ -164,15 +164,15 @@ class TokenFile:
         """Run windows first .. first + count - 1 as int64, every token checked to be below
         the workload's vocabulary."""
         where = self.positions(first, count)
-        offset, size = self.layout.offset, self.window_bytes
-        data = b"".join(self._pread(offset + int(p) * size, size) for p in where)
+        header, size = self.layout.offset, self.window_bytes
+        data = b"".join(self._pread(header + int(p) * size, size) for p in where)
         rows = np.frombuffer(data, self.layout.dtype).reshape(count, self.window)
         if rows.size and int(rows.max()) >= spec.num_classes:
             row, column = np.unravel_index(int(np.argmax(rows >= spec.num_classes)), rows.shape)
-            offset = int(where[row]) * self.window + int(column)
+            index = int(where[row]) * self.window + int(column)
             raise DatasetError(
                 f"data: {self.where}: token {int(rows[row, column]):,} (the file's token "
-                f"{offset:,}) is not below {spec.name}'s vocabulary of {spec.num_classes:,}; "
+                f"{index:,}) is not below {spec.name}'s vocabulary of {spec.num_classes:,}; "
                 "tokenize the text for this model"
             )
         return rows.astype(np.int64)
