@@ -190,7 +190,14 @@ def dmi() -> dict[str, str] | None:
     return found or None
 
 
-def cpu_info() -> dict[str, Any]:
+def affinity_cores() -> int | None:
+    """The CPUs this process may run on (a container's or taskset's share), or None."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def cpu_info(run_cores: int | None = None) -> dict[str, Any]:
+    """The processor; `affinity_cores`: the CPUs the run was given (`run_cores`, read by a
+    rank before it pinned itself to its share), else this process's."""
     info: dict[str, Any] = {
         "model": host.processor() or None,  # replaced by /proc/cpuinfo's name on Linux
         "architecture": host.machine(),
@@ -199,9 +206,7 @@ def cpu_info() -> dict[str, Any]:
         "sockets": None,
         "numa_nodes": None,
         "flags": [],
-        "affinity_cores": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else None,
+        "affinity_cores": run_cores or affinity_cores(),
     }
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -273,8 +278,14 @@ def runtime_libraries() -> list[str] | None:
     return sorted(found)
 
 
-def collect(framework: Framework | None = None, platform: Platform | None = None) -> dict[str, Any]:
-    """Everything that identifies the software and hardware of a measurement."""
+def collect(
+    framework: Framework | None = None,
+    platform: Platform | None = None,
+    run_cores: int | None = None,
+) -> dict[str, Any]:
+    """Everything that identifies the software and hardware of a measurement; a rank
+    passes the CPUs the run had before it took its share (`run_cores`), so that the
+    machine reads the same whatever the ranks."""
     image = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
     return {
         "bench": bench_source(),
@@ -289,7 +300,7 @@ def collect(framework: Framework | None = None, platform: Platform | None = None
             "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
             "dmi": dmi(),
         },
-        "cpu": cpu_info(),
+        "cpu": cpu_info(run_cores),
         "accelerator": _describe(framework, platform),
         "framework": {"name": framework.name, **framework.versions()} if framework else None,
         "image": image if any(image.values()) else None,

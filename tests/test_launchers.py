@@ -270,6 +270,22 @@ def test_two_gloo_ranks_train_one_point_and_the_result_says_how_it_scaled(tmp_pa
 
 @pytest.mark.slow
 @needs_two_cores
+def test_a_run_of_ranks_records_the_machine_s_cores_not_one_rank_s_share(tmp_path):
+    """Rank 0 collects the provenance after pinning itself to its share of the CPUs; the
+    machine's label (bench compare, report) must still read as the machine's, or one
+    machine's runs over 1 and 2 ranks look like two machines."""
+    done = run_bench(
+        "tiny", "--device", "cpu", "--devices", "2", "--batch-size", "8", "--steps", "2",
+        "--warmup-steps", "1", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    data = only_result(tmp_path)
+    assert data["environment"]["cpu"]["affinity_cores"] == len(os.sched_getaffinity(0))
+    assert len(data["points"][0]["ranks"][0]["bindings"][0]["cpus"]) < len(os.sched_getaffinity(0))
+
+
+@pytest.mark.slow
+@needs_two_cores
 def test_two_machines_on_one_host_write_one_result_with_both_in_its_provenance(tmp_path):
     secret = "c0ffee" * 8  # the run's BENCH_RDZV_TOKEN, the same on both machines
     nodes = two_nodes(tmp_path, (secret, secret), steps=5)

@@ -270,6 +270,7 @@ def run_point(
             raise BenchError(reason)
         progress("setup", 0, 1)
         framework.configure(platform)
+        run_cores = provenance.affinity_cores()  # the machine as the run has it
         if rank is not None:  # this rank's device, or its own CPU cores
             response["binding"] = platform.bind_rank(rank.local_rank, rank.local_world_size)
         # Imports the framework, without opening the device (the cap below must come
@@ -277,7 +278,7 @@ def run_point(
         # on every rank, so that a rank that does not speak for its machine does not
         # import the framework under the cap and die of it without a word.
         if speaks:
-            response["environment"] = provenance.collect(framework, platform)
+            response["environment"] = provenance.collect(framework, platform, run_cores)
         else:
             framework.versions()
         if point.memory_limit_bytes:

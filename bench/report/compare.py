@@ -62,7 +62,9 @@ def cpu_label(env: dict[str, Any]) -> str | None:
     if not model:
         return None
     cores = cpu.get("affinity_cores") or cpu.get("logical_cores")
-    return f"{model} ({cores} cores)" if isinstance(cores, int) and cores > 0 else model
+    if not isinstance(cores, int) or cores < 1:
+        return model
+    return f"{model} ({cores} core{'s' if cores > 1 else ''})"
 
 
 def machine_label(res: Result, with_framework: bool = False) -> str:
