@@ -347,6 +347,31 @@ def test_without_a_catalogue_peak_the_table_reads_mfu_from_peak_tflops():
     assert [str(c) for c in table.columns[headers.index("MFU")].cells] == ["50.0%"]
 
 
+def test_the_table_shows_tokens_per_s_per_device_beside_the_global_figure():
+    """LLM figures are quoted per GPU (torchtitan's TPS/GPU): over several devices the
+    table adds the column, each point's tokens/s over the devices that trained it (the
+    ranks, or the count a one-process JAX run records)."""
+    from bench.config import RunConfig
+    from bench.report.table import points_table
+    from bench.result import Point, Result
+
+    def point(devices, recorded=None):
+        details = {"per_sample": {"unit": "tokens", "count": 1000}}
+        if recorded:
+            details["mfu"] = {"devices": recorded, "peak_flops": None}
+        return Point(batch_size=8, precision="bf16", step_times_s=((1.0, 1.0),),
+                     devices=devices, details=details)  # fmt: skip
+
+    one, ranks, jax = point(1), point(4), point(1, recorded=8)
+    assert [p.devices_trained for p in (one, ranks, jax)] == [1, 4, 8]
+    table = points_table(Result(config=RunConfig(workload="llama3-tiny"), points=[one, ranks, jax]))
+    headers = [c.header for c in table.columns]
+    cells = [str(c) for c in table.columns[headers.index("per device\n(tokens/s)")].cells]
+    assert cells == ["8,000", "2,000", "1,000"]  # 8 samples x 1000 tokens per second
+    alone = points_table(Result(config=RunConfig(workload="llama3-tiny"), points=[one]))
+    assert "per device\n(tokens/s)" not in [c.header for c in alone.columns]
+
+
 @pytest.mark.parametrize(
     "framework",
     ["torch", pytest.param("jax", marks=pytest.mark.full),

@@ -48,6 +48,7 @@ def title(result: Result) -> str:
 _DROP_ORDER = (
     "step p95\n(ms)",
     "throughput\n(pixels/s)",
+    "per device\n(tokens/s)",
     "throughput\n(tokens/s)",
     "model\nTFLOP/s",
     "MFU",
@@ -102,6 +103,11 @@ def points_table(result: Result, width: int | None = None) -> Table:
     units = {u[1] for u in per_unit if u}
     header = f"throughput\n({', '.join(sorted(units))})"
     column(header, [human(u[0]) if u else "" for u in per_unit], bool(units))
+    # LLM figures are quoted per GPU (torchtitan's TPS/GPU): beside the global one.
+    per_device = [p.unit_throughput_per_device for p in points]
+    several = any(p.unit_throughput and p.devices_trained > 1 for p in points)
+    column(f"per device\n({', '.join(sorted(units))})",
+           [human(u[0]) if u else "" for u in per_device], several)  # fmt: skip
     column("scaling\nefficiency", [f"{e:.0%}" if e is not None else "" for e in efficiency],
            any(e is not None for e in efficiency))  # fmt: skip
     steps = [p.step_time for p in points]

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.result.checks import positive
+from bench.result.checks import MAX_WHOLE, positive
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 
@@ -277,6 +277,21 @@ def unit_throughput(point: Point) -> tuple[float, str] | None:
     if not isinstance(count, int) or not isinstance(unit, str):
         return None
     return point.throughput.value * count, f"{unit}/s"
+
+
+def trained_on(point: Point) -> int:
+    """How many devices trained the point: the ranks, or (one process over several, as
+    JAX and TensorFlow train) the count the child's MFU record holds."""
+    record = point.details.get("mfu")
+    devices = record.get("devices") if isinstance(record, dict) else None
+    return devices if isinstance(devices, int) and 1 <= devices <= MAX_WHOLE else point.devices
+
+
+def unit_throughput_per_device(point: Point) -> tuple[float, str] | None:
+    """(5762.0, 'tokens/s'): the workload's unit per device that trained: the column
+    LLM training figures are quoted in (torchtitan's TPS/GPU)."""
+    total = unit_throughput(point)
+    return (total[0] / trained_on(point), total[1]) if total else None
 
 
 def figures(point: Point) -> dict[str, Any]:

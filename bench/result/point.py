@@ -181,6 +181,14 @@ class Point:
     def unit_throughput(self) -> tuple[float, str] | None:
         return derive.unit_throughput(self)
 
+    @property
+    def devices_trained(self) -> int:
+        return derive.trained_on(self)
+
+    @property
+    def unit_throughput_per_device(self) -> tuple[float, str] | None:
+        return derive.unit_throughput_per_device(self)
+
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), **derive.figures(self)}
 
