@@ -544,3 +544,51 @@ def test_the_report_embeds_the_charts_it_drew_not_what_the_folder_holds_later(
     html = (tmp_path / "report.html").read_text()
     assert base64.b64encode(swapped).decode() not in html
     assert html.count("data:image/png;base64,iVBORw0KGgo") >= 1  # real PNGs, drawn here
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _llm_run(accelerator, seq_len, step_s, *, price=None, devices=8):
+    """A llama3-1b run on 8 devices at one sequence length, as bench suite llm makes."""
+    point = Point(
+        batch_size=8, precision="bf16", step_times_s=((step_s, step_s),), devices=devices,
+        peak_memory_bytes=(60 * 2**30,),
+        details={"per_sample": {"unit": "tokens", "count": seq_len},
+                 "mfu": {"devices": devices, "peak_flops": 8 * 989.4e12}},
+        flops_per_sample=seq_len * 6 * 1.2e9,
+    )  # fmt: skip
+    env = {"accelerator": {"accelerator": accelerator, "accelerator_count": devices}, "cpu": {}}
+    pricing = {"usd_per_hour": price, "source": "test"} if price else None
+    config = RunConfig(workload="llama3-1b", seq_len=seq_len, precisions=("bf16",))
+    return Result(config=config, environment=env, points=[point], pricing=pricing)
+
+
+def test_an_llm_at_several_sequence_lengths_is_one_row_each_not_set_apart():
+    runs = [
+        (Path(f"{m}-{n}.json"), _llm_run(m, n, 1.0)) for m in (H100, A100) for n in (2048, 8192)
+    ]
+    comparison = cmp.compare(runs, baseline=A100)
+    assert comparison.set_apart == []
+    assert [key[5] for key, _ in comparison.rows] == ["2048 tokens", "8192 tokens"]
+    assert all(cell.point is not None for _, cells in comparison.rows for cell in cells)
+
+
+def test_the_llm_table_shows_tokens_per_device_mfu_memory_and_price_per_machine():
+    runs = [
+        (Path("h100.json"), _llm_run(H100, 8192, 1.0, price=98.32)),
+        (Path("a100.json"), _llm_run(A100, 8192, 2.0)),
+        (Path("resnet.json"), machine(H100, [point(64, [100])])),  # no row of its own here
+    ]
+    headers, body = cmp.llm_grid(cmp.compare(runs, baseline=A100))
+    assert [row[0] for row in body] == ["llama3-1b"]
+    cells = dict(zip(headers, body[0], strict=True))
+    # 8 sequences of 8192 tokens a second over 8 devices: 8,192 tokens/s per device.
+    h100 = next(v for k, v in cells.items() if "H100" in k)
+    mfu = 8192 * 8 * 6 * 1.2e9 / (8 * 989.4e12)
+    assert h100.startswith("8,192 tokens/s · ") and f"MFU {mfu:.1%}" in h100
+    assert "60.00 GiB" in h100
+    assert f"${98.32 / (8 * 8192 * 3600) * 1e6:,.3g}/M tokens" in h100
+    a100 = next(v for k, v in cells.items() if "A100" in k)
+    assert a100.startswith("4,096 tokens/s") and "/M tokens" not in a100  # no price: none
+    assert "LLM training" in cmp.to_markdown(cmp.compare(runs, baseline=A100))

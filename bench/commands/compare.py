@@ -121,6 +121,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "throughput (samples/s, global): mean [95% interval]",
             compare.throughput_grid(comparison),
         ),
+        (compare.LLM_CAPTION, compare.llm_grid(comparison)),
         ("time and cost to the target top-1, best top-1", compare.accuracy_grid(comparison)),
         ("largest batch that trains", compare.max_batch_grid(comparison)),
     )  # fmt: skip

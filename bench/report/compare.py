@@ -22,25 +22,39 @@ from bench.errors import UsageError
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
 from bench.text import csv_cell, markdown, visible
-from bench.units import human
+from bench.units import format_bytes, human
 
 # Config fields that must agree between results compared in one row: they change
 # what a number means. Sweep axes are row keys; the device is the machine itself.
+# The sequence length is a row's (setup): a decoder at 2k and at 8k tokens are two rows.
 MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
-              "seq_len", "memory_limit_bytes", "train_to")  # fmt: skip
+              "memory_limit_bytes", "train_to")  # fmt: skip
 ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
+
+
+def sequence_length(res: Result) -> int | None:
+    """The tokens a sample held, for a workload that takes a sequence length (its
+    default where the run gave none); None for others, or a workload this bench lacks."""
+    try:
+        spec = registry.workload(res.config.workload)
+    except UsageError:
+        return res.config.seq_len
+    return spec.input_shape(res.config.seq_len)[0] if spec.takes_seq_len else None
 
 
 def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     """A row: the workload and a point's axes. `setup` holds the rest that tells a
-    result's points apart: the device count where the result swept it (a machine's
-    8 GPUs and another's 4 stay one row when each just used all of its own), and the
-    whole-model optimisation (ipex) and the allocator / OpenMP / NUMA axes where set."""
+    result's points apart: the sequence length of a workload that takes one, the
+    device count where the result swept it (a machine's 8 GPUs and another's 4 stay
+    one row when each just used all of its own), and the whole-model optimisation
+    (ipex) and the allocator / OpenMP / NUMA axes where set."""
     swept = len(set(res.config.devices)) > 1
+    length = sequence_length(res)
+    tokens = f"{length} tokens" if length else ""
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
     optimize = f"optimize={p.optimize}" if p.optimize else ""
     ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
-    setup = " · ".join(part for part in (devices, optimize, ac, p.runtime_label) if part)
+    setup = " · ".join(part for part in (tokens, devices, optimize, ac, p.runtime_label) if part)
     return (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile, setup)
 
 
@@ -551,6 +565,48 @@ def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]
     return headers, body
 
 
+LLM_CAPTION = (
+    "LLM training: tokens/s per device, MFU, peak memory per device (and USD per million "
+    "tokens where priced)"
+)
+
+
+def _llm_cell(cell: Cell, machine: Machine) -> str:
+    point = cell.point
+    per_device = point.unit_throughput_per_device if point and point.status == "ok" else None
+    if point is None or per_device is None:
+        return cell.text
+    parts = [f"{human(per_device[0])} {per_device[1]}"]
+    mfu = point.mfu if point.mfu is not None else cell.mfu
+    parts.append(f"MFU {mfu:.1%}" if mfu is not None else "MFU n/a")
+    if point.peak_memory is not None:
+        parts.append(format_bytes(point.peak_memory))
+    total = point.unit_throughput
+    if machine.price_per_hour and total:
+        parts.append(f"${machine.price_per_hour / (total[0] * 3600) * 1e6:,.3g}/M tokens")
+    return " · ".join(parts)
+
+
+def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The figures LLM training is chosen by, per machine: the rows whose workload
+    counts its FLOPs by formula in tokens (bench/mfu.py: the decoders)."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and "mfu" in c.point.details and _in_tokens(c.point) for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        row += [_llm_cell(c, m) for m, c in zip(comparison.machines, cells, strict=True)]
+        body.append(row)
+    return headers, body
+
+
+def _in_tokens(point: Point) -> bool:
+    unit = point.unit_throughput
+    return unit is not None and unit[1] == "tokens/s"
+
+
 def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Training to a target on real data: per machine, time (and cost, where priced) to
     the target and the best top-1, as the TPUv2 vs V100 comparison reported them."""
@@ -626,6 +682,9 @@ def to_markdown(comparison: Comparison) -> str:
         "Throughput (samples/s, global): mean [95% interval]",
         markdown_table(*throughput_grid(comparison)),
     ]
+    llm = llm_grid(comparison)
+    if llm[1]:
+        parts += [f"{LLM_CAPTION}:", markdown_table(*llm)]
     accuracy = accuracy_grid(comparison)
     if accuracy[1]:
         parts += ["Time and cost to the target top-1, best top-1:", markdown_table(*accuracy)]

@@ -28,11 +28,13 @@ from matplotlib.ticker import FuncFormatter
 
 from bench import files
 from bench.report.compare import (
+    LLM_CAPTION,
     Cell,
     Comparison,
     accuracy_grid,
     grid,
     legend,
+    llm_grid,
     markdown_table,
     max_batch_grid,
     throughput_grid,
@@ -423,14 +425,17 @@ def charts(comparison: Comparison) -> dict[str, Figure | None]:
 
 
 def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], list[list[str]]]:
-    headers = ["workload", "batch", "precision", "machine", f"hours for {epochs:g} epochs", "USD"]
+    setup = ["setup"] if any(key[5] for key, _ in comparison.rows) else []
+    headers = ["workload", "batch", "precision", *setup, "machine",
+               f"hours for {epochs:g} epochs", "USD"]  # fmt: skip
     body = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
             if cell.point and cell.throughput:
                 cost = training_cost(cell.point, key[0], epochs, machine.price_per_hour)
                 usd = human(cost["usd"]) if cost["usd"] is not None else "n/a (no price)"
-                body.append([key[0], str(key[1]), key[2], machine.label, human(cost["hours"]), usd])
+                axes = [key[0], str(key[1]), key[2], *([key[5] or "default"] if setup else [])]
+                body.append([*axes, machine.label, human(cost["hours"]), usd])
     return headers, body
 
 
@@ -465,6 +470,9 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
     tables = [("Throughput (samples/s, global): mean [95% interval]", throughput_grid(comparison))]
     if several:
         tables.insert(0, ("Throughput relative to the baseline", grid(comparison)))
+    llm = llm_grid(comparison)
+    if llm[1]:
+        tables.append((LLM_CAPTION, llm))
     if comparison.max_batch:
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
     accuracy = accuracy_grid(comparison)
