@@ -118,7 +118,7 @@ def _check_float8(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> No
         )
     if spec.sharding != "fsdp":
         raise UsageError(
-            f"precision: fp8 applies to the decoders bench shards with FSDP2 (llama3); "
+            f"precision: fp8 applies to the decoders bench shards with FSDP2 (gpt2, llama3); "
             f"{spec.name} trains in fp32, tf32, fp16 or bf16"
         )
 
@@ -147,7 +147,7 @@ def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any
         if not spec.checkpointable:
             raise UsageError(
                 f"activation_checkpointing: {spec.name!r} has no transformer blocks to "
-                "checkpoint; it applies to the llama3 workloads"
+                "checkpoint; it applies to the decoders (gpt2, llama3)"
             )
 
 

@@ -20,6 +20,27 @@ from bench.stats import throughput
 if TYPE_CHECKING:
     from bench.config import PointConfig
 
+DECODER_FORMULA = (
+    "6N+12LHQT: 6 x non-embedding parameters (every matmul weight, the output layer "
+    "included even when tied) + 12 x layers x heads x head_dim x seq_len (attention's "
+    "score and value matmuls, forward and backward, causal attention NOT halved: "
+    "torchtitan's and PaLM's convention)"
+)
+
+
+def decoder_flops(
+    non_embedding: int, layers: int, heads: int, head_dim: int, seq_len: int
+) -> dict[str, Any]:
+    """A decoder's training FLOPs by DECODER_FORMULA (2 FLOPs per multiply-add), per
+    token and per sample of `seq_len` tokens: what WorkloadSpec.analytic_flops returns."""
+    per_token = 6 * non_embedding + 12 * layers * heads * head_dim * seq_len
+    return {
+        "formula": DECODER_FORMULA,
+        "per_token": per_token,
+        "per_sample": per_token * seq_len,
+        "non_embedding_parameters": non_embedding,
+    }
+
 
 def _peak(
     point: PointConfig, environment: dict[str, Any] | None, devices: int

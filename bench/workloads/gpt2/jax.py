@@ -1,6 +1,8 @@
 """GPT-2 in Flax, the same layers and initialisation as torch.py. Attention is
 jax.nn.dot_product_attention with is_causal=True: cuDNN's fused kernel where XLA picks
-it (no dropout on the attention weights, which that kernel does not take)."""
+it (no dropout on the attention weights, which that kernel does not take). Activation
+checkpointing recomputes the blocks bench.parallel.checkpoint names, through
+flax.linen.remat, as llama3's Flax model does."""
 
 from functools import partial
 
@@ -8,13 +10,14 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from bench.parallel.checkpoint import recomputed
 from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
 from bench.workloads._numpy import next_token_pairs as token_batch
 from bench.workloads.gpt2 import CONTEXT, SIZES, Size
 
-__all__ = ["build_model", "loss", "make_batch", "optimizer", "token_batch"]
+__all__ = ["build_model", "checkpointed_blocks", "loss", "make_batch", "optimizer", "token_batch"]
 
 _init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
 
@@ -22,12 +25,13 @@ _init = nn.initializers.normal(0.02)  # GPT-2's N(0, 0.02); biases start at zero
 class Block(nn.Module):
     size: Size
     dtype: jnp.dtype
+    train: bool  # an attribute, not an argument: nn.remat then needs no static argument
 
     @nn.compact
-    def __call__(self, x, train: bool):
+    def __call__(self, x):
         hidden, heads = self.size.hidden, self.size.heads
         dense = partial(nn.DenseGeneral, dtype=self.dtype, kernel_init=_init)
-        dropout = nn.Dropout(0.1, deterministic=not train)
+        dropout = nn.Dropout(0.1, deterministic=not self.train)
         h = nn.LayerNorm(1e-5, dtype=self.dtype)(x)
         q, k, v = (dense((heads, hidden // heads))(h) for _ in range(3))
         attended = jax.nn.dot_product_attention(q, k, v, is_causal=True)
@@ -41,6 +45,7 @@ class GPT2(nn.Module):
     vocab: int
     size: Size
     dtype: jnp.dtype
+    checkpointing: str = "none"  # bench.parallel.checkpoint.MODES, as torch.py's blocks
 
     @nn.compact
     def __call__(self, tokens, train: bool = True):
@@ -48,10 +53,18 @@ class GPT2(nn.Module):
         positions = nn.Embed(CONTEXT, self.size.hidden, dtype=self.dtype, embedding_init=_init)
         x = words(tokens) + positions(jnp.arange(tokens.shape[1]))[None]
         x = nn.Dropout(0.1, deterministic=not train)(x)
-        for _ in range(self.size.layers):
-            x = Block(self.size, self.dtype)(x, train)
+        remat = nn.remat(Block)
+        for index in range(self.size.layers):
+            block = remat if recomputed(self.checkpointing, index) else Block
+            x = block(self.size, self.dtype, train, name=f"Block_{index}")(x)
         return words.attend(nn.LayerNorm(1e-5, dtype=self.dtype)(x))  # tied output layer
 
 
 def build_model(spec, point, dtype) -> nn.Module:
-    return GPT2(spec.num_classes, SIZES[spec.name], dtype)
+    return GPT2(spec.num_classes, SIZES[spec.name], dtype, point.activation_checkpointing)
+
+
+def checkpointed_blocks(spec, point) -> int:
+    return sum(
+        recomputed(point.activation_checkpointing, i) for i in range(SIZES[spec.name].layers)
+    )

@@ -52,14 +52,24 @@ class GPT2(nn.Module):
         self.words = nn.Embedding(vocab, size.hidden)
         self.positions = nn.Embedding(CONTEXT, size.hidden)
         self.dropout = nn.Dropout(0.1)
-        self.blocks = nn.ModuleList(Block(size) for _ in range(size.layers))
+        # `layers`: where FSDP2 and activation checkpointing find the blocks.
+        self.layers = nn.ModuleList(Block(size) for _ in range(size.layers))
         self.norm = nn.LayerNorm(size.hidden)
-        normal_init(self)  # GPT-2's initialisation
+        self.init_weights()
+
+    def init_weights(self, device: torch.device | None = None) -> None:
+        """GPT-2's initialisation: linear and embedding weights N(0, 0.02), biases zero,
+        norms at one. Also after FSDP2 built the model on the meta device and gave each
+        rank its shards (bench.parallel.fsdp.materialize)."""
+        normal_init(self)
+        for module in self.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.reset_parameters()
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.dropout(self.words(tokens) + self.positions(positions))
-        for block in self.blocks:
+        for block in self.layers:
             x = block(x)
         return self.norm(x) @ self.words.weight.T  # the output layer is the embedding (tied)
 

@@ -7,8 +7,10 @@ per token are counted by formula here (no model is built for it), so that MFU re
 the same for every size and framework.
 """
 
+import functools
 from typing import NamedTuple
 
+from bench.mfu import decoder_flops
 from bench.workloads.base import WorkloadSpec
 
 VOCAB = 128_256  # Llama 3's tiktoken-based vocabulary
@@ -39,13 +41,6 @@ SIZES = {
     # The same code at toy sizes, for tests: trains in a second on a CPU.
     "llama3-tiny": Size(64, 2, 4, 2, 192, tied=False, max_seq_len=256, vocab=512),
 }
-
-FLOPS_FORMULA = (
-    "6N+12LHQT: 6 x non-embedding parameters (every matmul weight, the output layer "
-    "included even when tied) + 12 x layers x heads x head_dim x seq_len (attention's "
-    "score and value matmuls, forward and backward, causal attention NOT halved: "
-    "torchtitan's and PaLM's convention)"
-)
 
 
 def non_embedding_parameters(size: Size) -> int:
@@ -83,22 +78,19 @@ def _model_state(name: str):
     return state
 
 
+def flops(size: Size, seq_len: int) -> dict:
+    """Training FLOPs by bench.mfu's decoder formula (6N + 12LHQT)."""
+    n = non_embedding_parameters(size)
+    return decoder_flops(n, size.layers, size.heads, size.head_dim, seq_len)
+
+
 def flops_per_token(size: Size, seq_len: int) -> int:
     """Training FLOPs per token (forward and backward, 2 FLOPs per multiply-add)."""
-    attention = 12 * size.layers * size.heads * size.head_dim * seq_len
-    return 6 * non_embedding_parameters(size) + attention
+    return flops(size, seq_len)["per_token"]
 
 
 def _flops(name: str):
-    size = SIZES[name]
-
-    def per_sample(seq_len: int) -> dict:
-        per_token = flops_per_token(size, seq_len)
-        return {"formula": FLOPS_FORMULA, "per_token": per_token,
-                "per_sample": per_token * seq_len,
-                "non_embedding_parameters": non_embedding_parameters(size)}  # fmt: skip
-
-    return per_sample
+    return functools.partial(flops, SIZES[name])
 
 
 _DESCRIPTIONS = {
