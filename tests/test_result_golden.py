@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import result
 
 from .conftest import DATA
@@ -115,9 +117,13 @@ def test_every_fixture_re_saves_to_the_recorded_text():
         assert text == recorded[name], f"{name} re-saves differently than recorded"
 
 
-def test_a_crafted_field_is_refused_with_the_recorded_message(tmp_path, capsys):
-    verdicts = _verdicts(tmp_path)
-    capsys.readouterr()  # the warnings of edited files
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, str]:
+    """What load says of every crafted case (computed once: about 5,000 loads)."""
+    return _verdicts(tmp_path_factory.mktemp("crafted"))
+
+
+def test_a_crafted_field_is_refused_with_the_recorded_message(verdicts):
     if WRITE:
         REFUSALS.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(REFUSALS.read_text())
@@ -127,11 +133,9 @@ def test_a_crafted_field_is_refused_with_the_recorded_message(tmp_path, capsys):
     assert not changed, f"{len(changed)} verdicts changed, e.g. {next(iter(changed.items()))}"
 
 
-def test_no_crafted_field_is_refused_in_python_s_words(tmp_path, capsys):
+def test_no_crafted_field_is_refused_in_python_s_words(verdicts):
     """Each refusal names the field and what it may hold, never an exception met on the
     way ("TypeError: '<' not supported between instances of 'int' and 'NoneType')."""
-    verdicts = _verdicts(tmp_path)
-    capsys.readouterr()
     python = {case: said for case, said in verdicts.items() if PYTHON_ERROR.search(said)}
     example = next(iter(python.items()), None)
     assert not python, f"{len(python)} refusals in Python's words, e.g. {example}"
