@@ -549,10 +549,11 @@ def test_the_report_embeds_the_charts_it_drew_not_what_the_folder_holds_later(
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def _llm_run(accelerator, seq_len, step_s, *, price=None, devices=8):
+def _llm_run(accelerator, seq_len, step_s, *, price=None, devices=8, framework="torch"):
     """A llama3-1b run on 8 devices at one sequence length, as bench suite llm makes."""
     point = Point(
         batch_size=8, precision="bf16", step_times_s=((step_s, step_s),), devices=devices,
+        memory_format="channels_last" if framework == "jax" else "contiguous",
         peak_memory_bytes=(60 * 2**30,),
         details={"per_sample": {"unit": "tokens", "count": seq_len},
                  "mfu": {"devices": devices, "peak_flops": 8 * 989.4e12}},
@@ -560,7 +561,8 @@ def _llm_run(accelerator, seq_len, step_s, *, price=None, devices=8):
     )  # fmt: skip
     env = {"accelerator": {"accelerator": accelerator, "accelerator_count": devices}, "cpu": {}}
     pricing = {"usd_per_hour": price, "source": "test"} if price else None
-    config = RunConfig(workload="llama3-1b", seq_len=seq_len, precisions=("bf16",))
+    config = RunConfig(workload="llama3-1b", framework=framework, seq_len=seq_len,
+                       precisions=("bf16",))  # fmt: skip
     return Result(config=config, environment=env, points=[point], pricing=pricing)
 
 
@@ -592,3 +594,15 @@ def test_the_llm_table_shows_tokens_per_device_mfu_memory_and_price_per_machine(
     a100 = next(v for k, v in cells.items() if "A100" in k)
     assert a100.startswith("4,096 tokens/s") and "/M tokens" not in a100  # no price: none
     assert "LLM training" in cmp.to_markdown(cmp.compare(runs, baseline=A100))
+
+
+def test_a_decoder_trained_in_torch_and_in_jax_shares_its_rows():
+    """GPU against TPU is one command each (torch, JAX): the layout JAX records for its
+    inputs (NHWC) means nothing for tokens and must not split the rows."""
+    runs = [
+        (Path("gpu.json"), _llm_run(H100, 8192, 1.0)),
+        (Path("tpu.json"), _llm_run("TPU v5 lite", 8192, 1.0, framework="jax")),
+    ]
+    comparison = cmp.compare(runs, baseline="torch")
+    [(key, cells)] = comparison.rows
+    assert key[3] == "n/a" and all(cell.point is not None for cell in cells)

@@ -55,7 +55,10 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     optimize = f"optimize={p.optimize}" if p.optimize else ""
     ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
     setup = " · ".join(part for part in (tokens, devices, optimize, ac, p.runtime_label) if part)
-    return (res.config.workload, p.batch_size, p.precision, p.memory_format, p.compile, setup)
+    # A memory format is an image tensor's layout; token inputs have none, so a decoder
+    # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
+    layout = p.memory_format if length is None else "n/a"
+    return (res.config.workload, p.batch_size, p.precision, layout, p.compile, setup)
 
 
 # A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
