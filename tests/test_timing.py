@@ -195,6 +195,44 @@ def test_ranks_meet_only_at_the_window_s_ends_and_each_step_is_timed_on_the_rank
     timer = RankTimer(lambda: calls.append("barrier"), lambda: calls.append("local"),
                       clock=lambda: now[0])  # fmt: skip
     times, results = timer.steps(step, 3, lambda i: calls.append(f"after {i}"))
-    assert times == pytest.approx([0.2, 0.3, 0.4]) and results == ["loss"] * 3
+    assert times == pytest.approx([0.2, 0.3, 0.4]) and results == ["loss"] * 2  # first, last
     assert calls.count("barrier") == 2 and calls[0] == calls[-1] == "barrier"
     assert timer.kind == "host_clock_per_rank"
+
+
+@pytest.mark.parametrize("kind", ["host", "ranks", "events"])
+def test_a_timer_lets_each_step_s_result_go_but_the_first_and_the_last(kind):
+    """A training loop drops each loss as the next step begins; holding them all pinned
+    memory between the steps' temporaries and slowed a small model's CPU step by 3-5%."""
+    import gc
+    import weakref
+
+    from bench.trackers.timing import EventTimer, RankTimer, StepTimer
+
+    class Loss:
+        pass
+
+    class Event:
+        def record(self):
+            pass
+
+        def elapsed_time(self, end):
+            return 1.0
+
+    timer = {
+        "host": lambda: StepTimer(lambda: None),
+        "ranks": lambda: RankTimer(lambda: None, lambda: None),
+        "events": lambda: EventTimer(lambda: None, Event),
+    }[kind]()
+    made = []
+
+    def step():
+        made.append(weakref.ref(loss := Loss()))
+        return loss
+
+    _, kept = timer.steps(step, 5, lambda i: None)
+    gc.collect()
+    alive = [i for i, ref in enumerate(made) if ref() is not None]
+    assert alive == [0, 4] and kept == [made[0](), made[4]()]
+    _, every = timer.steps(step, 3, lambda i: None, keep_all=True)  # an epoch's mean loss
+    assert len(every) == 3 and all(isinstance(x, Loss) for x in every)
