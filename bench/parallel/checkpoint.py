@@ -1,8 +1,8 @@
 """Activation checkpointing applied to a plain model's blocks: their activations are
 dropped after the forward pass and recomputed in the backward, trading compute for
 memory (longer sequences, larger batches). Applied before FSDP2 wraps the blocks, as
-torchtitan does. The Flax Llama recomputes the same blocks (`recomputed`) through
-flax.linen.remat (jax.checkpoint).
+torchtitan does. The Flax decoders (gpt2, llama3) recompute the same blocks
+(`recomputed`) through flax.linen.remat (jax.checkpoint).
 
     none       every activation kept
     full       every block recomputed
@@ -26,6 +26,11 @@ MODES = CHECKPOINTING_MODES
 def recomputed(mode: str, index: int) -> bool:
     """Whether block `index` (from 0) is recomputed in the backward under `mode`."""
     return mode == "full" or (mode == "selective" and index % 2 == 0)
+
+
+def recomputed_count(mode: str, blocks: int) -> int:
+    """How many of `blocks` blocks `mode` recomputes (a point's details)."""
+    return sum(recomputed(mode, index) for index in range(blocks))
 
 
 def apply_ac(model: nn.Module, mode: str) -> int:

@@ -20,7 +20,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from bench.parallel.checkpoint import recomputed
+from bench.parallel.checkpoint import recomputed, recomputed_count
 from bench.workloads._flax import adamw as optimizer  # as the PyTorch side trains it
 from bench.workloads._flax import loss
 from bench.workloads._numpy import next_token_batch as make_batch
@@ -138,6 +138,4 @@ def build_model(spec, point, dtype) -> nn.Module:
 
 
 def checkpointed_blocks(spec, point) -> int:
-    return sum(
-        recomputed(point.activation_checkpointing, i) for i in range(SIZES[spec.name].layers)
-    )
+    return recomputed_count(point.activation_checkpointing, SIZES[spec.name].layers)
