@@ -5,9 +5,14 @@ old, the change of the mean in percent with its 95% interval, and a verdict. The
 are the per-repeat throughputs when both points ran in at least two processes (repeats
 are independent), else the per-step throughputs (batch / step time): steps of one
 process share its state (clocks, allocator, autotuned kernels), so their interval is
-narrower than the spread between processes; the verdict says which it used. A change
-counts as drift only when it is significant (p < 0.05) AND larger than the threshold
-(2% by default): large samples make tiny, real but irrelevant changes significant.
+narrower than the spread between processes; the verdict says which it used.
+
+The verdict is bench.verdict's, from the 95% interval of the ratio new/old (Welch on the
+logs, as bench compare's): faster or slower where the interval excludes 1; the same only
+where the whole interval lies within the threshold (2% by default); otherwise cannot
+tell, with about how many values a side would settle it. A change counts as drift only
+when it is faster or slower AND its estimate is at least the threshold: large samples
+make tiny, real but irrelevant changes significant.
 
 Beside the figures: what changed between the two environments (image, lock, framework
 and library versions, driver, accelerator, CPU, speed-relevant variables, host).
@@ -15,17 +20,20 @@ and library versions, driver, accelerator, CPU, speed-relevant variables, host).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bench import verdict
 from bench.errors import UsageError
 from bench.result import Point, Result, point_axes
+from bench.stats import ratio_interval
 
 ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.02
-SAME, FASTER, SLOWER = "same", "faster", "slower"
+SAME, FASTER, SLOWER, CANNOT_TELL = "same", "faster", "slower", "cannot tell"
 MISSING_OLD, MISSING_NEW, FAILED, UNTESTABLE = "new point", "missing", "failed", "untestable"
 DRIFTED = frozenset({FASTER, SLOWER, MISSING_NEW, FAILED})
 
@@ -44,10 +52,16 @@ class PointDrift:
     basis: str = ""  # "repeats (3 vs 3)" or "steps (20 vs 20)"
     verdict: str = SAME
     reason: str = ""  # why a verdict is what it is, when the figures do not say
+    drifted: bool = False  # faster or slower by at least the threshold, missing or failed
 
     @property
-    def drifted(self) -> bool:
-        return self.verdict in DRIFTED
+    def judged(self) -> bool:
+        """Its reason is bench.verdict's sentence, which says the verdict itself."""
+        return self.verdict in (SAME, FASTER, SLOWER, CANNOT_TELL)
+
+    def __post_init__(self) -> None:
+        if self.verdict in (MISSING_NEW, FAILED):
+            object.__setattr__(self, "drifted", True)
 
 
 def _axes(point: Point) -> tuple[Any, ...]:
@@ -87,23 +101,23 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
         # Nearly equal values (epoch times, or a file's copied figures) make scipy warn of
         # precision loss on stderr; the verdict below is what the user reads.
         warnings.simplefilter("ignore", RuntimeWarning)
-        test = stats.ttest_ind(b, a, equal_var=False)
-        p_value = float(test.pvalue)
-        if p_value != p_value:  # NaN: both sides without spread
-            p_value = 0.0 if new_mean != old_mean else 1.0
-            low = high = change
-        else:
-            difference = test.confidence_interval(0.95)  # of new mean - old mean
-            low, high = difference.low / old_mean, difference.high / old_mean
-    if p_value >= ALPHA:
-        verdict, reason = SAME, f"within noise (p = {p_value:.2g})"
-    elif abs(change) < threshold:
-        verdict, reason = SAME, f"significant but under the {threshold:.0%} threshold"
-    else:
-        verdict, reason = (FASTER if change > 0 else SLOWER), f"p = {p_value:.2g}"
-    return PointDrift(
-        label, old_mean, new_mean, change, (low, high), p_value, basis, verdict, reason
+        p_value = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    if p_value != p_value:  # NaN: both sides without spread
+        p_value = 0.0 if new_mean != old_mean else 1.0
+    low, high = ratio_interval(b, a) or (new_mean / old_mean,) * 2
+    said = verdict.judge(math.sqrt(low * high), (low, high), min(len(a), len(b)), threshold)
+    unit = "repeats" if basis.startswith("repeats") else "steps"
+    word = {verdict.FASTER: FASTER, verdict.SLOWER: SLOWER, verdict.SAME: SAME}.get(
+        said.word, CANNOT_TELL
     )
+    drifted = word in (FASTER, SLOWER) and abs(change) >= threshold
+    reason = said.sentence(unit)
+    if word in (FASTER, SLOWER) and not drifted:
+        reason += f"; by less than the {threshold:.0%} threshold: not drift"
+    return PointDrift(
+        label, old_mean, new_mean, change, (low - 1, high - 1), p_value, basis, word, reason,
+        drifted,
+    )  # fmt: skip
 
 
 def _mean(point: Point) -> float | None:

@@ -68,7 +68,7 @@ def test_a_significant_change_under_the_threshold_is_not_drift():
     new = machine("A", [noisy_point(64, 0.101, steps=2000, seed=2, spread=0.001)])
     [d] = drift.compare(old, new, threshold=0.02)
     assert d.p_value < 0.05 and d.verdict == drift.SAME
-    assert "under the 2% threshold" in d.reason
+    assert d.reason.startswith("the same within ±2% (95% CI 0.990x to 0.990x)")
     [d] = drift.compare(old, new, threshold=0.005)
     assert d.verdict == drift.SLOWER
 
@@ -121,12 +121,48 @@ def test_bench_diff_exit_status_says_whether_anything_drifted(tmp_path, capsys):
     assert "no drift" in capsys.readouterr().out
     assert main(["diff", str(old), str(slow)]) == EXIT_DRIFT
     shown = capsys.readouterr().out
-    assert re.search(r"│ -(19|20)\.\d% │ .* │ slower: p = ", shown)  # 25% longer steps
+    assert re.search(r"│ -(19|20)\.\d% │ .* │ 1\.2\d+x slower \(95% CI", shown)  # 25% longer
     assert main(["diff", str(old), str(slow), "--format", "json"]) == EXIT_DRIFT
     document = json.loads(capsys.readouterr().out)
     assert document["kind"] == "bench-diff"
     assert document["points"][0]["verdict"] == "slower"
     assert document["points"][0]["change"] == pytest.approx(-0.2, abs=0.01)
+
+
+@needs_scipy
+def test_every_step_half_as_slow_again_on_a_busy_machine_is_cannot_tell_not_the_same(
+    tmp_path, capsys
+):
+    # Three repeats whose step times spread by half (a busy shared machine), and a copy
+    # of the file with every step 1.5x slower: the interval of the ratio is 0.39x to
+    # 1.13x. Read as 'same: within noise' and 'no drift' before.
+    rows = ((0.10,) * 10, (0.15,) * 10, (0.12,) * 10)
+    old = machine("A", [Point(batch_size=64, precision="fp32", step_times_s=rows)])
+    slow_rows = tuple(tuple(t * 1.5 for t in row) for row in rows)
+    new = machine("A", [Point(batch_size=64, precision="fp32", step_times_s=slow_rows)])
+    [d] = drift.compare(old, new)
+    assert d.basis == "repeats (3 vs 3)"
+    assert d.verdict == drift.CANNOT_TELL and not d.drifted
+    assert d.ci95[0] < -0.5 and d.ci95[1] > 0
+    assert d.reason == (
+        "cannot tell (95% CI 0.39x to 1.13x): about 6 repeats a side would likely settle it"
+    )
+    old_file, new_file = write(old, tmp_path / "old.json"), write(new, tmp_path / "new.json")
+    assert main(["diff", str(old_file), str(new_file)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("cannot tell: 1 of 1 points too noisy") and "no drift" not in last
+
+
+@needs_scipy
+def test_a_change_whose_interval_straddles_the_threshold_is_faster_but_not_drift():
+    old = machine("A", [noisy_point(64, 0.100, steps=400, seed=1, spread=0.02)])
+    new = machine("A", [noisy_point(64, 0.0985, steps=400, seed=2, spread=0.02)])
+    [d] = drift.compare(old, new, threshold=0.02)
+    assert d.ci95[0] > 0 and d.ci95[1] > 0.02 and d.change < 0.02
+    assert d.verdict == drift.FASTER and not d.drifted
+    assert d.reason == (
+        "1.018x faster (95% CI 1.015x to 1.021x); by less than the 2% threshold: not drift"
+    )
 
 
 def test_bad_threshold_is_one_line():

@@ -187,12 +187,12 @@ def test_rerun_repeats_the_saved_config(tmp_path):
     assert first.returncode == 0, first.stderr
     original = next((tmp_path / "a").glob("*.json"))
     again = run_bench("rerun", str(original), "--output-dir", str(tmp_path / "b"))
-    # 0: the same within noise; 3: drifted (3 steps on a busy 2-core machine may)
+    # 0: the same, or cannot tell; 3: drifted (3 steps on a busy 2-core machine may)
     assert again.returncode in (0, 3), again.stderr
     assert only_result(tmp_path / "b")["config"] == json.loads(original.read_text())["config"]
     assert "drift per point (new against old)" in again.stdout
     assert "batch 4 fp32" in again.stdout and (
-        "no drift" in again.stdout or "drift: 1" in again.stdout
+        "no drift" in again.stdout or "drift: 1" in again.stdout or "cannot tell: 1" in again.stdout
     )
 
 

@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
         "--threshold",
         type=_threshold,
         default=drift.DEFAULT_THRESHOLD,
-        help="smallest change that counts as drift, when significant (default 2%%)",
+        help="smallest change that counts as drift, when significant, and the margin within "
+        "which a point is called the same (default 2%%)",
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_diff)
@@ -73,7 +74,7 @@ def show(console: Console, old: result.Result, new: result.Result, threshold: fl
         table.add_column(name, justify="right" if "samples" in name or name == "change" else "left")
     for d in drifts:
         ci = f"{d.ci95[0]:+.1%} to {d.ci95[1]:+.1%}" if d.ci95 else ""
-        verdict = f"{d.verdict}: {d.reason}" if d.reason else d.verdict
+        verdict = d.reason if d.judged else f"{d.verdict}: {d.reason}" if d.reason else d.verdict
         table.add_row(
             *map(
                 plain,
@@ -99,14 +100,31 @@ def show(console: Console, old: result.Result, new: result.Result, threshold: fl
         console.print(env)
     else:
         console.print(plain("environment: no change in any recorded field"))
-    drifted = [d for d in drifts if d.drifted]
-    summary = (
-        f"drift: {len(drifted)} of {len(drifts)} points ({', '.join(d.label for d in drifted)})"
-        if drifted
-        else f"no drift: {len(drifts)} points the same (noise, or under {threshold:.0%})"
+    console.print(plain(summary(drifts, threshold)))
+    return any(d.drifted for d in drifts)
+
+
+def summary(drifts: list[drift.PointDrift], threshold: float) -> str:
+    """The last line: drift where there is some; else how many points are shown the same
+    and how many cannot tell, never 'no drift' for an interval too wide to say."""
+    drifted = [d.label for d in drifts if d.drifted]
+    if drifted:
+        return f"drift: {len(drifted)} of {len(drifts)} points ({', '.join(drifted)})"
+    unsure = [d.label for d in drifts if d.verdict in (drift.CANNOT_TELL, drift.UNTESTABLE)]
+    same = sum(d.verdict == drift.SAME for d in drifts)
+    if unsure:
+        return (
+            f"cannot tell: {len(unsure)} of {len(drifts)} points too noisy to say whether "
+            f"they drifted ({', '.join(unsure)}); {same} the same within ±{threshold:.0%}. "
+            "More --repeats on both sides would settle it"
+        )
+    small = sum(d.verdict in (drift.FASTER, drift.SLOWER) for d in drifts)
+    added = sum(d.verdict == drift.MISSING_OLD for d in drifts)
+    return (
+        f"no drift: {same} of {len(drifts)} points the same within ±{threshold:.0%}"
+        + (f", {small} changed by less than that" if small else "")
+        + (f", {added} new" if added else "")
     )
-    console.print(plain(summary))
-    return bool(drifted)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
