@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 import threading
 import tomllib
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,14 +64,56 @@ def _public_url(url: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.IGNORECASE)
 
 
+def _looks_like_a_token(part: str) -> bool:
+    """20 or more letters and digits in a row, both kinds (a snapshot's 20260803T000000Z has
+    16, a name like debian-bookworm-2024 none), or a UUID. A guess: a shorter token, or one
+    cut by - or _, passes; that is why a mirror must need no secret at all in its URL."""
+    uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    if re.search(uuid, part, re.IGNORECASE):
+        return True
+    runs = re.findall(r"[A-Za-z0-9]{20,}", part)
+    return any(re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run) for run in runs)
+
+
+def _mirror_problem(url: str) -> str | None:
+    """Why a Debian mirror's URL could carry a secret or more than one sources.list entry;
+    None for a plain http(s)://HOST[:PORT]/PATH. The reason never quotes the URL."""
+    if any(not 0x21 <= ord(c) <= 0x7E for c in url):
+        return "the URL holds whitespace, a control or a non-ASCII character"
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not url.lower().startswith(f"{scheme}://"):
+        return "the URL is not http://HOST/PATH or https://HOST/PATH"
+    if "@" in parts.netloc:
+        return "a URL with a user or password would be stored in the image"
+    if "?" in url or "#" in url:
+        return "a URL with a query or fragment (?token=...) would be stored in the image"
+    try:
+        _ = parts.port  # parsed when read
+    except ValueError:
+        return "the URL's port is not a number"
+    if not parts.hostname:
+        return "the URL names no host"
+    if not re.fullmatch(r"[A-Za-z0-9._~:/%\[\]-]+", url):
+        return "the URL holds a character other than letters, digits and -._~:/%[]"
+    names = [*parts.hostname.split("."), *urllib.parse.unquote(parts.path).split("/")]
+    if any(_looks_like_a_token(name) for name in names):
+        return (
+            "a URL with a host or path part that looks like a token (20 or more letters and"
+            " digits in a row, or a UUID) would be stored in the image"
+        )
+    return None
+
+
 def _debian_mirror(session: nox.Session) -> str | None:
-    """BENCH_DEBIAN_MIRROR, refused when it carries credentials: a build argument is kept
-    in the image's history, and a mirror in its sources.list and the base's commit."""
+    """BENCH_DEBIAN_MIRROR, refused when it could carry a secret: a build argument is kept
+    in the image's history, and a mirror in the base's commit and a vendor manifest."""
     mirror = os.environ.get("BENCH_DEBIAN_MIRROR")
-    if mirror and _public_url(mirror) != mirror:
+    problem = _mirror_problem(mirror) if mirror else None
+    if problem:
         session.error(
-            "BENCH_DEBIAN_MIRROR: a URL with a user or password would be stored in the image;"
-            " use a mirror that needs none in its URL (an apt proxy on this network)"
+            f"BENCH_DEBIAN_MIRROR: {problem}; use a mirror that needs no secret in its URL"
+            " (an apt proxy on this network): a build argument stays in the image's history"
         )
     return mirror
 
@@ -233,10 +276,31 @@ def _bridge_gateway(inspected: str) -> str | None:
     return None
 
 
+_PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.S)
+
+
+def _ca_certificates(bundle: bytes) -> bytes:
+    """The CERTIFICATE blocks of a CA bundle, one after the other: what is served on the
+    bridge, which every container there can fetch. Comments and other blocks are left
+    out; a bundle that holds a private key (mitmproxy-ca.pem does) is refused, not cut."""
+    if b"PRIVATE KEY" in bundle:
+        raise ValueError(
+            "holds a private key (a PRIVATE KEY block), which every container on Docker's"
+            " bridge could fetch during the build: pass the CA's certificate alone"
+        )
+    blocks = list(_PEM_CERTIFICATE.finditer(bundle))
+    if not blocks:
+        raise ValueError("holds no certificate (no -----BEGIN CERTIFICATE----- block)")
+    # base64's alphabet only: no other PEM block or header can hide inside one.
+    if any(not re.fullmatch(rb"[A-Za-z0-9+/=\s]+", block[1]) for block in blocks):
+        raise ValueError("has a CERTIFICATE block that is not base64")
+    return b"".join(block[0] + b"\n" for block in blocks)
+
+
 @contextlib.contextmanager
 def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
-    """Serve $BENCH_CA_BUNDLE to the build on the bridge's gateway while it runs: the
-    build arguments that tell install.sh where it is and what its sha256 must be."""
+    """Serve $BENCH_CA_BUNDLE's certificates to the build on the bridge's gateway while it
+    runs: the build arguments that tell install.sh where they are and their sha256."""
     bundle = os.environ.get("BENCH_CA_BUNDLE")
     if not bundle:
         yield {}
@@ -244,7 +308,12 @@ def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
     path = Path(bundle)
     if not path.is_file() or path.stat().st_size > MAX_CA_BYTES:
         session.error(f"BENCH_CA_BUNDLE: {bundle} is not a file of at most 4 MiB")
-    data = path.read_bytes()
+    try:
+        data = _ca_certificates(path.read_bytes())
+    except OSError as error:
+        session.error(f"BENCH_CA_BUNDLE: cannot read {bundle} ({error.strerror})")
+    except ValueError as error:
+        session.error(f"BENCH_CA_BUNDLE: {bundle} {error}")
     done = subprocess.run(
         ["docker", "network", "inspect", "bridge", "--format",
          "{{(index .IPAM.Config 0).Gateway}} {{(index .IPAM.Config 0).Subnet}}"],

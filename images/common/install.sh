@@ -47,6 +47,8 @@ if [ -n "$packages" ] && [ "$offline" = no ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --download-only \
         -o Dir::Cache::archives="$vendor/debs" ca-certificates $packages
     rm -rf "$vendor/debs/partial" "$vendor/debs/lock" /var/lib/apt/lists/*
+    # The mirror stays in no layer: the image's apt has no source, its packages are here.
+    rm -f /etc/apt/sources.list
 fi
 if [ -n "$packages" ]; then  # local files only: apt resolves them among themselves
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$vendor"/debs/*.deb
