@@ -11,6 +11,7 @@ anything that changes what is measured are set apart, each with one line saying 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
 from bench.text import csv_cell, markdown, visible
 from bench.units import format_bytes, human
+from bench.verdict import Verdict, judge
 
 # Config fields that must agree between results compared in one row: they change
 # what a number means. Sweep axes are row keys; the device is the machine itself.
@@ -134,6 +136,7 @@ class Cell:
     relative: float | None = None  # throughput / the baseline's
     relative_ci95: tuple[float, float] | None = None  # of `relative` (stats.ratio_interval)
     mark: str = ""  # "~": the ratio's 95% interval holds 1; "?": a single run, untestable
+    verdict: Verdict | None = None  # bench.verdict's words on `relative` and its interval
     energy_ratio: float | None = None  # samples per joule / the baseline's
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None
@@ -211,6 +214,8 @@ class Comparison:
                         "relative_ci95_low": cell.relative_ci95[0] if cell.relative_ci95 else None,
                         "relative_ci95_high": cell.relative_ci95[1] if cell.relative_ci95 else None,
                         "significance": cell.mark or None,
+                        "verdict": cell.verdict.word if cell.verdict else None,
+                        "verdict_text": cell.verdict.sentence() if cell.verdict else None,
                         "samples_per_joule": energy.samples_per_joule if energy else None,
                         "energy_per_epoch_j": energy.per_epoch_j if energy else None,
                         "energy_ratio": cell.energy_ratio,
@@ -441,6 +446,9 @@ def _cell(point: Point | None, base_point: Point | None, machine: Machine, base:
             base_values = base_point.repeat_throughputs() if base_point else []
             ci = cell.relative_ci95 = ratio_interval(point.repeat_throughputs(), base_values)
             cell.mark = "?" if ci is None else ("~" if ci[0] <= 1 <= ci[1] else "")
+            if ci is not None:
+                n = min(len(point.repeat_throughputs()), len(base_values))
+                cell.verdict = judge(math.sqrt(ci[0] * ci[1]), ci, n)
     energy, base_energy = point.energy_summary, base_point.energy_summary if base_point else None
     if energy and base_energy:
         cell.energy_ratio = energy.samples_per_joule / base_energy.samples_per_joule
