@@ -33,6 +33,8 @@ def check_command(argv: list[str]) -> None:
     from bench.commands.options import option_names
     from bench.commands.suite import suites
 
+    if not argv:
+        raise UsageError("no command: give run WORKLOAD ... or suite NAME ...")
     for option in option_names(argv):
         if option in config.FLEET_OPTIONS:
             raise UsageError(f"{option} is set by the fleet per target")

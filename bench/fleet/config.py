@@ -13,13 +13,16 @@ whole before anything is planned or launched.
     accelerators = "V100:4"
     instance_type = "p3.8xlarge"          # optional: cloud, region, nodes, commands too
 
-Every error is one line that names the field.
+A fleet file may come from someone else: it is read with a size bound, and every error
+is one line that names the field and what is allowed, never a traceback.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +41,9 @@ _NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?")  # also a cluster and 
 _ACCELERATORS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(:[1-9][0-9]{0,3})?")
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_BUCKET = re.compile(rf"({'|'.join(BUCKET_SCHEMES)})://[a-z0-9][a-z0-9._-]*(/.*)?")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an instance type, a cloud, a region
+MAX_FILE_BYTES = 2**20  # a fleet file or its state: a few KiB in practice
 CommandCheck = Callable[[list[str]], None]  # raises UsageError for a command bench refuses
 _FLEET_KEYS = {"name", "description", "results", "baseline", "commands"}
 _TARGET_KEYS = {
@@ -82,9 +88,45 @@ class Fleet:
         return self.results.split("://")[0] in BUCKET_SCHEMES and "://" in self.results
 
 
-def _text(where: str, value: Any, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
-    if not isinstance(value, str) or not value or (pattern and not pattern.fullmatch(value)):
-        raise UsageError(f"{where}: {value!r} is not allowed; use {allowed or 'a text'}")
+def shown(text: object) -> str:
+    """`text` for a one-line message: as it is, or quoted with its control characters
+    escaped."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)
+
+
+def read_bounded(path: Path, what: str) -> str:
+    """The text of `path`, a regular file of at most MAX_FILE_BYTES (never a FIFO that
+    blocks, never read whole when larger)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UsageError(f"{shown(path)}: not a regular file; {what} is a file")
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"{shown(path)}: cannot read {what} ({error.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageError(f"{shown(path)}: {what} is at most {MAX_FILE_BYTES:,} bytes")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{shown(path)}: {what} is UTF-8 text ({error})") from None
+
+
+def _text(
+    where: str, value: Any, pattern: re.Pattern[str] | None = None, allowed: str = "a text"
+) -> str:
+    """A text field: a string, not blank, of printable characters (no NUL, newline or
+    terminal escape), all of it matched by `pattern`."""
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or (pattern and not pattern.fullmatch(value))
+    ):
+        raise UsageError(f"{where}: {value!r} is not allowed; use {allowed}")
+    if not value.isprintable():
+        raise UsageError(f"{where}: {value!r} is not allowed; use printable characters only")
     return value
 
 
@@ -92,7 +134,8 @@ def _unknown(where: str, data: dict[str, Any], known: set[str]) -> None:
     unknown = sorted(set(data) - known)
     if unknown:
         raise UsageError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}"
+            f"{where}: unknown key(s) {', '.join(map(shown, unknown))}; allowed: "
+            f"{', '.join(sorted(known))}"
         )
 
 
@@ -131,12 +174,14 @@ def _target(
     if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 1024:
         raise UsageError(f"{where}.nodes: {nodes!r} is not allowed; use a whole number >= 1")
     price = data.get("price_per_hour")
-    if price is not None and (not isinstance(price, int | float) or not 0 < price < 10_000):
+    if price is not None and (
+        not isinstance(price, int | float) or isinstance(price, bool) or not 0 < price < 10_000
+    ):
         raise UsageError(f"{where}.price_per_hour: {price!r} is not allowed; use USD per hour > 0")
     optional = {}
     for key in ("accelerators", "instance_type", "cloud", "region"):
         if key in data:
-            pattern = _ACCELERATORS if key == "accelerators" else re.compile(r"[A-Za-z0-9._-]+")
+            pattern = _ACCELERATORS if key == "accelerators" else _PLAIN_NAME
             allowed = "NAME or NAME:COUNT (V100:4, tpu-v2-8)" if key == "accelerators" else ""
             optional[key] = _text(f"{where}.{key}", data[key], pattern, allowed or "a name")
     if "accelerators" not in optional and "instance_type" not in optional:
@@ -162,26 +207,26 @@ def load(path: Path, check: CommandCheck) -> Fleet:
     """The fleet in `path`, or a UsageError naming the field that is wrong. `check`
     refuses a bench command line (['run', 'resnet50', ...] or ['suite', NAME, ...])
     that bench would refuse, or that sets what the fleet sets per target."""
+    text = read_bounded(path, "a fleet file")
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read the fleet file ({error.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: not a TOML file ({error})") from None
+        data = tomllib.loads(text)
+    except ValueError as error:  # TOMLDecodeError, or a number of over 4300 digits
+        raise UsageError(f"{shown(path)}: not a TOML file ({shown(error)})") from None
+    except RecursionError:
+        raise UsageError(f"{shown(path)}: not a fleet file (nested too deep)") from None
     _unknown(str(path), data, {"fleet", "target"})
     head = data.get("fleet")
     if not isinstance(head, dict):
         raise UsageError(f"{path}: no [fleet] table")
     _unknown("fleet", head, _FLEET_KEYS)
     name = _text("fleet.name", head.get("name"), _NAME, "lower-case letters, digits and -")
-    results = _text("fleet.results", head.get("results"), allowed="a bucket URL or a folder")
-    scheme = results.split("://")[0] if "://" in results else None
-    if scheme is not None and scheme not in BUCKET_SCHEMES:
-        raise UsageError(
-            f"fleet.results: {results!r} is not allowed; use a bucket "
-            f"({', '.join(s + '://' for s in BUCKET_SCHEMES)}) or a local folder"
-        )
-    if scheme is None:
+    buckets = ", ".join(f"{s}://BUCKET/PATH" for s in BUCKET_SCHEMES)
+    results = _text(
+        "fleet.results", head.get("results"), allowed=f"a bucket ({buckets}) or a folder"
+    )
+    if "://" in results:
+        _text("fleet.results", results, _BUCKET, f"a bucket ({buckets}) or a local folder")
+    else:
         results = str((Path(path).parent / results).resolve())
     commands = _commands("fleet.commands", head["commands"], check) if "commands" in head else None
     raw = data.get("target")
@@ -196,6 +241,5 @@ def load(path: Path, check: CommandCheck) -> Fleet:
         raise UsageError(
             f"fleet.baseline: {baseline!r} is not a target; choose from: {', '.join(names)}"
         )
-    description = head.get("description", "")
-    return Fleet(name, _text("fleet.description", description) if description else "",
-                 results, baseline, targets, Path(path).resolve())  # fmt: skip
+    description = _text("fleet.description", head["description"]) if "description" in head else ""
+    return Fleet(name, description, results, baseline, targets, Path(path).resolve())
