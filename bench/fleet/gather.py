@@ -5,6 +5,10 @@ A local-folder fleet copies each cluster's /bench-results/TARGET back with rsync
 the SSH names SkyPilot sets up for its clusters; a bucket is copied with its cloud's
 own tool (aws s3 sync, gcloud storage rsync). Copies only add files: a result already
 here is never deleted or truncated by a failed copy.
+
+What a copy writes where comes from the fleet file: the destination is the results
+folder's TARGET for a target of the fleet file (a link there that leads elsewhere is
+refused), and no value the state gives reaches rsync as an option.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from bench import files, result
 from bench.errors import UsageError
 from bench.fleet import tasks
-from bench.fleet.config import Fleet
+from bench.fleet.config import Fleet, shown
 
 # The tool that copies a bucket down, per scheme (argv: source, then destination).
 _BUCKET_TOOLS = {
@@ -33,8 +37,30 @@ def local_folder(fleet: Fleet) -> Path:
     return Path(fleet.results)
 
 
+def _rsync(folder: Path, name: str, cluster: str) -> list[str]:
+    """The copy of one target's results from its cluster into folder/TARGET."""
+    destination = folder / name
+    try:
+        leads_to = destination.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        leads_to = None
+    if leads_to is None or not leads_to.is_relative_to(folder.resolve()):
+        raise UsageError(
+            f"{shown(destination)} leads outside {shown(folder)} (to {shown(leads_to)}); "
+            f"target {name!r} is copied only into a folder inside: remove that link"
+        )
+    source = f"{cluster}:{tasks.RESULTS}/{name}/"
+    if source.startswith("-"):
+        raise UsageError(
+            f"target {name!r}: the cluster {cluster!r} is not allowed; rsync would take it "
+            "for an option"
+        )
+    return ["rsync", "-a", source, str(destination)]
+
+
 def fetch_commands(fleet: Fleet, state: dict[str, dict]) -> list[list[str]]:
-    """The copies to run, in order (nothing to run for a target never launched)."""
+    """The copies to run, in order (nothing to run for a target never launched), for
+    the fleet file's own targets only (`state` as launch.load_state checked it)."""
     folder = local_folder(fleet)
     if fleet.bucket:
         scheme = fleet.results.split("://")[0]
@@ -46,9 +72,9 @@ def fetch_commands(fleet: Fleet, state: dict[str, dict]) -> list[list[str]]:
             )
         return [[*_BUCKET_TOOLS[scheme], fleet.results.rstrip("/"), str(folder)]]
     return [
-        ["rsync", "-a", f"{launched['cluster']}:{tasks.RESULTS}/{name}/", str(folder / name)]
-        for name, launched in state.items()
-        if "cluster" in launched
+        _rsync(folder, target.name, state[target.name]["cluster"])
+        for target in fleet.targets
+        if "cluster" in state.get(target.name, {})
     ]
 
 

@@ -12,6 +12,10 @@ of its own (the fleet's, the target's and a random suffix), recorded there befor
 SkyPilot is asked, so two fleets of one name never share a cluster and `down` tears
 down only the clusters and jobs this state recorded.
 
+The state is untrusted: anyone who can write beside the fleet file can plant one, and it
+decides what `down` stops and where `collect` copies. It is read with a size bound and
+every field is checked against the fleet file (see State) before SkyPilot or rsync sees it.
+
 A target of several nodes gets the nodes' shared secret (BENCH_RDZV_TOKEN) as a
 SkyPilot secret: the launching user's own if set, else a fresh random one per launch.
 It is written nowhere: not in the task file, the state or a result.
@@ -22,13 +26,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import files
 from bench.errors import UsageError
 from bench.fleet import tasks
-from bench.fleet.config import Fleet, Target
+from bench.fleet.config import Fleet, Target, read_bounded, shown
 from bench.ranks import TOKEN_ENV, rdzv_token
 
 STATE_KIND = "bench-fleet-state"
@@ -38,34 +43,118 @@ LIVE_OR_DONE = {
     "SUCCEEDED",
 }  # fmt: skip
 CLUSTER_UP = {"INIT", "UP", "STOPPED", "AUTOSTOPPING", "PENDING"}
+_LAUNCHED_KEYS = ("cluster", "job_id", "name", "yaml")  # what _launch_one records
+MAX_JOB_ID = 2**63 - 1
 
 
 def state_path(fleet: Fleet) -> Path:
     return fleet.path.with_name(f"{fleet.path.stem}.state.json")
 
 
+def _brief(value: Any) -> str:
+    """`value` for a one-line message: its repr, control characters escaped, cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _refused(fleet: Fleet, problem: str) -> UsageError:
+    return UsageError(f"{shown(state_path(fleet))}: {problem}")
+
+
+def _unknown(data: dict[str, Any], known: tuple[str, ...]) -> str:
+    """What to say of keys not in `known` ('' when there are none)."""
+    unknown = ", ".join(sorted(set(data) - set(known)))
+    return f"unknown key(s) {_brief(unknown)}; allowed: {', '.join(known)}" if unknown else ""
+
+
+@dataclass(frozen=True)
+class State:
+    """What FLEET.state.json holds: target name -> what was launched for it, a managed
+    job ({"job_id": N, "name": NAME, "yaml": PATH}) or a cluster ({"cluster": NAME,
+    "yaml": PATH}). Only the fleet file's own targets, only names of the fleet's own
+    launch pattern (FLEET-TARGET-xxxxxx), only job ids that are whole numbers >= 0."""
+
+    fleet: Fleet
+    targets: dict[str, dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        own = {target.name: target for target in self.fleet.targets}
+        if not isinstance(self.targets, dict):
+            raise _refused(
+                self.fleet, f"targets: {_brief(self.targets)} is not allowed; use an object"
+            )
+        for key, launched in self.targets.items():
+            if key not in own:
+                raise _refused(
+                    self.fleet,
+                    f"{_brief(key)} is not a target of fleet {self.fleet.name!r}; "
+                    f"allowed: {', '.join(own)}",
+                )
+            problem = _launched_problem(self.fleet, own[key], launched)
+            if problem:
+                raise _refused(self.fleet, f"target {key!r}{problem}")
+
+    @classmethod
+    def read(cls, fleet: Fleet) -> State:
+        path = state_path(fleet)
+        if not path.exists():
+            return cls(fleet, {})
+        text = read_bounded(path, "a fleet's state file")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise _refused(fleet, "not JSON; move it away to start afresh") from None
+        if not isinstance(data, dict):
+            raise _refused(fleet, f"{_brief(data)} is not allowed; use a JSON object")
+        if _unknown(data, ("fleet", "kind", "targets")):
+            raise _refused(fleet, _unknown(data, ("fleet", "kind", "targets")))
+        if (
+            data.get("kind") != STATE_KIND
+            or data.get("fleet") != fleet.name
+            or "targets" not in data
+        ):
+            raise _refused(
+                fleet, f"not the state of fleet {fleet.name!r}; move it away to start afresh"
+            )
+        return cls(fleet, data["targets"])  # checked in __post_init__
+
+    def save(self) -> None:
+        data = {"kind": STATE_KIND, "fleet": self.fleet.name, "targets": self.targets}
+        files.replace(state_path(self.fleet), json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _launched_problem(fleet: Fleet, target: Target, launched: Any) -> str:
+    """What is wrong with what the state says was launched for `target` ('' if nothing)."""
+    if not isinstance(launched, dict):
+        return f": {_brief(launched)} is not allowed; use an object"
+    if _unknown(launched, _LAUNCHED_KEYS):
+        return f": {_unknown(launched, _LAUNCHED_KEYS)}"
+    if ("job_id" in launched) == ("cluster" in launched):
+        return ": give one of job_id or cluster"
+    pattern = tasks.launch_pattern(fleet, target)
+    for key in ("cluster", "name"):
+        value = launched.get(key, "")
+        if key in launched and not (isinstance(value, str) and pattern.fullmatch(value)):
+            return (
+                f".{key}: {_brief(value)} is not allowed; use a name this fleet launched: "
+                f"{tasks.job_name(fleet, target)}-XXXXXX (6 hex digits)"
+            )
+    job_id = launched.get("job_id", 0)
+    if not isinstance(job_id, int) or isinstance(job_id, bool) or not 0 <= job_id <= MAX_JOB_ID:
+        return f".job_id: {_brief(job_id)} is not allowed; use a whole number >= 0"
+    path = launched.get("yaml", "")
+    if not isinstance(path, str) or not path.isprintable():
+        return f".yaml: {_brief(path)} is not allowed; use a task file's path"
+    return ""
+
+
 def load_state(fleet: Fleet) -> dict[str, dict[str, Any]]:
-    """Target name -> what was launched for it ({"job_id": N} or {"cluster": NAME})."""
-    path = state_path(fleet)
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-        if data.get("kind") != STATE_KIND or data.get("fleet") != fleet.name:
-            raise ValueError
-        targets = data["targets"]
-        if not isinstance(targets, dict):
-            raise ValueError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UsageError(
-            f"{path}: not the state of fleet {fleet.name!r}; move it away to start afresh"
-        ) from None
-    return targets
+    """Target name -> what was launched for it, checked (State)."""
+    return State.read(fleet).targets
 
 
 def save_state(fleet: Fleet, targets: dict[str, dict[str, Any]]) -> None:
-    data = {"kind": STATE_KIND, "fleet": fleet.name, "targets": targets}
-    files.replace(state_path(fleet), json.dumps(data, indent=1, sort_keys=True) + "\n")
+    State(fleet, targets).save()
 
 
 def _sky() -> Any:

@@ -18,6 +18,7 @@ the task file, and `docker run -e BENCH_RDZV_TOKEN` passes it on by name.
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 from typing import Any
@@ -146,6 +147,12 @@ def launch_name(fleet: Fleet, target: Target) -> str:
     random suffix, so that two fleets of one name (two people, two folders) never share
     a cluster, and tearing one down never touches another's."""
     return f"{job_name(fleet, target)}-{secrets.token_hex(3)}"
+
+
+def launch_pattern(fleet: Fleet, target: Target) -> re.Pattern[str]:
+    """What launch_name makes for `target`: a state's cluster or job name must match it
+    whole to be taken for one of this fleet's own."""
+    return re.compile(re.escape(f"{job_name(fleet, target)}-") + "[0-9a-f]{6}")
 
 
 def sky_command(fleet: Fleet, target: Target, yaml_path: str, name: str) -> str:
