@@ -6,6 +6,7 @@ the field of anything wrong in one line.
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,15 @@ from bench.text import visible
 # Read no more than this: a measured run of 90 epochs at thousands of steps each, with
 # its input waits, stays well below it; memory for the parsed file is a few times this.
 MAX_RESULT_BYTES = 128 * 2**20
+# Parsed, a file costs memory per value, not per byte: 16 MiB of `[{},{},...]` is 5.6
+# million objects (467 MB, 4 s). So the values are counted before parsing, over the raw
+# bytes (every value but a container's first follows a comma; commas inside strings
+# count too, which only errs on the safe side). bench writes at least 16 bytes a value
+# in bulk (a step's seconds and its indentation), so no file of bench's within the byte
+# bound reaches MAX_VALUES; containers cost the most each (64 bytes or more), and bench
+# writes a few per point and repeat, not per step.
+MAX_VALUES = MAX_RESULT_BYTES // 16  # 8 Mi: at most ~300 MB parsed, ~1 s
+MAX_CONTAINERS = 2**20  # objects and lists: ~70 MB parsed
 
 
 class ResultError(UsageError):
@@ -98,17 +108,67 @@ def _failure(path: Path, what: str) -> ResultError:
     return ResultError(visible(f"{path}: {what}"))
 
 
+def count_containers(raw: bytes) -> int:
+    """At most the objects and lists in a JSON text (brackets in strings count too)."""
+    return raw.count(b"{") + raw.count(b"[")
+
+
+def count_values(raw: bytes) -> int:
+    """At most the values in a JSON text, containers included (object keys are not
+    values): every value but the first of its container follows a comma."""
+    return count_containers(raw) + raw.count(b",") + 1
+
+
+def _too_many(raw: bytes) -> str | None:
+    """Why parsing `raw` would cost far more than a result's memory, or None: C-speed
+    counts over the bytes, before json builds anything."""
+    if count_containers(raw) > MAX_CONTAINERS:
+        return f"more than {MAX_CONTAINERS:,} objects and lists"
+    if count_values(raw) > MAX_VALUES:
+        return f"more than {MAX_VALUES:,} values"
+    return None
+
+
+# The last file refused, by its identity: bench report asks again whether a refused
+# file is some other bench output, and a refusal is not worth a second read.
+_Identity = tuple[int, int, int, int, int]
+_last_refused: tuple[_Identity, str] | None = None
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _read_bounded(path: Path) -> tuple[_Identity, bytes]:
+    """The bytes of a regular file of at most MAX_RESULT_BYTES, read once; ResultError or
+    OSError otherwise. O_NONBLOCK: a FIFO opens at once (and is refused as no file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
+            raise _failure(path, "not a regular file")
+        return _identity(st), file.read(MAX_RESULT_BYTES + 1)
+
+
 def read_document(path: str | Path) -> Any:
-    """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES, whole
-    numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise."""
+    """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES,
+    MAX_VALUES values (MAX_CONTAINERS objects and lists) counted before parsing, whole
+    numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise.
+    The file last refused is refused again without reading it while it is unchanged."""
+    global _last_refused
     path = Path(path)
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never end
-            raise _failure(path, "not a regular file")
-        with path.open("rb") as file:
-            raw = file.read(MAX_RESULT_BYTES + 1)
+        if _last_refused is not None and _identity(path.stat()) == _last_refused[0]:
+            raise _failure(path, _last_refused[1])
+        identity, raw = _read_bounded(path)
         if len(raw) > MAX_RESULT_BYTES:
-            raise _failure(path, f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result")
+            what = f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result"
+            _last_refused = identity, what
+            raise _failure(path, what)
+        problem = _too_many(raw)
+        if problem is not None:
+            _last_refused = identity, f"not a bench result ({problem})"
+            raise _failure(path, _last_refused[1])
         data = json.loads(raw.decode())
     except ResultError:
         raise
