@@ -7,6 +7,7 @@ memory from the measurement).
 
 from __future__ import annotations
 
+import math
 import os
 import platform as host
 import re
@@ -91,6 +92,9 @@ SPEED_ENV_NAMES = (
 )
 # Values that look like credentials are never written, whatever the variable's name:
 # a URL with a password, a private key, a known token format, or a long random string.
+# redact() sees only what a user typed or set: the command line and the allow-listed
+# variables' values. The digests bench records as provenance (git commit, image digest,
+# lock sha256) are read into their own fields and never pass through it.
 _CREDENTIAL_VALUE = re.compile(
     r"""://[^/\s:@]+:[^/\s@]+@           # scheme://user:password@host
       | -----BEGIN[ A-Z]*PRIVATE\ KEY
@@ -102,12 +106,42 @@ _CREDENTIAL_VALUE = re.compile(
     """,
     re.VERBOSE,
 )
+# Random strings of one case: hex of 32 characters or more (BENCH_RDZV_TOKEN's form,
+# `openssl rand -hex 32`; a git token or a sha1 is 40), and base32 or base36 keys. A
+# run of letters and digits of one case, 32 or more long, with both letters and
+# digits, is a secret unless it is a digest named as one (`sha256:...`, an image's
+# `@sha256:...`), or reads like words (below 3.5 bits a character: repeated letters).
+_ONE_CASE_RUN = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-z]{32,}|[0-9A-Z]{32,})(?![0-9A-Za-z])")
+_NAMED_DIGEST = re.compile(r"(?:sha1|sha256|sha384|sha512):$", re.IGNORECASE)
+_HEX = frozenset("0123456789abcdefABCDEF")
+_RANDOM_BITS_PER_CHAR = 3.5  # a random hex string of 32 has about 3.8, of 64 about 3.9
+
+
+def _bits_per_char(run: str) -> float:
+    counts = [run.count(c) for c in set(run)]
+    return -sum(n / len(run) * math.log2(n / len(run)) for n in counts)
+
+
+def _random_one_case(value: str) -> bool:
+    for match in _ONE_CASE_RUN.finditer(value):
+        run = match.group()
+        if _NAMED_DIGEST.search(value, 0, match.start()):
+            continue
+        if not (any(c.isdigit() for c in run) and any(c.isalpha() for c in run)):
+            continue  # a long number, or a word
+        if set(run) <= _HEX or _bits_per_char(run) >= _RANDOM_BITS_PER_CHAR:
+            return True
+    return False
+
+
 REDACTED = "<redacted: looks like a credential>"
 
 
 def redact(value: str) -> str:
     """The value, or REDACTED if any part of it looks like a credential."""
-    return REDACTED if _CREDENTIAL_VALUE.search(value) else value
+    if _CREDENTIAL_VALUE.search(value) or _random_one_case(value):
+        return REDACTED
+    return value
 
 
 # CPU features that decide which kernels run (x86 and Arm names from /proc/cpuinfo).
