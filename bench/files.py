@@ -17,8 +17,10 @@ import tempfile
 from pathlib import Path
 
 from bench.errors import BenchError, UsageError
+from bench.text import visible
 
 FOLDER_MODE = 0o755  # and the umask's: mkdir applies it
+_CLAIM_TRIES = 100  # a lock removed between open and flock is opened again, this often
 
 # Where the folder is a Docker volume, the usual cause is the image's unprivileged user.
 _DOCKER_HINT = (
@@ -145,8 +147,9 @@ class FileClaim:
         """True once this process holds the claim; False if another process does."""
         if self._fd is not None:
             return True
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        while True:
+        # O_NONBLOCK: a FIFO planted at the name opens at once instead of waiting.
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        for _ in range(_CLAIM_TRIES):
             fd = os.open(self.lock, flags, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,19 +166,43 @@ class FileClaim:
                 self._fd = fd
                 return True
             os.close(fd)
+        return False  # removed and made again under it, time after time: another's doing
 
     def hold(self, busy: str) -> FileClaim:
         """Acquire, or refuse in one line: `busy` (UsageError, exit 2) when another
-        process holds the claim, the OS's reason when the lock cannot be made."""
+        process holds the claim, naming the lock's owner when that is another user; the
+        lock file, its owner and what to do (BenchError) when it cannot be opened: in a
+        shared folder another user can make .NAME.lock first, and bench can neither use
+        nor remove it."""
         try:
             held = self.acquire()
         except OSError as error:
-            raise BenchError(
-                f"{self.path}: cannot claim it for writing ({error.strerror})"
-            ) from None
+            raise BenchError(visible(self._blocked(error))) from None
         if not held:
-            raise UsageError(busy)
+            owner = self._owner()
+            raise UsageError(visible(f"{busy} ({self.lock} belongs to {owner})" if owner else busy))
         return self
+
+    def _owner(self) -> str | None:
+        """'uid 1001 (alice)' when the lock file is another user's, else None."""
+        try:
+            uid = os.lstat(self.lock).st_uid
+        except OSError:
+            return None
+        return None if uid == os.geteuid() else user_name(uid)
+
+    def _blocked(self, error: OSError) -> str:
+        owner = self._owner()
+        if owner is not None:
+            return (
+                f"{self.lock} blocks writing {self.path.name}: it belongs to {owner}, not to "
+                f"you ({error.strerror}), and bench can neither use nor remove it; give this "
+                "run another --output-dir (or ask its owner to remove it)"
+            )
+        return (
+            f"{self.lock}: cannot claim {self.path.name} for writing ({error.strerror}); "
+            "remove it if it is not a lock bench made, or give this run another --output-dir"
+        )
 
     def release(self) -> None:
         if self._fd is None:
@@ -184,3 +211,13 @@ class FileClaim:
             self.lock.unlink()  # while still held: a waiting opener sees it is gone
         os.close(self._fd)
         self._fd = None
+
+
+def user_name(uid: int) -> str:
+    """'uid 1001 (alice)', or 'uid 1001' where the user has no name here."""
+    import pwd
+
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
