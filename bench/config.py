@@ -20,15 +20,20 @@ from bench.errors import UsageError
 
 __all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
 DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.data_ref)
+MAX_THREADS = 4096  # threads and loader workers: more than any machine's CPUs
 
 
-def _positive(name: str, value: int | None, *, zero_ok: bool = False) -> None:
+def _positive(
+    name: str, value: int | None, *, zero_ok: bool = False, most: int | None = None
+) -> None:
     if value is None:
         return
     low = 0 if zero_ok else 1
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         allowed = "zero or a positive whole number" if zero_ok else "a positive whole number"
         raise UsageError(f"{name}: {value!r} is not allowed; use {allowed}")
+    if most is not None and value > most:
+        raise UsageError(f"{name}: {value!r} is not allowed; use at most {most}")
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -79,10 +84,13 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
             f"threads: {framework.name} has no setting for its CPU thread pool; "
             "limit the CPUs instead (taskset, or docker run --cpuset-cpus)"
         )
-    for name in ("threads", "steps", "epochs", "epoch_samples", "seq_len", "memory_limit_bytes"):
+    for name in ("steps", "epochs", "epoch_samples", "seq_len", "memory_limit_bytes"):
         _positive(name, getattr(cfg, name))
-    for name in ("warmup_steps", "num_workers", "seed"):
+    for name in ("warmup_steps", "seed"):
         _positive(name, getattr(cfg, name), zero_ok=True)
+    # Each a thread or a process started: a file saying 2**31-1 is no machine's.
+    _positive("threads", cfg.threads, most=MAX_THREADS)
+    _positive("num_workers", cfg.num_workers, zero_ok=True, most=MAX_THREADS)
     if cfg.num_workers and source in ("synthetic", "tokens"):
         raise UsageError(
             "num_workers: only applies with a loader or a dataset of images (--data); a "
