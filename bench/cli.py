@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 
 import bench
 from bench import registry
@@ -24,6 +25,34 @@ from bench.commands.run_options import EXIT_INTERRUPTED
 from bench.errors import BenchError, UsageError
 
 COMMAND_MODULES = (run, results, rerun, compare, diff, verify, suite, ladder, tune, fleet)
+# The page of the manual (docs/) that covers each command, named at the end of its --help;
+# a command's subcommands (bench fleet plan, ...) point to the command's page.
+MANUAL_PAGES = {
+    "run": "running.md", "suite": "running.md", "list": "workloads.md",
+    "show": "results.md", "collect": "results.md", "compare": "results.md",
+    "report": "results.md", "diff": "results.md", "verify": "results.md",
+    "rerun": "results.md", "ladder": "cpu.md", "tune": "cpu.md", "fleet": "fleets.md",
+}  # fmt: skip
+
+
+def manual_line(page: str) -> str:
+    """Where the manual covers a command: the page in docs/, and the same page built."""
+    return f"Manual: docs/{page} (or site/{page.removesuffix('.md')}.html, built by nox -s docs)"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found[0].choices) if found else {}
+
+
+def _point_to_the_manual(
+    parser: argparse.ArgumentParser, page: str, pages: Mapping[str, str]
+) -> None:
+    """End this parser's --help with `page`, and each subcommand's with its entry in `pages`
+    (its own subcommands with the same page)."""
+    parser.epilog = manual_line(page)
+    for name, child in _subparsers(parser).items():
+        _point_to_the_manual(child, pages.get(name, page), {})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,13 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=UsageParser)
     for module in COMMAND_MODULES:
         module.register(sub)
+    _point_to_the_manual(parser, "index.md", MANUAL_PAGES)
     return parser
 
 
 def commands(parser: argparse.ArgumentParser) -> tuple[str, ...]:
     """Every command's name, in the order the modules register them."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return tuple(sub.choices)
+    return tuple(_subparsers(parser))
 
 
 def _no_near_command(word: str, names: tuple[str, ...]) -> None:

@@ -7,7 +7,8 @@ arguments after the image in `docker run ... bench:IMAGE ARGS` and after `--` in
 `nox -s "run(image=...)" -- ARGS` (the image's entrypoint is bench). An option renamed in
 the code fails here, not in a reader's copy-paste. Every `nox -s NAME` names a session of
 noxfile.py (read with ast: nox is not imported), with a real image where it takes one;
-and mkdocs.yml keeps the site offline and strict.
+every command's --help ends with its page of the manual; and mkdocs.yml keeps the site
+offline and strict.
 """
 
 from __future__ import annotations
@@ -256,6 +257,25 @@ def test_every_nox_session_in_the_docs_is_one_of_the_noxfile():
     assert named >= 20, named
     assert why_not_a_session("test", sessions) is not None  # the check can fail
     assert why_not_a_session("build(image='cuda13')", sessions) is not None
+
+
+def test_every_command_help_ends_with_its_page_of_the_manual():
+    parser = cli.build_parser()
+    pages = {"bench": parser}
+    for name in cli.commands(parser):
+        assert name in cli.MANUAL_PAGES, f"bench {name}: no page in cli.MANUAL_PAGES"
+        command = cli._subparsers(parser)[name]
+        pages[f"bench {name}"] = command
+        for action, sub in cli._subparsers(command).items():
+            pages[f"bench {name} {action}"] = sub
+    assert "bench fleet plan" in pages
+    listed = set(_nav_pages())
+    for words, command in pages.items():
+        last = command.format_help().rstrip().splitlines()[-1]
+        match = re.fullmatch(r"Manual: docs/([\w-]+\.md) \(or site/([\w-]+)\.html, .*\)", last)
+        assert match, f"{words} --help ends with {last!r}, not its page of the manual"
+        assert (DOCS / match[1]).is_file() and match[1] in listed, f"{words}: {match[1]}"
+        assert match[2] == match[1].removesuffix(".md")
 
 
 def _nav_pages() -> list[str]:
