@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import registry, result
+from bench import data_ref, registry, result
 from bench.commands import diff
 from bench.commands.run_options import (
     add_launch_options,
@@ -31,10 +32,18 @@ def register(sub: Any) -> None:
         "rerun",
         help="run the config of a saved result again, into a new file",
         description="The workload, sizes and settings come from the file; the ranks and "
-        "machines (--devices, --nnodes, --node-rank, --rdzv-endpoint) only from this "
-        "command line: a result run on several machines runs again on this one alone.",
+        "machines (--devices, --nnodes, --node-rank, --rdzv-endpoint) and the data's path "
+        "(--data) only from this command line: a result run on several machines runs again "
+        "on this one alone, and its threads and loader workers are capped at this "
+        "machine's CPUs.",
     )
     rerun.add_argument("file", type=Path)
+    rerun.add_argument(
+        "--data",
+        metavar="KIND:PATH",
+        help="for a result that trained on a dataset or token file: the one to train on "
+        "here, of the same kind (the path the file names is never read)",
+    )
     add_launch_options(rerun)
     add_machine_options(rerun)
     add_output_options(rerun)
@@ -51,10 +60,15 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
     import dataclasses
 
     framework = registry.framework(old.framework)
+    data = _data(old, getattr(args, "data", None), args.file)
+    threads, num_workers, said = _capped(old)
     try:  # as `bench run` resolves them, the saved config's rules checked again
         resolve_device(old.device, old.framework)
         config = dataclasses.replace(
             old,
+            data=data,
+            threads=threads,
+            num_workers=num_workers,
             devices=resolve_devices(args.devices, old.device, old.framework),
             nnodes=args.nnodes,
             node_rank=args.node_rank,
@@ -62,7 +76,6 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
         )
     except UsageError as error:
         raise UsageError(f"{args.file}: cannot run it here: {error}") from None
-    said = []
     if old.nnodes > 1 and config.nnodes == 1:
         said.append(
             f"rerun: the saved run used {old.nnodes} machines; this rerun runs on this one "
@@ -76,6 +89,52 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
             f"{','.join(str(d or 1) for d in config.devices)} (give --devices to choose)"
         )
     return config, said
+
+
+def _data(old: RunConfig, given: str | None, file: Path) -> str:
+    """What to train on: the saved source when it names no path (synthetic, loader);
+    else --data, of the saved kind. A file's own path is never used: whoever wrote the
+    file would choose which local file is read, and its size and sha256 go into the
+    new result, which is usually sent back."""
+    saved = data_ref.parse(old.data)
+    if saved is None:
+        if given is not None:
+            raise UsageError(
+                f"--data: {file} trained on {old.data} data and reruns on it; --data is for "
+                "a result that trained on a dataset or token file"
+            )
+        return old.data
+    if given is None:
+        raise UsageError(
+            f"{file}: trained on {saved.kind}:PATH; a rerun never reads the path a file "
+            f"names: give --data {saved.kind}:PATH (yours) on this command line"
+        )
+    mine = data_ref.parse(given)
+    if mine is None or mine.kind != saved.kind:
+        raise UsageError(
+            f"--data: {file} trained on {saved.kind}:PATH; give --data {saved.kind}:PATH"
+        )
+    return given
+
+
+def _capped(old: RunConfig) -> tuple[int | None, int, list[str]]:
+    """The saved threads and loader workers, capped at the CPUs bench may use here (a
+    file may say any number up to RunConfig's bound), and a line saying so."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = (len(affinity(0)) if affinity else os.cpu_count()) or 1
+    threads, workers = old.threads, old.num_workers
+    asked = []
+    if threads is not None and threads > cpus:
+        asked.append(f"{threads} threads")
+        threads = cpus
+    if workers > cpus:
+        asked.append(f"{workers} loader workers")
+        workers = cpus
+    said = [
+        f"rerun: the saved run asked for {' and '.join(asked)}; capped at the {cpus} CPUs "
+        "bench may use on this machine"
+    ]
+    return threads, workers, said if asked else []
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
