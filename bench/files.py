@@ -184,12 +184,7 @@ class FileClaim:
         return self
 
     def _owner(self) -> str | None:
-        """'uid 1001 (alice)' when the lock file is another user's, else None."""
-        try:
-            uid = os.lstat(self.lock).st_uid
-        except OSError:
-            return None
-        return None if uid == os.geteuid() else user_name(uid)
+        return other_owner(self.lock)
 
     def _blocked(self, error: OSError) -> str:
         owner = self._owner()
@@ -211,6 +206,15 @@ class FileClaim:
             self.lock.unlink()  # while still held: a waiting opener sees it is gone
         os.close(self._fd)
         self._fd = None
+
+
+def other_owner(path: Path) -> str | None:
+    """'uid 1001 (alice)' when `path` (not followed) is another user's, else None."""
+    try:
+        uid = os.lstat(path).st_uid
+    except OSError:
+        return None
+    return None if uid == os.geteuid() else user_name(uid)
 
 
 def user_name(uid: int) -> str:

@@ -7,13 +7,26 @@ of the suite is parsed and validated before the first one starts. Results go to
 rewritten atomically after every run) records where each run's result is, so the same
 command again after a Ctrl-C, a SIGTERM or a reboot skips the finished runs and goes on
 with an interrupted one in its own file, keeping its measured points.
+
+An output folder may be shared (nox makes ./results writable by all when run as root),
+so the state is trusted only as far as it can be checked: it must be the user's own
+file, and may name only result files in its own folder (resolved: no link out), each
+with the sha256 it had when recorded. A result file that is another user's, or changed
+since, is run again with a warning; a state that names anything outside its folder is
+refused in one line. A state of bench before sha256 were recorded is hashed on reading:
+its files are trusted if they are in the folder and the user's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
+import os
+import re
+import stat
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +35,16 @@ from typing import Any
 from rich.table import Table
 
 from bench import files, result
-from bench.errors import UsageError
+from bench.errors import BenchError, UsageError
 from bench.report.collect import SUITE_STATE_KIND
 from bench.report.table import console
-from bench.text import plain
+from bench.result.io import MAX_RESULT_BYTES
+from bench.text import plain, visible
 
 SUITES_FILE = Path(__file__).resolve().parent.parent / "data" / "suites.toml"
+MAX_STATE_BYTES = 2**20  # a suite's state: a path and a digest per run, a few KiB
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # never a link or a wait
 
 
 @dataclass(frozen=True)
@@ -78,33 +95,129 @@ def _state_path(output_dir: Path, name: str) -> Path:
     return output_dir / f"suite-{name}.json"
 
 
-def _load_state(path: Path, name: str) -> dict[str, str]:
-    """Runs started before: their command line -> their result file."""
-    if not path.exists():
-        return {}
+@dataclass
+class _State:
+    """Runs started before: their command line -> their result file, and -> its sha256
+    (none for a file a bench before this one recorded, until it is hashed on reading)."""
+
+    path: Path
+    name: str
+    done: dict[str, str]
+    sha256: dict[str, str]
+
+
+def _refuse(path: Path, what: str) -> UsageError:
+    return UsageError(visible(f"{path}: {what}"))
+
+
+def _read_own(path: Path, most: int) -> tuple[os.stat_result, bytes]:
+    """A regular file's identity and bytes (at most `most` + 1), opened without following
+    a link; OSError as the OS says it, ValueError naming what the file is instead."""
+    with os.fdopen(os.open(path, _READ), "rb") as file:
+        st = os.fstat(file.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_uid != os.geteuid():
+            raise ValueError(f"it belongs to {files.user_name(st.st_uid)}, not to you")
+        return st, file.read(most + 1)
+
+
+def _load_state(path: Path, name: str, output_dir: Path) -> _State:
+    """The state, checked: the user's own regular file, of this suite, naming only files
+    in `output_dir` (resolved), each with a sha256 if any; refused in one line if not."""
     try:
-        data = json.loads(path.read_text())
-        done = data["done"] if data.get("suite") == name else None
-        if not isinstance(done, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in done.items()
-        ):
-            raise ValueError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UsageError(
-            f"{path}: not the state of suite {name!r}; move it away to start the suite afresh"
+        _, raw = _read_own(path, MAX_STATE_BYTES)
+    except FileNotFoundError:
+        return _State(path, name, {}, {})
+    except ValueError as error:
+        raise _refuse(
+            path,
+            f"not usable as this suite's state: {error}; bench neither trusts nor replaces "
+            "such a file: give the suite another --output-dir",
         ) from None
-    return done
+    except OSError as error:
+        owner = files.other_owner(path)
+        raise _refuse(
+            path,
+            f"cannot read this suite's state ({error.strerror}"
+            f"{f'; it belongs to {owner}' if owner else ''}): give the suite another "
+            "--output-dir",
+        ) from None
+    try:
+        data = json.loads(raw) if len(raw) <= MAX_STATE_BYTES else None
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict) or data.get("suite") != name:
+        raise _refuse(path, f"not the state of suite {name!r}; move it away to start it afresh")
+    done, sha256 = data.get("done"), data.get("sha256", {})
+    if not isinstance(done, dict) or not all(isinstance(v, str) for v in done.values()):
+        raise _refuse(path, "done: expected each run's result file; move it away")
+    if not isinstance(sha256, dict) or not all(
+        isinstance(v, str) and _SHA256.fullmatch(v) for v in sha256.values()
+    ):
+        raise _refuse(path, "sha256: expected 64 hex digits for each run; move it away")
+    folder = os.path.realpath(output_dir)
+    for recorded in done.values():
+        if os.path.dirname(os.path.realpath(recorded)) != folder:
+            raise _refuse(
+                path,
+                f"names {recorded}, outside its folder {output_dir} (or a link out of it): "
+                "not a state bench wrote; move it away to start the suite afresh",
+            )
+    return _State(path, name, done, {k: v for k, v in sha256.items() if k in done})
 
 
-def _status(path: str | None) -> str | None:
-    """'complete', 'interrupted' or 'running' (to go on with), or None (run it afresh): a file
-    that is missing or does not load is run again."""
-    if path is None:
+def _warn(line: str) -> None:
+    print(visible(f"bench: warning: {line}"), file=sys.stderr)
+
+
+def _status(state: _State, key: str) -> str | None:
+    """'complete', 'interrupted' or 'running' (to go on with), or None (run it afresh): a
+    file that is missing, does not load, is another user's or is not the file recorded
+    (its sha256) is run again. A file recorded without a sha256 gets it now."""
+    recorded = state.done.get(key)
+    if recorded is None:
         return None
     try:
-        return result.load(path).status
-    except UsageError:
+        st, raw = _read_own(Path(recorded), MAX_RESULT_BYTES)
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as error:
+        why = error.strerror if isinstance(error, OSError) else str(error)
+        _warn(f"{state.path} names {recorded}: {why}; running it again")
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    if state.sha256.setdefault(key, digest) != digest:
+        _warn(
+            f"{state.path} names {recorded}, but its sha256 is not the one recorded (changed "
+            "since, or killed while running); running it again"
+        )
+        return None
+    try:
+        status = result.load(recorded).status
+        now = os.stat(recorded)  # still the file hashed
+    except (UsageError, OSError):
+        return None
+    same = os.path.samestat(st, now) and (st.st_size, st.st_mtime_ns) == (
+        now.st_size,
+        now.st_mtime_ns,
+    )
+    return status if same else None
+
+
+def _record(state: _State, key: str, path: Path) -> None:
+    """The run's result file and its sha256, in the state file (atomically)."""
+    try:
+        _, raw = _read_own(path, MAX_RESULT_BYTES)
+        state.done[key] = str(path)
+        state.sha256[key] = hashlib.sha256(raw).hexdigest()
+        saved = {"kind": SUITE_STATE_KIND, "suite": state.name, "done": state.done}
+        files.replace(state.path, json.dumps({**saved, "sha256": state.sha256}, indent=1))
+    except (OSError, ValueError) as error:
+        why = error.strerror if isinstance(error, OSError) else str(error)
+        raise BenchError(
+            visible(f"{state.path}: cannot record the suite's progress ({why})")
+        ) from None
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -153,23 +266,23 @@ def _run_suite(
 ) -> int:
     from bench.commands import run_options
 
-    done = _load_state(state_path, suite.name)
+    state = _load_state(state_path, suite.name, output_dir)
     out = console()
     worst = 0
     for i, (key, parsed, config) in enumerate(planned, 1):
-        status = _status(done.get(key))
+        status = _status(state, key)
         if status == "complete":
-            out.print(plain(f"suite {suite.name} {i}/{len(planned)}: done before: {done[key]}"))
+            out.print(
+                plain(f"suite {suite.name} {i}/{len(planned)}: done before: {state.done[key]}")
+            )
             continue
         # interrupted, or "running": killed too hard to say (SIGKILL, a reboot)
-        resume = Path(done[key]) if status in ("interrupted", "running") else None
+        resume = Path(state.done[key]) if status in ("interrupted", "running") else None
         going_on = f" (going on with {resume})" if resume else ""
         out.print(plain(f"suite {suite.name} {i}/{len(planned)}: bench {key}{going_on}"))
         code, outcome, path = run_options.run_and_print(config, parsed, resume)
         if outcome is not None and path is not None:  # complete, or interrupted and saved
-            done[key] = str(path)
-            state = {"kind": SUITE_STATE_KIND, "suite": suite.name, "done": done}
-            files.replace(state_path, json.dumps(state, indent=1))
+            _record(state, key, path)
         if code == run_options.EXIT_INTERRUPTED or code >= 128:
             out.print(plain(f"suite {suite.name}: stopped; run the same command to go on"))
             return code
@@ -178,7 +291,7 @@ def _run_suite(
     summary.add_column("run")
     summary.add_column("result")
     for key, _, _ in planned:
-        summary.add_row(plain(key), plain(done.get(key, "not run")))
+        summary.add_row(plain(key), plain(state.done.get(key, "not run")))
     out.print(summary)
     out.print(
         plain(
