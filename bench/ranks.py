@@ -10,8 +10,9 @@ import json
 import os
 import re
 import secrets
+import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.errors import BenchError, UsageError
@@ -28,6 +29,10 @@ _TOKEN_HOW = (
 # (90 epochs of ImageNet at batch 256: about 450,000 steps) fits many times over.
 MAX_SHARE_BYTES = 64 * 2**20
 _NONCE = re.compile(r"[0-9a-f]{32}")
+# One rank's message in each round of the proof: a fixed size that every rank allocates
+# world size times, never a length a peer announces (not yet proven, it could claim any).
+PROOF_BYTES = 256
+_ADDRESS_MAX = 128  # characters of a rank's own address in its first message
 
 
 @dataclass(frozen=True)
@@ -231,48 +236,133 @@ def rdzv_token(env: Mapping[str, str], nnodes: int) -> str:
     return token
 
 
-def _proof(token: str, rank: int, world_size: int, nonces: list[Any]) -> str:
-    """HMAC-SHA256 under the token of this rank's place and every rank's nonce."""
-    message = json.dumps(["bench-rdzv-1", rank, world_size, nonces]).encode()
+@dataclass(frozen=True)
+class Secret:
+    """What this rank's proof is made with: the run's BENCH_RDZV_TOKEN on several
+    machines, the parent's token of this point (BENCH_REPORT_TOKEN) on one."""
+
+    value: str | None = field(repr=False)
+    name: str
+
+
+_held: list[Secret] = []
+
+
+def hold(secret: Secret) -> None:
+    """Keep the secret the worker took out of its environment, for the session to prove
+    with right after its process group forms (bench.frameworks.torch)."""
+    _held[:] = [secret]
+
+
+def held() -> Secret | None:
+    return _held[0] if _held else None
+
+
+@dataclass(frozen=True)
+class Group:
+    """The group as this rank joined it, bound into every proof: torchrun's rendezvous id,
+    the store every rank met at (MASTER_ADDR:MASTER_PORT) and this rank's own address
+    toward that store (which the others see in its first message)."""
+
+    run_id: str
+    endpoint: str
+    address: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Group:
+        host, port = env.get("MASTER_ADDR", ""), env.get("MASTER_PORT", "")
+        return cls(env.get("TORCHELASTIC_RUN_ID", ""), f"{host}:{port}", _own_address(host, port))
+
+
+def _own_address(host: str, port: str) -> str:
+    """This machine's name and the address its packets to `host` leave from (a UDP
+    socket's connect sends nothing), or only the name where that cannot be told."""
+    name = socket.gethostname()
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, int(port or 0)))
+            return f"{name}/{probe.getsockname()[0]}"[:_ADDRESS_MAX]
+    except (OSError, ValueError, OverflowError):
+        return name[:_ADDRESS_MAX]
+
+
+def encode_proof(message: dict[str, Any]) -> bytes:
+    """One message of the proof as exactly PROOF_BYTES of JSON (space-padded)."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if len(data) > PROOF_BYTES:
+        raise BenchError(f"a proof message is {len(data)} bytes; at most {PROOF_BYTES}")
+    return data.ljust(PROOF_BYTES)
+
+
+def decode_proof(data: bytes) -> dict[str, Any]:
+    """A peer's proof message, or {} where it is none (then it proves nothing)."""
+    if len(data) != PROOF_BYTES:
+        return {}
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _proof(token: str, rank: int, world_size: int, nonces: list[Any], bound: tuple = ()) -> str:
+    """HMAC-SHA256 under the token of this rank's place, every rank's nonce and what the
+    proof is `bound` to (the group: rendezvous id, store, every rank's address)."""
+    message = json.dumps(["bench-rdzv-1", rank, world_size, nonces, *bound]).encode()
     return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
-def _proves(token: str, rank: int, world: int, nonces: list[Any], nonce: Any, proof: Any) -> bool:
+def _proves(token: str, rank: int, world: int, nonces: list[Any], bound: tuple, proof: Any) -> bool:
     """Whether `proof` is rank `rank`'s, made with `token`, over a well-formed nonce."""
+    nonce = nonces[rank]
     if not isinstance(nonce, str) or not _NONCE.fullmatch(nonce) or not isinstance(proof, str):
         return False
-    return hmac.compare_digest(proof.encode(), _proof(token, rank, world, nonces).encode())
+    expected = _proof(token, rank, world, nonces, bound).encode()
+    return hmac.compare_digest(proof.encode("utf-8", "replace"), expected)
 
 
 Exchange = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
-def authenticate(exchange: Exchange, token: str | None, rank: Rank) -> None:
-    """Every rank proves to every other that it knows the run's secret, right after the
-    process group forms, before any training: each sends a fresh nonce, then an HMAC of
-    the secret over all the nonces and its own rank. A proof cannot be replayed (it
-    covers the verifier's own fresh nonce) and does not reveal the secret. Every
-    rank takes part in both rounds, then each decides alone, and all that see a bad
-    proof stop with one line naming the rank: no peer is left waiting. `exchange`
-    gathers one JSON object from every rank, in rank order (Session.gather)."""
+def authenticate(
+    exchange: Exchange,
+    token: str | None,
+    rank: Rank,
+    group: Group | None = None,
+    name: str = TOKEN_ENV,
+) -> None:
+    """Every rank proves to every other that it knows the run's secret (`name`), right
+    after the process group forms, before any model or parameter: each sends a fresh
+    nonce (and its own address), then an HMAC of the secret over all the nonces, its
+    own rank and the `group` as it joined it. A proof cannot be replayed (it covers the
+    verifier's own fresh nonce), does not reveal the secret, and made in one group (its
+    rendezvous id, its store, its members' addresses) it fails in another. Every rank
+    takes part in both rounds, then each decides alone, and all that see a bad proof
+    stop with one line naming the rank: no peer is left waiting. `exchange` gathers one
+    small JSON object from every rank, in rank order (PROOF_BYTES each: TorchSession)."""
     nonce = secrets.token_hex(16)
-    said = exchange({"nonce": nonce})
+    first = (
+        {"nonce": nonce} if group is None else {"nonce": nonce, "at": group.address[:_ADDRESS_MAX]}
+    )
+    said = exchange(first)
     nonces = [s.get("nonce") for s in said]
-    mine = _proof(token, rank.rank, rank.world_size, nonces) if token else ""
+    bound = () if group is None else (group.run_id, group.endpoint, [s.get("at") for s in said])
+    mine = _proof(token, rank.rank, rank.world_size, nonces, bound) if token else ""
     proofs = [s.get("proof") for s in exchange({"proof": mine})]
     if not token:
-        raise BenchError(f"{TOKEN_ENV} is not set on this machine (node {rank.node}); {_TOKEN_HOW}")
+        raise BenchError(f"{name} is not set on this machine (node {rank.node}); {_TOKEN_HOW}")
     world = rank.world_size
-    if len(nonces) != world or len(proofs) != world or nonces[rank.rank] != nonce:
+    if len(nonces) != world or len(proofs) != world or said[rank.rank] != first:
         raise BenchError("the ranks' proofs of this run's secret came back altered: stopped")
     failed = [
         r
         for r in range(world)
-        if r != rank.rank and not _proves(token, r, world, nonces, nonces[r], proofs[r])
+        if r != rank.rank and not _proves(token, r, world, nonces, bound, proofs[r])
     ]
     if failed:
         names = ", ".join(f"rank {r}" for r in failed)
         raise BenchError(
-            f"{names} did not prove it knows this run's {TOKEN_ENV}: stopped before training "
+            f"{names} did not prove it knows this run's {name}: stopped before training "
             "(a machine with another secret, or one that is not yours, joined the rendezvous)"
         )

@@ -10,9 +10,10 @@ As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
 BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR), with
 'ready' once the rank is set up (until then torchrun's SIGTERM ends it at once); every
 rank trains its share of the global batch, and rank 0 gathers the others' figures (as
-JSON, never a pickle). On several machines every rank first proves that it knows the
-run's secret (BENCH_RDZV_TOKEN, taken out of the environment at once), and stops with
-one line when a peer cannot.
+JSON, never a pickle). Right after its process group forms every rank proves that it
+knows the point's secret (on several machines the run's BENCH_RDZV_TOKEN, taken out of
+the environment at once; on one, the parent's token of this point), and stops with one
+line when a peer cannot.
 
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state. Failures
@@ -40,7 +41,7 @@ from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
-from bench.ranks import TOKEN_ENV, Rank, authenticate, current, merge, share
+from bench.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
 from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker
@@ -248,15 +249,14 @@ def run_point(
     request: dict[str, Any],
     progress: Progress = _no_progress,
     rank: Rank | None = None,
-    token: str | None = None,
     on_ready: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
-    0 answers for the point with every rank's figures. On several machines every rank
-    first proves it knows the run's secret `token` (BENCH_RDZV_TOKEN), and a rank that
-    meets one that cannot stops before training. `on_ready`: called once the session
-    is set up (as a rank: in its process group, proven), before anything is measured."""
+    0 answers for the point with every rank's figures. Every rank proves it knows the
+    point's secret (bench.ranks.hold) as its group forms, and a rank that meets one that
+    cannot stops before training. `on_ready`: called once the session is set up (as a
+    rank: in its process group, proven), before anything is measured."""
     response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
     framework = session = None
     speaks = rank is None or rank.leads_node
@@ -288,9 +288,7 @@ def run_point(
             # Before this child puts any work on the device: the floor for the check
             # that the measured mean power is plausible.
             response["power_before"] = platform.power_readings() or None
-        session = framework.prepare(point, platform)
-        if rank is not None and point.nnodes > 1:
-            authenticate(session.gather, token, rank)
+        session = framework.prepare(point, platform)  # a rank proves itself there
         on_ready()
         response["parameters"] = session.parameters
         response["devices"] = session.devices
@@ -384,17 +382,19 @@ def main_rank(address: str) -> int:
         raise SystemExit("bench.child.worker: BENCH_REPORT_ADDR is set but torchrun's RANK is not")
     request = json.loads(os.environ["BENCH_REQUEST"])
     # Out of the environment at once: nothing this rank starts (input workers, a
-    # compiler's) inherits the run's secret.
+    # compiler's) inherits the run's secret. On one machine the ranks prove they are this
+    # point's with the parent's token instead (the store is this machine's loopback).
     token = os.environ.pop(TOKEN_ENV, None)
+    report_token = os.environ.pop("BENCH_REPORT_TOKEN", "")
+    several = int((request.get("point") or {}).get("nnodes") or 1) > 1
+    hold(Secret(token, TOKEN_ENV) if several else Secret(report_token, "BENCH_REPORT_TOKEN"))
     die_with_parent(os.getppid())  # torchrun; the parent holds our stdin as a lifeline
     host, _, port = address.rpartition(":")
     connection = socket.create_connection((host, int(port)))
     # A line-buffered file on the socket's descriptor (socket.makefile has no line
     # buffering: a rank's hello would wait in its buffer).
     parent = ParentPipe(os.fdopen(connection.detach(), "w", buffering=1, encoding="utf-8"))
-    parent.stream.write(
-        f"hello {os.environ.get('BENCH_REPORT_TOKEN', '')} {rank.rank} {rank.local_rank}\n"
-    )
+    parent.stream.write(f"hello {report_token} {rank.rank} {rank.local_rank}\n")
 
     def stopped(signum: int, frame: Any) -> None:
         raise _Stopped
@@ -415,7 +415,6 @@ def main_rank(address: str) -> int:
             request,
             parent.progress if rank.local_rank == 0 else _no_progress,
             rank,
-            token,
             on_ready=ready,
         )
     except _Stopped:

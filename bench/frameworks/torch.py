@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
+from bench.errors import BenchError
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
@@ -138,6 +139,8 @@ class TorchSession(Session):
         self.device = torch.device(platform.torch_device)
         if self.device.type == "cuda":  # the rank's GPU (bind_rank set it), or GPU 0
             self.device = torch.device("cuda", torch.cuda.current_device())
+        if rank is not None and rank.world_size > 1:
+            self._prove(rank)  # before any model, parameter broadcast or DDP/FSDP set-up
         self.channels_last = point.memory_format == "channels_last"
         # Fixed shapes: let cuDNN (MIOpen on ROCm) time its algorithms once, in warm-up,
         # and keep the fastest, as every published GPU training benchmark does.
@@ -412,6 +415,36 @@ class TorchSession(Session):
             import torch.distributed as dist
 
             dist.barrier()
+
+    def _prove(self, rank: ranks.Rank) -> None:
+        """Every rank proves it knows the point's secret (bench.ranks.authenticate), in
+        messages of ranks.PROOF_BYTES each: an unproven peer can make no rank allocate
+        more than world size times that."""
+        secret = ranks.held()
+        if secret is None:
+            raise BenchError("a rank of several needs the point's secret to prove it belongs")
+
+        def exchange(mine: dict[str, Any]) -> list[dict[str, Any]]:
+            return self._exchange_proof(mine, rank.world_size)
+
+        ranks.authenticate(exchange, secret.value, rank, ranks.Group.from_env(), secret.name)
+
+    def _exchange_proof(self, mine: dict[str, Any], world_size: int) -> list[dict[str, Any]]:
+        """One round of the proof: every rank's message, fixed in size (never announced)."""
+        import torch
+        import torch.distributed as dist
+
+        data = bytearray(ranks.encode_proof(mine))
+        sent = torch.frombuffer(data, dtype=torch.uint8).to(self.device)
+        received = [torch.zeros_like(sent) for _ in range(world_size)]
+        try:
+            dist.all_gather(received, sent)
+        except RuntimeError as error:  # a peer that left, or sent more than PROOF_BYTES
+            first = (str(error).strip().splitlines() or [""])[0][:200]
+            raise BenchError(
+                f"the ranks' proof of this run's secret broke off ({first}): stopped"
+            ) from None
+        return [ranks.decode_proof(t.cpu().numpy().tobytes()) for t in received]
 
     def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
         """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
