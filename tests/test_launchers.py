@@ -44,11 +44,15 @@ def test_cpu_ranks_stay_within_a_numa_node_when_they_divide_over_the_nodes():
 def test_torchrun_gets_its_own_flags_and_nothing_bench_made():
     one = PointConfig("tiny", devices=2, batch_size=8)
     assert name(one) == "torchrun"
+    # one machine: torchrun's own flags, run by bench's module that keeps its stores on
+    # loopback (tests/test_untrusted_ranks.py)
     assert torchrun.command(one)[2:] == [
-        "torch.distributed.run", "--nproc-per-node=2", "--standalone", "--local-addr=127.0.0.1",
-        "--max-restarts=0",
+        "bench.launchers.torchrun", "--nproc-per-node=2", "--nnodes=1", "--rdzv-backend=c10d",
+        "--rdzv-endpoint=127.0.0.1:0", "--local-addr=127.0.0.1", "--max-restarts=0",
         "-m", "bench.child.worker",
     ]  # fmt: skip
+    assert torchrun.command(PointConfig("tiny", devices=1, nnodes=2, rdzv_endpoint="h:1",
+                                        batch_size=8))[2] == "torch.distributed.run"  # fmt: skip
     two = PointConfig(
         "tiny", devices=1, nnodes=2, node_rank=1, rdzv_endpoint="10.0.0.1:29500", batch_size=8
     )

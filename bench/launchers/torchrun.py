@@ -1,16 +1,22 @@
 """Several ranks per point through torchrun (torch.distributed.run).
 
-The parent starts `python -m torch.distributed.run ... -m bench.child.worker` as the point's
-child: one rank per local device (--nproc-per-node), on one machine (--standalone) or
+The parent starts torchrun (`python -m torch.distributed.run ... -m bench.child.worker`)
+as the point's child: one rank per local device (--nproc-per-node), on one machine or
 on several (--nnodes, --node-rank, --rdzv-endpoint: torchrun's own flags and its
-static rendezvous, so node rank 0 holds global rank 0). torchrun forks the ranks and
-closes every other descriptor, so the ranks report over a loopback socket instead of
-the one-process pipe: each connects, proves it was started by this parent (a random
-token in its environment), then writes the same line protocol. Rank 0 gathers every
-rank's figures and sends the point's response; the others send their status only.
-That token is this machine's own. On several machines the ranks also prove to each
-other that they know the run's shared secret (BENCH_RDZV_TOKEN, set by the user on
-every machine and passed to the ranks in their environment only), before training.
+static rendezvous, so node rank 0 holds global rank 0). On one machine nothing of the
+point listens beyond loopback: torchrun runs as this module, whose stores listen on
+127.0.0.1 only (torchrun's own bind every interface, --local-addr notwithstanding), and
+gloo's and NCCL's sockets use `lo`. torchrun forks the ranks and closes every other
+descriptor, so the ranks report over a loopback socket instead of the one-process pipe:
+each connects, proves it was started by this parent (a random token in its
+environment; a connection that does not, in HELLO_MAX bytes and HELLO_TIMEOUT_S, is
+dropped without a word, and at most a few wait at once), then writes the same line
+protocol. Rank 0 gathers every rank's figures and sends the point's response; the
+others send their status only. Right after their process group forms, before any model
+or parameter broadcast, the ranks prove to each other that they know the point's
+secret (bench.ranks.authenticate): on one machine the parent's token, on several the
+run's shared secret (BENCH_RDZV_TOKEN, set by the user on every machine and passed to
+the ranks in their environment only).
 
 A point fails the way its worst rank failed: out of memory on any rank makes it 'oom';
 a rank that ended without reporting (killed, crashed) while measuring is named;
@@ -24,9 +30,12 @@ stops torchrun, which stops its ranks.
 from __future__ import annotations
 
 import contextlib
+import hmac
+import io
 import json
 import os
 import secrets
+import selectors
 import signal
 import socket
 import subprocess
@@ -47,46 +56,119 @@ STOP_GRACE_S = 10  # after SIGTERM, torchrun's time to stop its ranks before SIG
 
 
 def command(point: PointConfig) -> list[str]:
-    """The torchrun command line of a point: its own flags, nothing bench-made."""
-    args = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={point.devices or 1}"]
+    """The torchrun command line of a point: its own flags. On one machine it runs as
+    this module (torchrun whose stores listen on loopback only: `_serve_on_loopback`),
+    with its c10d rendezvous at 127.0.0.1 on a port the store takes itself (0: no race
+    for a free port), named by address (the host name does not resolve in a container
+    without network, docker --network none; 'localhost' may resolve to ::1)."""
     if point.nnodes == 1:
-        # Its rendezvous on loopback: torchrun would name it by the host name, which
-        # does not resolve in a container without network (docker --network none).
-        args += ["--standalone", "--local-addr=127.0.0.1"]
-    else:
-        args += [
-            f"--nnodes={point.nnodes}",
-            f"--node-rank={point.node_rank}",
-            f"--rdzv-endpoint={point.rdzv_endpoint}",
-        ]
-    return [*args, "--max-restarts=0", "-m", "bench.child.worker"]
+        return [
+            sys.executable, "-m", "bench.launchers.torchrun",
+            f"--nproc-per-node={point.devices or 1}", "--nnodes=1", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=127.0.0.1:0", "--local-addr=127.0.0.1",
+            "--max-restarts=0", "-m", "bench.child.worker",
+        ]  # fmt: skip
+    return [
+        sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={point.devices or 1}",
+        f"--nnodes={point.nnodes}", f"--node-rank={point.node_rank}",
+        f"--rdzv-endpoint={point.rdzv_endpoint}", "--max-restarts=0", "-m", "bench.child.worker",
+    ]  # fmt: skip
+
+
+# One machine's ranks talk over loopback: gloo's and NCCL's sockets (RCCL's too) on `lo`,
+# not on the interface the host name resolves to.
+LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+_STORE_ARGS = ("world_size", "is_master", "timeout", "wait_for_workers", "multi_tenant",
+               "master_listen_fd", "use_libuv")  # fmt: skip
+
+
+def _serve_on_loopback() -> None:
+    """Make every TCPStore this process serves listen on 127.0.0.1 alone. torchrun's
+    stores (its c10d rendezvous and the store it shares with its ranks) bind every
+    interface whatever --local-addr says: TCPStore binds the wildcard address, and only
+    a socket handed to it (master_listen_fd) listens elsewhere."""
+    import torch.distributed as dist
+    from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend
+
+    class LoopbackStore(dist.TCPStore):
+        def __init__(self, host_name: str, port: int, *args: Any, **kwargs: Any) -> None:
+            kwargs.update(zip(_STORE_ARGS, args, strict=False))
+            if kwargs.get("is_master") and kwargs.get("master_listen_fd") is None:
+                server = socket.create_server(("127.0.0.1", port))
+                port = server.getsockname()[1]
+                kwargs["master_listen_fd"] = server.detach()  # the store owns it now
+            super().__init__(host_name, port, **kwargs)
+
+    dist.TCPStore = LoopbackStore  # type: ignore[misc]
+    c10d_rendezvous_backend.TCPStore = LoopbackStore  # type: ignore[misc]
+
+
+HELLO_MAX = 256  # bytes of a rank's hello line, at most
+HELLO_TIMEOUT_S = 30.0  # a connection that has not said hello by then is closed
+SPARE_CONNECTIONS = 4  # connections waiting for their hello, beyond one per local rank
 
 
 class _RankStream(threading.Thread):
-    """One rank's connection: 'hello TOKEN RANK LOCAL_RANK', progress lines, a response."""
+    """One rank's connection: 'hello TOKEN RANK LOCAL_RANK', progress lines, a response.
+    Until its hello proves it a rank of this point, it holds one of the listener's
+    pending slots and is read in bytes, at most HELLO_MAX, for HELLO_TIMEOUT_S."""
 
-    def __init__(self, conn: socket.socket, token: str, on_progress: Progress, ranks: _Ranks):
+    def __init__(
+        self, conn: socket.socket, token: bytes, on_progress: Progress, ranks: _Ranks,
+        pending: threading.BoundedSemaphore,
+    ) -> None:  # fmt: skip
         super().__init__(daemon=True)
         self.conn, self.token, self.on_progress, self.ranks = conn, token, on_progress, ranks
+        self.pending = pending
+        self.proven = False
 
     def run(self) -> None:
-        with self.conn, self.conn.makefile(encoding="utf-8", errors="replace") as stream:
-            hello = stream.readline().split()
-            if (
-                len(hello) != 4
-                or hello[0] != "hello"
-                or not secrets.compare_digest(hello[1], self.token)
-            ):
-                return  # not a rank of this point
-            rank, local = int(hello[2]), int(hello[3])
-            self.ranks.hello(local, rank)
-            # Only local rank 0 sends progress (bench.child.worker.main_rank).
-            read_protocol(
-                stream,
-                self.on_progress,
-                lambda r: self.ranks.respond(local, r),
-                lambda: self.ranks.ready(local),
-            )
+        try:
+            with self.conn, self.conn.makefile("rb") as stream:
+                said = self._hello(stream)
+                self._release()
+                if said is None:
+                    return  # not a rank of this point: dropped without a word
+                rank, local = said
+                self.ranks.hello(local, rank)
+                # Only local rank 0 sends progress (bench.child.worker.main_rank).
+                read_protocol(
+                    io.TextIOWrapper(stream, encoding="utf-8", errors="replace"),
+                    self.on_progress,
+                    lambda r: self.ranks.respond(local, r),
+                    lambda: self.ranks.ready(local),
+                )
+        except OSError:  # a stranger's timeout or reset, or the listener closed it
+            pass
+        finally:
+            self._release()
+
+    def _hello(self, stream: Any) -> tuple[int, int] | None:
+        self.conn.settimeout(HELLO_TIMEOUT_S)
+        line = stream.readline(HELLO_MAX)
+        parts = line.split()
+        if (
+            not line.endswith(b"\n")
+            or len(parts) != 4
+            or parts[0] != b"hello"
+            or not hmac.compare_digest(parts[1], self.token)
+            or not all(p.isdigit() and len(p) <= 6 for p in parts[2:])
+        ):
+            return None
+        self.conn.settimeout(None)  # a rank may be silent for as long as it measures
+        self.proven = True
+        return int(parts[2]), int(parts[3])
+
+    def _release(self) -> None:
+        if self.pending is not None:
+            self.pending.release()
+            self.pending = None  # type: ignore[assignment]
+
+    def drop(self) -> None:
+        """End a connection that never proved itself (the point is over)."""
+        if not self.proven:
+            with contextlib.suppress(OSError):
+                self.conn.shutdown(socket.SHUT_RDWR)
 
 
 class _Ranks:
@@ -116,25 +198,44 @@ class _Ranks:
 
 
 class _Listener(threading.Thread):
-    def __init__(self, server: socket.socket, token: str, on_progress: Progress) -> None:
+    """Accepts the ranks' connections on the report socket: at most `slots` waiting
+    for their hello at once (one more is closed at once), and close() returns at once."""
+
+    def __init__(
+        self, server: socket.socket, token: str, on_progress: Progress, slots: int = 8
+    ) -> None:
         super().__init__(daemon=True)
-        self.server, self.token, self.on_progress = server, token, on_progress
+        self.server, self.token, self.on_progress = server, token.encode(), on_progress
         self.ranks = _Ranks()
         self.streams: list[_RankStream] = []
+        self.pending = threading.BoundedSemaphore(slots)
+        self.wake, self.woken = socket.socketpair()  # close(): a byte here ends run()
 
     def run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:  # the server closed: the point is over
-                return
-            stream = _RankStream(conn, self.token, self.on_progress, self.ranks)
-            self.streams.append(stream)
-            stream.start()
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.server, selectors.EVENT_READ)
+            selector.register(self.woken, selectors.EVENT_READ)
+            while all(key.fileobj is self.server for key, _ in selector.select()):
+                try:
+                    conn, _ = self.server.accept()
+                except OSError:
+                    continue  # the peer gave up before it was accepted
+                if not self.pending.acquire(blocking=False):
+                    conn.close()  # more strangers than a point has ranks, and spares
+                    continue
+                stream = _RankStream(conn, self.token, self.on_progress, self.ranks, self.pending)
+                self.streams.append(stream)
+                stream.start()
 
     def close(self) -> None:
-        self.server.close()
+        with contextlib.suppress(OSError):
+            self.wake.send(b"x")
         self.join(timeout=5)
+        self.server.close()
+        self.wake.close()
+        self.woken.close()
+        for stream in self.streams:
+            stream.drop()
         for stream in self.streams:
             stream.join(timeout=5)
 
@@ -165,7 +266,7 @@ def spawn_ranks(
         rdzv_token(runtime.env, point.nnodes)
     server = socket.create_server(("127.0.0.1", 0))
     token = secrets.token_hex(16)
-    listener = _Listener(server, token, on_progress)
+    listener = _Listener(server, token, on_progress, (point.devices or 1) + SPARE_CONNECTIONS)
     listener.start()
     env = {
         **{k: v for k, v in runtime.env.items() if k != TOKEN_ENV or point.nnodes > 1},
@@ -173,6 +274,7 @@ def spawn_ranks(
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
         "BENCH_PARENT_PID": str(os.getpid()),  # the root of bench's processes (busy tracker)
+        **(LOOPBACK_ENV if point.nnodes == 1 else {}),
     }
     env.pop("BENCH_REPORT_FD", None)
     oom_kills = oomkill.count()
@@ -256,3 +358,10 @@ def outcome(
                 f"after every rank reported:\n{output}"}  # fmt: skip
     lead = min(said, key=lambda i: ranks.global_rank.get(i, i))
     return said[lead]
+
+
+if __name__ == "__main__":  # torchrun for one machine's point: its stores on loopback
+    _serve_on_loopback()
+    from torch.distributed.run import main
+
+    main(sys.argv[1:])
