@@ -11,7 +11,6 @@ and the report says so.
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import math
@@ -26,7 +25,8 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 
-from bench import files
+from bench import files, registry
+from bench.report import htmlpage, tidy, views
 from bench.report.compare import (
     LLM_CAPTION,
     Cell,
@@ -445,11 +445,27 @@ def _html_table(headers: list[str], body: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
+def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
+    """The page's first table in Markdown: each machine's best configuration per workload."""
+    rows = [r for r in t.headline if r["scope"] == "all"]
+    if not rows:
+        return "No result holds a measured point: there is nothing to compare."
+    headers = ["workload", "machine", "best configuration", "throughput (samples/s) [95%]"]
+    headers += ["vs the baseline [95%]", "verdict"] if several else []
+    body = []
+    for r in rows:
+        line = [r["workload"], r["machine"], r["config"],
+                htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))]  # fmt: skip
+        body.append(line + ([htmlpage.ratio(r), r.get("sentence", "")] if several else []))
+    return f"## Each machine's best configuration per workload\n\n{markdown_table(headers, body)}"
+
+
 def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90) -> list[Path]:
     """Charts (PNG, SVG), report.html (self-contained) and report.md in `folder`."""
+    registry.require("bench report", "altair", "vl_convert")  # one line, not a traceback
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    made, missing = {}, []
+    made, missing = [], []
     # Labels come from result files: '$' stays a dollar, never TeX-like mathtext (text
     # is laid out when saved, so the setting spans the saving too).
     with matplotlib.rc_context({"text.parse_math": False}):
@@ -463,9 +479,24 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
                 fig.savefig(image, format=ext, dpi=DPI)
                 files.replace(path, image.getvalue())
                 written.append(path)
-                if ext == "png":  # embedded from memory: never read back from a shared folder
-                    made[name] = image.getvalue()
+            made.append(name)
             plt.close(fig)
+    md, page = texts(comparison, made, missing, train_epochs)
+    written.append(folder / "report.md")
+    files.replace(written[-1], md)
+    written.append(folder / "report.html")
+    files.replace(written[-1], page)
+    return written
+
+
+def texts(
+    comparison: Comparison,
+    made: list[str] = [],  # noqa: B006 - read only
+    missing: list[str] = [],  # noqa: B006
+    train_epochs: float = 90,
+) -> tuple[str, str]:
+    """report.md and report.html, beside the figures `made` (and those `missing`: no
+    result carries their data)."""
     several = len(comparison.machines) > 1
     tables = [("Throughput (samples/s, global): mean [95% interval]", throughput_grid(comparison))]
     if several:
@@ -490,44 +521,33 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
         missing = [name for name in missing if name != "accuracy"]
     if missing:
         notes.insert(0, f"Charts left out, no result carries their data: {', '.join(missing)}.")
-    note = " ".join(notes)
     title = f"bench report: {comparison.title}" + (
         f", baseline {comparison.baseline.label}" if several else f": {comparison.baseline.label}"
     )
     lead = legend() if several else "Absolute figures of one machine."
-
     noise = comparison.noise_notes()
+    t = tidy.tidy(comparison)
+
+    note = " ".join(notes)
     noise_md = "\n".join(f"- {markdown(line)}" for line in noise)
     md = [f"# {markdown(title)}", markdown(lead), markdown(note)]
+    md.append(_headline_markdown(t, several))
     if noise:
         md.append(f"Less sure than they look:\n\n{noise_md}")
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     md += [f"![{name}]({name}.png)" for name in made]
-    written.append(folder / "report.md")
-    files.replace(written[-1], "\n\n".join(part for part in md if part) + "\n")
 
-    images = "".join(
-        f'<figure><img alt="{name}" src="data:image/png;base64,'
-        f'{base64.b64encode(png).decode()}"><figcaption>{name} '
-        f'(<a href="{name}.svg">SVG</a>)</figcaption></figure>'
-        for name, png in made.items()
-    )
-    body = "".join(f"<h2>{_html(h)}</h2>{_html_table(*t)}" for h, t in tables)
-    noise_html = (
-        "<p>Less sure than they look:</p><ul>"
-        + "".join(f"<li>{_html(line)}</li>" for line in noise)
-        + "</ul>"
-        if noise
-        else ""
-    )
-    page = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>bench report</title>"
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 1em}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
-        "img{max-width:100%}</style></head><body>"
-        f"<h1>{_html(title)}</h1><p>{_html(lead)}</p><p>{_html(note)}</p>"
-        f"{noise_html}{body}{images}</body></html>"
-    )
-    written.append(folder / "report.html")
-    files.replace(written[-1], page)
-    return written
+    page_notes: list[tuple[str, list[str]]] = []
+    if missing:
+        page_notes.append((f"Figures left out, no result carries their data: "
+                           f"{', '.join(missing)}.", []))  # fmt: skip
+    if comparison.set_apart:
+        count = len(comparison.set_apart)
+        page_notes.append((f"{count} result{'s' if count > 1 else ''} set apart (measured "
+                           "differently from the baseline's):", comparison.set_apart))  # fmt: skip
+    if noise:
+        page_notes.append((f"{len(noise)} figure{'s' if len(noise) > 1 else ''} less sure "
+                           "than they look:", noise))  # fmt: skip
+    page = htmlpage.page(comparison, t, views.views(t), title=title, lead=lead,
+                         notes=page_notes, figures=made)  # fmt: skip
+    return "\n\n".join(part for part in md if part) + "\n", page

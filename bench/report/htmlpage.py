@@ -1,0 +1,231 @@
+"""report.html: one self-contained, interactive page that opens from file:// with no
+network. It leads with the answer (per workload, each machine's best configuration,
+its throughput with a 95% interval, the ratio to the baseline with the ratio's
+interval and the verdict in words; a geometric mean over workloads per machine), then
+the views the results hold their data for, then every point with the command that
+made it.
+
+Made of: the tidy data (bench.report.tidy) as JSON, the Vega-Lite specs
+(bench.report.views), Vega + Vega-Lite + vega-embed inlined from vl-convert, and a
+small script (bench.report.script) for filters and sortable tables. A content
+security policy forbids every request: nothing leaves the file. Text from result files
+is escaped for HTML where Python writes it, set with textContent where the script
+does, and the JSON it travels in escapes '<', '>', '&' and U+2028/2029, so no
+'</script>' in a label can end the data's script element.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from bench.report.compare import Comparison
+from bench.report.script import SCRIPT
+from bench.report.tidy import Tidy
+from bench.report.views import View, bundle
+from bench.text import visible
+from bench.units import human
+
+# Scripts and styles inline only; nothing fetched (no network, no fonts, no images).
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data:"
+)
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1180px;margin:auto;padding:0 1em;color:#212529}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0}
+td,th{border:1px solid #dee2e6;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f1f3f5;cursor:pointer;user-select:none}
+tr[data-verdict=faster] .c-sentence{color:#2b8a3e}tr[data-verdict=slower] .c-sentence{color:#c92a2a}
+.c-command{font-family:monospace;font-size:.9em;max-width:34em;overflow-wrap:anywhere}
+#filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #dee2e6;
+z-index:2;display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center}
+#filters select{max-width:22em}.note,.cap{color:#495057;font-size:.85em}
+.chart{max-width:100%;overflow-x:auto}#failure{color:#c92a2a}
+details{margin:.5em 0}summary{cursor:pointer}
+"""
+_UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")
+
+
+def script_json(data: Any) -> str:
+    """JSON to sit inside a <script> element: '<', '>', '&', U+2028/2029 and C1
+    controls as \\uXXXX escapes, so that no text in it can close the element or open a
+    comment; JSON.parse reads them back unchanged."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE_IN_SCRIPT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _h(text: Any) -> str:
+    """Text for the page: HTML's specials as entities, control characters visible."""
+    return html.escape(visible(str(text)))
+
+
+def interval(value: float, low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return f"{human(value)} (one run)"
+    return f"{human(value)} [{human(low)}–{human(high)}]"
+
+
+def ratio(row: dict[str, Any]) -> str:
+    if row.get("baseline"):
+        return "the baseline"
+    if "rel" not in row:
+        return ""
+    ci = f" [{row['rel_lo']:.2f}x–{row['rel_hi']:.2f}x]" if "rel_lo" in row else " (no interval)"
+    return f"{row['rel']:.2f}x{ci}"
+
+
+def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:
+    """A table as the page first shows it (the script redraws it, sortable and filtered;
+    without a script it stays readable)."""
+    head = "".join(f"<th>{_h(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return (
+        f'<table id="table-{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        f'<p class="note" id="note-{table_id}"></p>'
+    )
+
+
+def _headline_html(t: Tidy, several: bool) -> str:
+    lead = [r for r in t.headline if r["scope"] == "all"]
+    headers = [
+        "workload",
+        "machine",
+        "best configuration",
+        "throughput (samples/s) [95% interval]",
+        "vs the baseline [95% interval]",
+        "verdict",
+    ]
+    rows = [
+        [
+            r["workload"],
+            r["machine"],
+            r["config"],
+            interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")),
+            ratio(r),
+            r.get("sentence", ""),
+        ]
+        for r in lead
+    ]
+    parts = [_table("headline", headers, rows)]
+    if several:
+        means = [r for r in t.geomean if r["scope"] == "all"]
+        parts.append(
+            "<h3>Geometric mean over workloads</h3><p class='note'>Of each machine's "
+            "best-to-baseline ratios over the workloads both measured, as pyperf's "
+            "compare_to and OpenBenchmarking.org summarise. Its 95% interval takes each "
+            "workload's ratio interval as normal in log space and the workloads as "
+            "independent: half-widths added in quadrature, over the count of workloads. A "
+            "machine with a workload of one run has none.</p>"
+        )
+        parts.append(
+            _table(
+                "geomean",
+                [
+                    "machine",
+                    "workloads",
+                    "geometric mean vs the baseline [95% interval]",
+                    "verdict",
+                ],
+                [
+                    [r["machine"], str(r["workloads"]), ratio(r), r.get("sentence", "")]
+                    for r in means
+                ],
+            )
+        )
+    return "".join(parts)
+
+
+def _filters() -> str:
+    selects = "".join(
+        f'<label>{name} <select id="filter-{name}"><option value="">all</option></select></label>'
+        for name in ("workload", "machine", "precision", "framework")
+    )
+    return (
+        f'<nav id="filters"><strong>Filter</strong>{selects}'
+        '<button id="reset" type="button">all</button></nav>'
+    )
+
+
+def _view_html(view: View) -> str:
+    return (
+        f'<section class="view" id="view-{view.id}"><h2>{_h(view.title)}</h2>'
+        f'<p class="note">{_h(view.caption)}</p><p class="cap"></p><div class="chart"></div>'
+        "</section>"
+    )
+
+
+def _notes_html(notes: list[tuple[str, list[str]]]) -> str:
+    """Notes folded by reason: one line each, the details (file names) folded away."""
+    parts = []
+    for summary, lines in notes:
+        if not lines:
+            parts.append(f"<p class='note'>{_h(summary)}</p>")
+            continue
+        items = "".join(f"<li>{_h(line)}</li>" for line in lines)
+        parts.append(f"<details><summary>{_h(summary)}</summary><ul>{items}</ul></details>")
+    return "".join(parts)
+
+
+def page(
+    comparison: Comparison,
+    t: Tidy,
+    views: list[View],
+    *,
+    title: str,
+    lead: str,
+    notes: list[tuple[str, list[str]]],
+    figures: list[str],
+) -> str:
+    """The whole page as text."""
+    several = len(comparison.machines) > 1
+    if not any("tp" in r for r in t.points):
+        answer = "<p>No result holds a measured point: there is nothing to compare.</p>"
+    else:
+        answer = _headline_html(t, several)
+    if t.points and not several:
+        answer = (
+            "<p>One machine: its own figures, nothing to set them against (add the results "
+            "of another machine to compare).</p>" + answer
+        )
+    data = {
+        **t.as_data(),
+        "views": [
+            {
+                "id": v.id,
+                "data": v.data,
+                "cap": v.cap,
+                "spec": v.spec,
+                "needs": v.needs,
+                "along": v.along,
+            }
+            for v in views
+        ],
+    }
+    links = " ".join(
+        f'<a href="{_h(name)}.svg">{_h(name)}</a> (<a href="{_h(name)}.png">PNG</a>)'
+        for name in figures
+    )
+    static = f"<p class='note'>Figures for papers (matplotlib, beside this page): {links}</p>"
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_h(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{_h(title)}</h1><p>{_h(lead)}</p><p id='failure'></p>{_filters()}"
+        f"<section id='answer'><h2>Which machine is faster at what, by how much, how sure</h2>"
+        f"{answer}</section>"
+        + "".join(_view_html(v) for v in views)
+        + "<section id='every-point'><h2>Every point, with the command that made it</h2>"
+        "<p><label>search <input id='search' type='search'></label></p>"
+        + _table("points", [], [])
+        + "</section><section id='notes'><h2>Notes</h2>"
+        + _notes_html(notes)
+        + (static if figures else "")
+        + "</section>"
+        f"<script type='application/json' id='bench-data'>{script_json(data)}</script>"
+        f"<script>{bundle()}</script><script>{SCRIPT}</script></body></html>"
+    )

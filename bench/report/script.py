@@ -1,0 +1,256 @@
+"""The report page's own script (in a module, so that it ships with the package): the
+filters, the sortable tables and the data each Vega-Lite view draws. It draws no chart
+itself (vega-embed does) and writes text with textContent only: labels from result
+files never become markup."""
+
+SCRIPT = r"""
+// bench report's page: filters, sortable tables and the data of the Vega-Lite views.
+// It draws no chart itself (vega-embed does) and writes text with textContent only:
+// labels from result files never become markup.
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("bench-data").textContent);
+  const FILTERS = ["workload", "machine", "precision", "framework"];
+  const chosen = { workload: "", machine: "", precision: "", framework: "" };
+  const TABLE_ROWS = 500; // rows a table shows at most; its note says how many it holds
+
+  function three(v) {
+    v = Number(v.toPrecision(3));
+    if (Math.abs(v) >= 100 || v === 0) return Math.round(v).toLocaleString("en-US");
+    return v.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(v)))));
+  }
+  // bench.units.human: '5,437', '84.3 M', never scientific notation.
+  function human(v) {
+    if (v === undefined || v === null || !isFinite(v)) return "n/a";
+    if (Math.abs(v) >= 9995) {
+      const x = Number(v.toPrecision(3));
+      for (const [p, s] of [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]]) {
+        if (Math.abs(x) >= s) return three(x / s) + " " + p;
+      }
+    }
+    if (Math.abs(v) >= 99.95) return Math.round(v).toLocaleString("en-US");
+    return three(v);
+  }
+  function withInterval(v, lo, hi, unit) {
+    if (v === undefined) return "";
+    const ci = lo === undefined ? " (one run)" : " [" + human(lo) + "–" + human(hi) + "]";
+    return human(v) + (unit ? " " + unit : "") + ci;
+  }
+  function ratio(v, lo, hi) {
+    if (v === undefined) return "";
+    const ci = lo === undefined
+      ? " (no interval)" : " [" + lo.toFixed(2) + "x–" + hi.toFixed(2) + "x]";
+    return v.toFixed(2) + "x" + ci;
+  }
+  function pct(v) { return v === undefined ? "" : (100 * v).toFixed(1) + "%"; }
+  function gib(v) { return v === undefined ? "" : (v / 2 ** 30).toFixed(1) + " GiB"; }
+
+  // Texts the tooltips and tables show, made once.
+  for (const name of ["points", "headline", "history"]) {
+    for (const r of D[name]) {
+      r.command = r.cmd === undefined ? "" : D.commands[r.cmd];
+      r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s");
+      r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
+    }
+  }
+  for (const r of D.points) {
+    r.epoch_text = r.epoch_s === undefined ? "" : human(r.epoch_s) + " s";
+    const joules = r.energy_epoch_j !== undefined ? r.energy_epoch_j : r.energy_sample_j;
+    r.energy_text = human(joules) + " J";
+    r.spj_text = human(r.spj);
+    r.usd_text = r.usd_per_m === undefined ? "" : "$" + human(r.usd_per_m);
+    r.usd_units_text = r.usd_per_m_units === undefined ? "" : "$" + human(r.usd_per_m_units);
+    r.unit_text = r.unit_per_device === undefined ? "" : human(r.unit_per_device) + " " + r.unit;
+    r.mfu_text = pct(r.mfu);
+    r.mem_text = gib(r.peak_mem);
+    r.scaling_text = pct(r.scaling);
+    r.top1_text = pct(r.top1);
+  }
+  for (const r of D.curves) r.top1_text = pct(r.top1);
+  for (const r of D.ladder) {
+    r.speedup_text = r.speedup === undefined ? "skipped" : r.speedup.toFixed(2) + "x";
+    r.kept_text = r.kept ? "kept" : "left out";
+  }
+  for (const r of D.geomean) r.rel_text = ratio(r.rel, r.rel_lo, r.rel_hi);
+
+  function keep(r, skip) {
+    for (const f of FILTERS) {
+      if (f !== skip && chosen[f] && r[f] !== undefined && r[f] !== chosen[f]) return false;
+    }
+    return true;
+  }
+  // The headline was made per precision too: with one chosen, each machine's best of it.
+  function rowsOf(name) {
+    if (name === "headline" || name === "geomean") {
+      const scope = chosen.precision || "all";
+      const found = D[name].filter((r) => r.scope === scope);
+      return found.filter((r) => keep(r, "precision"));
+    }
+    return D[name].filter((r) => keep(r));
+  }
+
+  // ---- tables: sortable by any column, filtered with the charts
+  const TABLES = {
+    headline: {
+      cols: [["workload", "workload"], ["machine", "machine"], ["config", "best configuration"],
+        ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
+        ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"]],
+    },
+    geomean: {
+      cols: [["machine", "machine"], ["workloads", "workloads"],
+        ["rel", "geometric mean vs the baseline [95% interval]", "rel_text"],
+        ["sentence", "verdict"]],
+    },
+    points: {
+      cols: [["machine", "machine"], ["framework", "framework"], ["workload", "workload"],
+        ["config", "configuration"], ["status", "status"],
+        ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
+        ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"],
+        ["date", "measured"], ["command", "command"]],
+    },
+  };
+  const sorted = {};
+
+  function cell(tr, text, tag) {
+    const td = document.createElement(tag || "td");
+    td.textContent = text === undefined ? "" : String(text);
+    tr.appendChild(td);
+    return td;
+  }
+
+  function compare(a, b, key) {
+    const x = a[key], y = b[key];
+    if (x === undefined) return y === undefined ? 0 : 1;
+    if (y === undefined) return -1;
+    if (typeof x === "number" && typeof y === "number") return x - y;
+    return String(x).localeCompare(String(y), "en", { numeric: true });
+  }
+
+  function drawTable(name) {
+    const table = document.getElementById("table-" + name);
+    if (!table) return;
+    const spec = TABLES[name];
+    let rows = rowsOf(name);
+    const query = name === "points" ? document.getElementById("search").value.toLowerCase() : "";
+    if (query) {
+      const has = (r, k, t) => String(r[t || k] || "").toLowerCase().includes(query);
+      rows = rows.filter((r) => spec.cols.some(([k, , t]) => has(r, k, t)));
+    }
+    const order = sorted[name];
+    if (order) {
+      rows = rows.slice().sort((a, b) => order.dir * compare(a, b, order.key));
+    }
+    table.replaceChildren();
+    const head = document.createElement("tr");
+    for (const [key, title] of spec.cols) {
+      const arrow = order && order.key === key ? (order.dir > 0 ? " ▲" : " ▼") : "";
+      const th = cell(head, title + arrow, "th");
+      th.dataset.key = key;
+      th.title = "sort";
+      th.addEventListener("click", () => {
+        const same = sorted[name] && sorted[name].key === key;
+        sorted[name] = { key: key, dir: same ? -sorted[name].dir : 1 };
+        drawTable(name);
+      });
+    }
+    const thead = document.createElement("thead");
+    thead.appendChild(head);
+    const tbody = document.createElement("tbody");
+    for (const r of rows.slice(0, TABLE_ROWS)) {
+      const tr = document.createElement("tr");
+      if (r.verdict) tr.dataset.verdict = r.verdict;
+      for (const [key, , text] of spec.cols) cell(tr, r[text || key]).className = "c-" + key;
+      tbody.appendChild(tr);
+    }
+    table.append(thead, tbody);
+    const note = document.getElementById("note-" + name);
+    if (note) {
+      note.textContent = rows.length > TABLE_ROWS
+        ? "Showing " + TABLE_ROWS + " of " + rows.length.toLocaleString("en-US") +
+          " rows: filter or search to narrow."
+        : rows.length ? "" : "No rows under these filters.";
+    }
+  }
+
+  // ---- charts: Vega-Lite specs, their named table replaced by the filtered rows
+  const charts = [];
+  // A view is embedded when it first has rows (its spec given them as its named
+  // dataset: Vega draws no empty scale), then fed each filter's rows.
+  // A line view draws only the panels where a machine has two x values or more.
+  function along(rows, x) {
+    const xs = new Map();
+    for (const r of rows) {
+      const key = r.machine + "\u0000" + r.panel;
+      if (!xs.has(key)) xs.set(key, new Set());
+      xs.get(key).add(r[x]);
+    }
+    const panels = new Set();
+    for (const [key, values] of xs) if (values.size > 1) panels.add(key.split("\u0000")[1]);
+    return rows.filter((r) => panels.has(r.panel));
+  }
+
+  async function drawChart(c) {
+    let rows = rowsOf(c.data);
+    if (c.needs) rows = rows.filter((r) => r[c.needs] !== undefined);
+    if (c.along) rows = along(rows, c.along);
+    const shown = rows.slice(0, c.cap);
+    c.section.hidden = rows.length === 0;
+    c.note.textContent = rows.length > c.cap
+      ? "Drawing the first " + c.cap + " of " + rows.length.toLocaleString("en-US") +
+        " rows: filter to see the rest (the tables hold all)."
+      : "";
+    if (!rows.length) return;
+    if (!c.view) {
+      const spec = Object.assign({}, c.spec, { datasets: { [c.data]: shown } });
+      const out = await vegaEmbed(c.section.querySelector(".chart"), spec,
+        { actions: false, renderer: "svg", tooltip: { theme: "light" } });
+      c.view = out.view;
+      return;
+    }
+    const changes = c.view.changeset().remove(() => true).insert(shown);
+    await c.view.change(c.data, changes).runAsync();
+  }
+
+  function update() {
+    for (const f of FILTERS) chosen[f] = document.getElementById("filter-" + f).value;
+    for (const name of Object.keys(TABLES)) drawTable(name);
+    return Promise.all(charts.map(drawChart));
+  }
+
+  function options() {
+    for (const f of FILTERS) {
+      const select = document.getElementById("filter-" + f);
+      const values = [...new Set(D.points.map((r) => r[f]).filter((v) => v !== undefined))].sort();
+      for (const v of values) {
+        const o = document.createElement("option");
+        o.value = v;
+        o.textContent = v;
+        select.appendChild(o);
+      }
+      select.closest("label").hidden = values.length < 2;
+      select.addEventListener("change", update);
+    }
+    document.getElementById("search").addEventListener("input", () => drawTable("points"));
+    document.getElementById("reset").addEventListener("click", () => {
+      for (const f of FILTERS) document.getElementById("filter-" + f).value = "";
+      update();
+    });
+  }
+
+  async function start() {
+    options();
+    for (const v of D.views) {
+      const section = document.getElementById("view-" + v.id);
+      charts.push(Object.assign({ view: null, section: section,
+        note: section.querySelector(".cap") }, v));
+    }
+    await update();
+    document.body.dataset.ready = "1";
+  }
+  start().catch((error) => {
+    document.getElementById("failure").textContent = "The page could not draw: " + error;
+    document.body.dataset.ready = "error";
+    throw error;
+  });
+})();
+"""

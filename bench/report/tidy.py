@@ -1,0 +1,467 @@
+"""The report's one tidy table: every measured point a row (machine, configuration,
+figures, interval, verdict, the bench command that made it), and the few small tables
+derived from it that the page leads with (each machine's best configuration per
+workload, the geometric mean over workloads) or draws beside it (history, ladders,
+accuracy curves, largest batches).
+
+Aggregated: a row per cell of the comparison (a point's repeats and steps folded into
+its estimate), never per step, so that 10,000 result files make a page of kilobytes
+per machine. Text from result files is made visible here (control characters as
+\\xNN); the page escapes it again for HTML and for the JSON it embeds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.report.compare import (
+    Cell,
+    Comparison,
+    Machine,
+    machine_label,
+    row_key,
+    sequence_length,
+)
+from bench.report.table import ladder_rows
+from bench.result import Point, Result
+from bench.stats import ratio_interval
+from bench.text import visible
+from bench.verdict import Verdict, judge
+
+_DEVICES = re.compile(r" · \d+ devices?(?= · |$)")  # a sweep's device count in a setup
+NO_COMMAND = "not recorded in the result (bench rerun FILE runs its config again)"
+
+
+@dataclass
+class Tidy:
+    """What the page embeds: lists of flat records (None fields left out)."""
+
+    points: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # a point's "cmd" indexes this
+    headline: list[dict[str, Any]] = field(default_factory=list)
+    geomean: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    ladder: list[dict[str, Any]] = field(default_factory=list)
+    curves: list[dict[str, Any]] = field(default_factory=list)
+    max_batch: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_data(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def config_label(key: tuple[Any, ...]) -> str:
+    """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line."""
+    return visible(f"bs {key[1]} {variant_label(key)}")
+
+
+def variant_label(key: tuple[Any, ...]) -> str:
+    """A row's axes but the batch size: what a line over batch sizes keeps fixed."""
+    _, _, precision, fmt, compiler, setup = key
+    parts = [str(precision)]
+    if fmt not in ("contiguous", "n/a"):
+        parts.append(str(fmt))
+    if compiler:
+        parts.append(str(compiler))
+    text = " ".join(parts)
+    return visible(f"{text} · {setup}" if setup else text)
+
+
+def command_text(res: Result, path: Path) -> str:
+    """The command line that made a result, as a shell would take it back."""
+    if not res.command:
+        return visible(f"{NO_COMMAND.replace('FILE', shlex.quote(path.name))}")
+    return visible(shlex.join(str(part) for part in res.command))
+
+
+def _clean(record: dict[str, Any]) -> dict[str, Any]:
+    """No None, no NaN or infinity (JSON has none); text made visible."""
+    out = {}
+    for name, value in record.items():
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            continue
+        out[name] = visible(value) if isinstance(value, str) else value
+    return out
+
+
+class _Commands:
+    """Each distinct command once: thousands of points share a few hundred commands."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def index(self, text: str) -> int:
+        if text not in self._index:
+            self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return self._index[text]
+
+
+def _sources(comparison: Comparison) -> dict[int, tuple[Path, Result]]:
+    """Which result file each point came from, by the point's identity."""
+    return {
+        id(p): (path, res)
+        for m in comparison.machines
+        for path, res in m.results
+        for p in res.points
+    }
+
+
+def _point_record(
+    key: tuple[Any, ...], cell: Cell, machine: Machine, base: Machine, source: tuple[Path, Result]
+) -> dict[str, Any]:
+    p = cell.point
+    path, res = source
+    if p is None:
+        return {}
+    tp = cell.throughput
+    energy = p.energy_summary if tp else None
+    per_device = p.unit_throughput_per_device if tp else None
+    total = p.unit_throughput if tp else None
+    epoch = p.epoch_time if tp else None
+    reached = p.to_accuracy if tp else None
+    price = machine.price_per_hour
+    workload, batch, precision, fmt, compiler, setup = key
+    record = {
+        "machine": machine.label,
+        "hardware": machine_label(res),
+        "framework": res.config.framework,
+        "baseline": machine is base,
+        "workload": workload,
+        "config": config_label(key),
+        "panel": f"{workload} · {variant_label(key)}",
+        "scaling_panel": _DEVICES.sub("", f"{workload} · {variant_label(key)}"),
+        "batch": batch,
+        "precision": precision,
+        "format": fmt,
+        "compile": compiler,
+        "setup": setup or None,
+        "devices": p.devices_trained,
+        "checkpointing": p.activation_checkpointing,
+        "status": p.status,
+        "error": p.error_line if p.status != "ok" else None,
+        "tp": tp.value if tp else None,
+        "tp_lo": tp.ci95_low if tp else None,
+        "tp_hi": tp.ci95_high if tp else None,
+        "n": tp.n if tp else None,
+        "rel": cell.relative if machine is not base else None,
+        "rel_lo": cell.relative_ci95[0] if cell.relative_ci95 else None,
+        "rel_hi": cell.relative_ci95[1] if cell.relative_ci95 else None,
+        "mark": cell.mark or None,
+        "verdict": cell.verdict.word if cell.verdict else None,
+        "sentence": cell.verdict.sentence() if cell.verdict else None,
+        "date": res.started[:19] or None,
+        "file": path.name,
+        "epoch_s": epoch.mean if epoch else None,
+        "energy_epoch_j": energy.per_epoch_j if energy else None,
+        "energy_sample_j": energy.per_sample_j if energy else None,
+        "spj": energy.samples_per_joule if energy else None,
+        "usd_h": price,
+        "usd_per_m": price / (tp.value * 3600) * 1e6 if price and tp else None,
+        "unit_tp": total[0] if total else None,
+        "unit": total[1] if total else None,
+        "unit_per_device": per_device[0] if per_device else None,
+        "usd_per_m_units": price / (total[0] * 3600) * 1e6 if price and total else None,
+        "mfu": p.mfu if p.mfu is not None else cell.mfu,
+        "peak_mem": p.peak_memory,
+        "peak_gib": p.peak_memory / 2**30 if p.peak_memory else None,
+        "seq_len": sequence_length(res),
+        "top1": reached.best_top1 if reached else None,
+        "tta_s": reached.time_to_target_s if reached else None,
+        "cta_usd": reached.cost_to_target(price) if reached else None,
+        "epochs_to_target": reached.epochs_to_target if reached else None,
+    }
+    return _clean(record)
+
+
+def _efficiencies(comparison: Comparison) -> dict[int, float | None]:
+    """Scaling efficiency (throughput over N times one device's) by point identity."""
+    found: dict[int, float | None] = {}
+    for m in comparison.machines:
+        for _, res in m.results:
+            if any(p.devices > 1 for p in res.points):  # one device: 1 by definition
+                efficiency = [
+                    1.0 if p.devices == 1 else e
+                    for p, e in zip(res.points, res.scaling_efficiencies(), strict=True)
+                ]
+                found.update(zip(map(id, res.points), efficiency, strict=True))
+    return found
+
+
+def points(
+    comparison: Comparison, commands: _Commands, ids: dict[tuple[str, tuple[Any, ...]], int]
+) -> list[dict[str, Any]]:
+    """One record per cell that holds a point; `ids` gets each (machine, row key)'s id."""
+    sources, efficiency = _sources(comparison), _efficiencies(comparison)
+    rows: list[dict[str, Any]] = []
+    for key, cells in comparison.rows:
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            if cell.point is None:
+                continue
+            source = sources[id(cell.point)]
+            record = _point_record(key, cell, machine, comparison.baseline, source)
+            record["cmd"] = commands.index(command_text(source[1], source[0]))
+            if efficiency.get(id(cell.point)) is not None:
+                record["scaling"] = efficiency[id(cell.point)]
+            record["id"] = ids[(machine.label, key)] = len(rows)
+            rows.append(record)
+    return rows
+
+
+def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | None, Verdict | None]:
+    """The ratio of two points' throughputs, its 95% interval and bench.verdict's words
+    (compare's rule: the interval's centre in log space is the ratio judged)."""
+    tp, base_tp = point.throughput, base.throughput
+    if tp is None or base_tp is None:  # _best keeps points that trained only
+        return math.nan, None, None
+    ci = ratio_interval(point.repeat_throughputs(), base.repeat_throughputs())
+    if ci is None:
+        return tp.value / base_tp.value, None, None
+    n = min(len(point.repeat_throughputs()), len(base.repeat_throughputs()))
+    return tp.value / base_tp.value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n)
+
+
+def _best(
+    comparison: Comparison, precision: str | None
+) -> dict[tuple[str, str], tuple[tuple[Any, ...], Point]]:
+    """Each machine's fastest configuration of each workload (by throughput), of one
+    precision where one is given."""
+    best: dict[tuple[str, str], tuple[tuple[Any, ...], Point]] = {}
+    speed: dict[tuple[str, str], float] = {}
+    for key, cells in comparison.rows:
+        if precision is not None and key[2] != precision:
+            continue
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            tp = cell.throughput
+            at = (key[0], machine.label)
+            if tp is not None and tp.value > speed.get(at, -1.0):
+                best[at], speed[at] = (key, cell.point), tp.value  # type: ignore[assignment]
+    return best
+
+
+def headline(
+    comparison: Comparison,
+    point_ids: dict[tuple[str, tuple[Any, ...]], int],
+    precision: str | None = None,
+) -> list[dict[str, Any]]:
+    """Per workload and machine: its best configuration (of `precision`, where given),
+    throughput with its interval, and the ratio to the baseline's best of that workload,
+    with its interval and verdict."""
+    best, base = _best(comparison, precision), comparison.baseline
+    frameworks = {n: res.config.framework for n, (_, res) in _sources(comparison).items()}
+    rows = []
+    for (workload, label), (key, point) in best.items():
+        tp = point.throughput
+        if tp is None:
+            continue
+        record: dict[str, Any] = {
+            "scope": precision or "all",
+            "workload": workload,
+            "machine": label,
+            "config": config_label(key),
+            "precision": key[2],
+            "framework": frameworks.get(id(point)),
+            "baseline": label == base.label,
+            "tp": tp.value,
+            "tp_lo": tp.ci95_low,
+            "tp_hi": tp.ci95_high,
+            "n": tp.n,
+            "point": point_ids.get((label, key)),
+        }
+        base_best = best.get((workload, base.label))
+        if label == base.label:
+            record["verdict"] = "baseline"
+        elif base_best is not None:
+            ratio, ci, verdict = _verdict(point, base_best[1])
+            record.update(rel=ratio, rel_lo=ci[0] if ci else None, rel_hi=ci[1] if ci else None)
+            record["verdict"] = verdict.word if verdict else "one run"
+            record["pairs"] = verdict and min(
+                len(point.repeat_throughputs()), len(base_best[1].repeat_throughputs())
+            )
+            record["sentence"] = (
+                verdict.sentence() if verdict else f"{ratio:.2f}x: one run a side, no interval"
+            )
+        rows.append(_clean(record))
+    rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
+    return rows
+
+
+def geometric_mean(
+    headline_rows: list[dict[str, Any]], machines: list[str]
+) -> list[dict[str, Any]]:
+    """Per machine, the geometric mean over workloads of its best-to-baseline ratios.
+
+    Its interval: each workload's ratio interval read as a normal interval in log
+    space (centre and half-width), the workloads independent: the half-widths added in
+    quadrature and divided by the count of workloads. A machine with any workload of
+    one run has no interval, and says so."""
+    by_machine: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in headline_rows:
+        if "rel" in row:
+            by_machine[row["machine"]].append(row)
+    out = []
+    for label in machines:
+        rows = by_machine.get(label)
+        if not rows:
+            continue
+        k = len(rows)
+        ratio = math.exp(sum(math.log(r["rel"]) for r in rows) / k)
+        record: dict[str, Any] = {
+            "scope": rows[0]["scope"],
+            "machine": label,
+            "workloads": k,
+            "rel": ratio,
+        }
+        if all("rel_lo" in r for r in rows):
+            centre = sum(math.log(r["rel_lo"] * r["rel_hi"]) / 2 for r in rows) / k
+            half = math.sqrt(sum((math.log(r["rel_hi"] / r["rel_lo"]) / 2) ** 2 for r in rows)) / k
+            ci = (math.exp(centre - half), math.exp(centre + half))
+            # judge wants the ratio inside its interval: the interval's own centre.
+            verdict = judge(math.exp(centre), ci, min(r.get("pairs", 1) for r in rows))
+            record.update(rel_lo=ci[0], rel_hi=ci[1], verdict=verdict.word)
+            record["sentence"] = verdict.sentence()
+        else:
+            record["verdict"] = "no interval"
+            record["sentence"] = f"{ratio:.2f}x: a workload of one run, no interval"
+        out.append(_clean(record))
+    return out
+
+
+def history(comparison: Comparison, commands: _Commands) -> list[dict[str, Any]]:
+    """Every run of a configuration of a machine, where it was measured on two dates or
+    more: the hardware, framework and row key make the series; a run's start its date."""
+    series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for m in comparison.machines:
+        for path, res in m.results:
+            hardware = machine_label(res)
+            for p in res.points:
+                tp = p.throughput if p.status == "ok" else None
+                if tp is None or not res.started:
+                    continue
+                key = row_key(res, p)
+                name = f"{hardware} ({res.config.framework}): {key[0]} {config_label(key)}"
+                series[(hardware, res.config.framework, key)].append(
+                    _clean(
+                        {
+                            "series": name,
+                            "machine": m.label,
+                            "workload": key[0],
+                            "config": config_label(key),
+                            "precision": key[2],
+                            "framework": res.config.framework,
+                            "date": res.started[:19],
+                            "tp": tp.value,
+                            "tp_lo": tp.ci95_low,
+                            "tp_hi": tp.ci95_high,
+                            "cmd": commands.index(command_text(res, path)),
+                            "file": path.name,
+                        }
+                    )
+                )
+    rows = []
+    for runs in series.values():
+        if len({r["date"][:10] for r in runs}) > 1 or len({r["date"] for r in runs}) > 1:
+            rows += sorted(runs, key=lambda r: r["date"])
+    return rows
+
+
+def ladders(comparison: Comparison) -> list[dict[str, Any]]:
+    """bench ladder's rungs: each one's throughput over the baseline rung."""
+    rows = []
+    for m in comparison.machines:
+        for _, res in m.results:
+            for step, (rung, tp, speedup) in enumerate(ladder_rows(res)):
+                rows.append(
+                    _clean(
+                        {
+                            "machine": m.label,
+                            "workload": res.config.workload,
+                            "step": step,
+                            "rung": f"{step}. {rung.get('rung')}",
+                            "speedup": speedup,
+                            "tp": tp.value if tp else None,
+                            "kept": bool(rung.get("kept")),
+                            "why": rung.get("why") if isinstance(rung.get("why"), str) else None,
+                        }
+                    )
+                )
+    return rows
+
+
+def curves(comparison: Comparison) -> list[dict[str, Any]]:
+    """Top-1 after each epoch of points trained to accuracy (the first repeat)."""
+    rows = []
+    for key, cells in comparison.rows:
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_accuracy if cell.point else None
+            if reached is None:
+                continue
+            for epoch, top1 in enumerate(reached.curve, start=1):
+                rows.append(
+                    _clean(
+                        {
+                            "machine": machine.label,
+                            "workload": key[0],
+                            "config": config_label(key),
+                            "precision": key[2],
+                            "epoch": epoch,
+                            "top1": top1,
+                            "target": reached.target,
+                        }
+                    )
+                )
+    return rows
+
+
+def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
+    rows = []
+    for key, searches in comparison.max_batch:
+        for machine, search in zip(comparison.machines, searches, strict=True):
+            if search is None:
+                continue
+            rows.append(
+                _clean(
+                    {
+                        "machine": machine.label,
+                        "workload": key[0],
+                        "precision": key[1],
+                        "search": key[4] or "largest batch",
+                        "largest": search.largest_ok or 0,
+                        "first_failing": search.first_failing,
+                        "display": search.display,
+                        "limit": search.largest_ok is not None and not search.first_failing,
+                    }
+                )
+            )
+    return rows
+
+
+def tidy(comparison: Comparison) -> Tidy:
+    commands = _Commands()
+    ids: dict[tuple[str, tuple[Any, ...]], int] = {}
+    rows = points(comparison, commands, ids)
+    machines = [m.label for m in comparison.machines]
+    precisions = sorted({key[2] for key, _ in comparison.rows})
+    scopes = [None, *precisions] if len(precisions) > 1 else [None]
+    lead = [row for scope in scopes for row in headline(comparison, ids, scope)]
+    means = [
+        row
+        for scope in scopes
+        for row in geometric_mean([r for r in lead if r["scope"] == (scope or "all")], machines)
+    ]
+    return Tidy(
+        points=rows,
+        commands=commands.texts,
+        headline=lead,
+        geomean=means,
+        history=history(comparison, commands),
+        ladder=ladders(comparison),
+        curves=curves(comparison),
+        max_batch=max_batches(comparison),
+    )

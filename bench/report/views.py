@@ -1,0 +1,676 @@
+"""The report's charts as Vega-Lite specs (made with Altair): data-free, each reading a
+named table of the page's tidy data (bench.report.tidy), which the page's script
+inserts, filtered, into the chart. A view is made only where the results hold its
+data, each in the terms of the study it comes from:
+
+- the best configuration per workload relative to the baseline, with the ratio's
+  interval and the verdict (pyperf compare_to, OpenBenchmarking.org);
+- throughput per configuration with its interval, and normalised to the baseline per
+  configuration (the 2020 GPU-buying guide: normalised to one reference GPU);
+- the largest batch per model and machine (the GPU-buying guide);
+- epoch time against batch size, energy per epoch, samples per joule (the M2 Max vs
+  V100 CIFAR study);
+- throughput against batch size, dollars per million samples, time and cost to the
+  target accuracy with the accuracy curves (the TPUv2 vs V100 comparison);
+- the ladder's speed-up per step (the Xeon CPU training study);
+- tokens/s per device, MFU against sequence length and checkpointing, peak memory per
+  device, dollars per million tokens (LLM training);
+- scaling efficiency over devices;
+- a configuration's history over the dates it was measured (asv).
+
+Charts never draw by hand: Vega-Lite lays out axes, legends and tooltips; tooltips
+go through vega-tooltip, which escapes HTML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from bench.report.tidy import Tidy
+
+WIDTH = 560
+BAR = 14  # pixels per bar
+RELATIVE_TITLE = "throughput / the baseline's (best configuration each)"
+VERDICTS = ["faster", "slower", "the same", "cannot tell", "one run", "baseline"]
+VERDICT_COLOURS = ["#2b8a3e", "#c92a2a", "#1c7ed6", "#adb5bd", "#ced4da", "#495057"]
+
+
+@dataclass(frozen=True)
+class View:
+    id: str
+    title: str
+    caption: str  # what it shows, in the study's terms, and what a bar's whisker is
+    data: str  # the table of Tidy it reads
+    spec: dict[str, Any]
+    cap: int = 600  # rows a chart draws at most; the page says when it shows fewer
+    needs: str | None = None  # the field a row must hold to be drawn
+    # A line's x: only panels where a machine has two values of it or more are drawn.
+    along: str | None = None
+
+
+def _alt() -> Any:
+    import altair as alt
+
+    return alt
+
+
+def _legend(title: str | None = None) -> Any:
+    """At the bottom, in columns, long labels cut (the tooltip and tables hold them
+    whole): a legend never runs off the page or over the chart."""
+    alt = _alt()
+    return alt.Legend(
+        orient="bottom", columns=2, labelLimit=360, title=title, symbolLimit=40, titleLimit=400
+    )
+
+
+def _header() -> Any:
+    alt = _alt()
+    return alt.Header(
+        title=None,
+        labelOrient="top",
+        labelAnchor="start",
+        labelFontWeight="bold",
+        labelFontSize=12,
+        labelLimit=WIDTH + 200,
+    )
+
+
+def _tooltip(*extra: tuple[str, str]) -> list[Any]:
+    """Every bar's tooltip: its figures with their intervals (texts the page's script
+    formats), its configuration and the command that made it."""
+    alt = _alt()
+    fields = [
+        ("machine", "machine"),
+        ("workload", "workload"),
+        ("config", "configuration"),
+        *extra,
+        ("command", "command"),
+    ]
+    return [alt.Tooltip(f"{name}:N", title=title) for name, title in fields]
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = chart.to_dict()
+    spec.pop("$schema", None)
+    spec["config"] = {
+        "view": {"continuousWidth": WIDTH, "continuousHeight": 220, "stroke": None},
+        "axis": {"labelLimit": 260},
+        "font": "sans-serif",
+    }
+    return spec
+
+
+def _bars(
+    data: str,
+    value: str,
+    title: str,
+    *,
+    category: str = "config",
+    low: str | None = None,
+    high: str | None = None,
+    colour: str = "machine",
+    reference: float | None = None,
+    log: bool = False,
+    tooltip: tuple[tuple[str, str], ...] = (),
+    shared_x: bool = False,
+) -> dict[str, Any]:
+    """Horizontal bars, a panel per workload: one bar per category (and machine, side
+    by side), a 95% whisker from `low` to `high` where given, a rule at `reference`."""
+    alt = _alt()
+    x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(type="log" if log else "linear"))
+    y = alt.Y(f"{category}:N", title=None, sort=None)
+    layers = [
+        alt.Chart()
+        .mark_bar(height={"band": 0.85})
+        .encode(
+            x=x,
+            y=y,
+            yOffset=alt.YOffset(f"{colour}:N", sort=None) if colour != category else alt.Undefined,
+            color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
+            tooltip=_tooltip(*tooltip),
+        )
+    ]
+    if low and high:
+        layers.append(
+            alt.Chart()
+            .mark_errorbar(ticks=True, color="black")
+            .encode(
+                x=alt.X(f"{low}:Q", title=title),
+                x2=f"{high}:Q",
+                y=y,
+                yOffset=alt.YOffset(f"{colour}:N", sort=None)
+                if colour != category
+                else alt.Undefined,
+                tooltip=_tooltip(*tooltip),
+            )
+        )
+    if reference is not None:
+        layers.append(alt.Chart().mark_rule(strokeDash=[4, 3]).encode(x=alt.datum(reference)))
+    chart = (
+        alt.layer(*layers)
+        .transform_filter(f"isValid(datum.{value})")
+        .properties(width=WIDTH, height=alt.Step(BAR))
+        .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData(data))
+        .resolve_scale(y="independent", x="shared" if shared_x else "independent")
+    )
+    return _spec(chart)
+
+
+def _lines(
+    data: str,
+    x: str,
+    y: str,
+    x_title: str,
+    y_title: str,
+    *,
+    colour: str = "machine",
+    panel: str = "panel",
+    low: str | None = None,
+    high: str | None = None,
+    log_x: bool = False,
+    tooltip: tuple[tuple[str, str], ...] = (),
+    x_type: str = "Q",
+) -> dict[str, Any]:
+    """Lines with points, a panel per `panel`, a shaded 95% band where given."""
+    alt = _alt()
+    scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
+    ex = alt.X(f"{x}:{x_type}", title=x_title, scale=scale)
+    layers = []
+    if low and high:
+        layers.append(
+            alt.Chart()
+            .mark_area(opacity=0.2)
+            .encode(
+                x=ex,
+                y=alt.Y(f"{low}:Q", title=y_title),
+                y2=f"{high}:Q",
+                color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
+            )
+        )
+    layers.append(
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=ex,
+            y=alt.Y(f"{y}:Q", title=y_title),
+            color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
+            tooltip=_tooltip(*tooltip),
+        )
+    )
+    chart = (
+        alt.layer(*layers)
+        .transform_filter(f"isValid(datum.{y})")
+        .properties(width=WIDTH, height=200)
+        .facet(row=alt.Row(f"{panel}:N", header=_header(), sort=None), data=alt.NamedData(data))
+        .resolve_scale(x="independent", y="independent")
+    )
+    return _spec(chart)
+
+
+def _has(rows: list[dict[str, Any]], *names: str) -> bool:
+    return any(all(name in r for name in names) for r in rows)
+
+
+def _along(rows: list[dict[str, Any]], value: str, x: str) -> bool:
+    """Whether a machine has `value` at two values of `x` or more in one panel: a line."""
+    seen: dict[tuple[Any, Any], set[Any]] = {}
+    for r in rows:
+        if value in r and x in r:
+            seen.setdefault((r["machine"], r.get("panel")), set()).add(r[x])
+    return any(len(xs) > 1 for xs in seen.values())
+
+
+_TP = ("tp_text", "throughput (95% interval)")
+_REL = ("rel_text", "vs the baseline (95% interval)")
+_VERDICT = ("sentence", "verdict")
+
+
+def _relative_best(t: Tidy) -> View | None:
+    if not _has(t.headline, "rel"):
+        return None
+    alt = _alt()
+    y = alt.Y("machine:N", title=None, sort=None)
+    colour = alt.Color(
+        "verdict:N",
+        scale=alt.Scale(domain=VERDICTS, range=VERDICT_COLOURS),
+        legend=alt.Legend(orient="top", title=None),
+    )
+    tips = _tooltip(_TP, _REL, _VERDICT)
+    bars = (
+        alt.Chart()
+        .mark_bar()
+        .encode(
+            x=alt.X("rel_shown:Q", title=RELATIVE_TITLE),
+            y=y,
+            color=colour,
+            tooltip=tips,
+        )
+    )
+    whiskers = (
+        alt.Chart()
+        .mark_errorbar(ticks=True, color="black")
+        .encode(x="rel_lo:Q", x2="rel_hi:Q", y=y, tooltip=tips)
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(x=alt.datum(1))
+    chart = (
+        alt.layer(bars, whiskers, rule)
+        .transform_calculate(rel_shown="datum.baseline ? 1 : datum.rel")
+        .transform_filter("isValid(datum.rel_shown)")
+        .properties(width=WIDTH, height=alt.Step(18))
+        .facet(
+            row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData("headline")
+        )
+        .resolve_scale(y="independent")
+    )
+    return View(
+        "relative",
+        "Faster or slower than the baseline, per workload",
+        "Each machine's best configuration of each workload over the baseline's best "
+        "(dashed: 1, the baseline). Whiskers: the ratio's 95% interval; the colour is the "
+        "verdict (faster or slower only where the interval excludes 1).",
+        "headline",
+        _spec(chart),
+    )
+
+
+def _throughput(t: Tidy) -> View | None:
+    if not _has(t.points, "tp"):
+        return None
+    spec = _bars(
+        "points",
+        "tp",
+        "throughput (samples/s)",
+        low="tp_lo",
+        high="tp_hi",
+        tooltip=(_TP, _REL, _VERDICT),
+    )
+    return View(
+        "throughput",
+        "Throughput per configuration",
+        "Samples per second over all devices, each bar a configuration of a machine; "
+        "whiskers: 95% interval over repeats (none for one run).",
+        "points",
+        spec,
+    )
+
+
+def _normalised(t: Tidy) -> View | None:
+    if not _has(t.points, "rel"):
+        return None
+    spec = _bars(
+        "points",
+        "rel",
+        "throughput / the baseline's",
+        low="rel_lo",
+        high="rel_hi",
+        reference=1.0,
+        shared_x=True,
+        tooltip=(_TP, _REL, _VERDICT),
+    )
+    return View(
+        "normalised",
+        "Throughput normalised to the baseline, per configuration",
+        "As the GPU-buying guide normalises to one reference GPU per model: each "
+        "configuration over the baseline's same configuration (dashed: 1). Whiskers: the "
+        "ratio's 95% interval.",
+        "points",
+        spec,
+    )
+
+
+def _max_batch(t: Tidy) -> View | None:
+    if not t.max_batch:
+        return None
+    spec = _bars(
+        "max_batch",
+        "largest",
+        "largest batch that trains (samples)",
+        category="search",
+        tooltip=(("display", "found"), ("precision", "precision")),
+    )
+    return View(
+        "max_batch",
+        "Largest batch per model",
+        "The largest batch each machine trains (the GPU-buying guide's table). '*': not "
+        "even the smallest fits (bar at 0); '>=N': the search stopped at its limit.",
+        "max_batch",
+        spec,
+    )
+
+
+def _throughput_vs_batch(t: Tidy) -> View | None:
+    if not _along(t.points, "tp", "batch"):
+        return None
+    spec = _lines(
+        "points",
+        "batch",
+        "tp",
+        "batch size (samples)",
+        "throughput (samples/s)",
+        panel="panel",
+        low="tp_lo",
+        high="tp_hi",
+        log_x=True,
+        tooltip=(_TP,),
+    )
+    return View(
+        "vs_batch",
+        "Throughput against batch size",
+        "Images (samples) per second against the batch size, per workload and precision "
+        "(the TPUv2 vs V100 comparison; the Xeon study); shaded: 95% interval.",
+        "points",
+        spec,
+        needs="tp",
+        along="batch",
+    )
+
+
+def _epoch_time(t: Tidy) -> View | None:
+    if not _has(t.points, "epoch_s"):
+        return None
+    tip = (("epoch_text", "epoch time"), _TP)
+    title = "Epoch time"
+    caption = "Seconds per epoch (epochs 2 onwards; the M2 Max vs V100 study)"
+    if not _along(t.points, "epoch_s", "batch"):
+        spec = _bars("points", "epoch_s", "epoch time (s)", tooltip=tip)
+        return View("epoch_time", title, caption + ": shorter is faster.", "points", spec)
+    spec = _lines(
+        "points",
+        "batch",
+        "epoch_s",
+        "batch size (samples)",
+        "epoch time (s)",
+        log_x=True,
+        tooltip=tip,
+    )
+    return View(
+        "epoch_time",
+        f"{title} against batch size",
+        f"{caption}, against the batch size.",
+        "points",
+        spec,
+        needs="epoch_s",
+        along="batch",
+    )
+
+
+def _energy(t: Tidy) -> View | None:
+    if _has(t.points, "energy_epoch_j"):
+        value, title = "energy_epoch_j", "energy per epoch (J)"
+    elif _has(t.points, "energy_sample_j"):
+        value, title = "energy_sample_j", "energy per sample (J)"
+    else:
+        return None
+    spec = _bars(
+        "points",
+        value,
+        title,
+        tooltip=(("energy_text", "energy"), ("spj_text", "samples per joule")),
+    )
+    return View(
+        "energy",
+        "Energy per epoch" if value == "energy_epoch_j" else "Energy per sample",
+        "Joules the devices drew (the M2 Max vs V100 study); the tooltip gives samples per "
+        "joule, the energy-efficiency figure to set two machines side by side.",
+        "points",
+        spec,
+    )
+
+
+def _usd_per_million(t: Tidy) -> View | None:
+    if not _has(t.points, "usd_per_m"):
+        return None
+    spec = _bars(
+        "points",
+        "usd_per_m",
+        "USD per million samples",
+        tooltip=(("usd_text", "USD per million samples"), ("usd_h", "USD per hour")),
+    )
+    return View(
+        "usd_per_m",
+        "Dollars per million samples",
+        "The hourly price over the throughput (the TPUv2 vs V100 comparison's cost per "
+        "image): shorter is cheaper.",
+        "points",
+        spec,
+    )
+
+
+def _accuracy(t: Tidy) -> View | None:
+    if not t.curves:
+        return None
+    alt = _alt()
+    colour = alt.Color("machine:N", legend=_legend(), sort=None)
+    line = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("epoch:Q", title="epoch", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("top1:Q", title="top-1 (validation)", axis=alt.Axis(format="%")),
+            color=colour,
+            tooltip=_tooltip(("top1_text", "top-1")),
+        )
+    )
+    target = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(y="mean(target):Q")
+    chart = (
+        alt.layer(line, target)
+        .properties(width=WIDTH, height=200)
+        .facet(row=alt.Row("panel:N", header=_header(), sort=None), data=alt.NamedData("curves"))
+        .resolve_scale(x="independent")
+    )
+    return View(
+        "accuracy",
+        "Accuracy curves and time to accuracy",
+        "Top-1 after each epoch (dashed: the target), per point trained on real data (the "
+        "TPUv2 vs V100 comparison); the point table holds time and cost to the target.",
+        "curves",
+        _spec(chart),
+    )
+
+
+def _ladder(t: Tidy) -> View | None:
+    if not _has(t.ladder, "speedup"):
+        return None
+    alt = _alt()
+    chart = (
+        alt.Chart()
+        .mark_bar()
+        .encode(
+            x=alt.X("speedup:Q", title="throughput / the first rung"),
+            y=alt.Y("rung:N", title=None, sort=None),
+            color=alt.Color(
+                "kept_text:N",
+                title=None,
+                legend=alt.Legend(orient="top"),
+                scale=alt.Scale(domain=["kept", "left out"], range=["#1c7ed6", "#ced4da"]),
+            ),
+            tooltip=[
+                alt.Tooltip("rung:N"),
+                alt.Tooltip("speedup_text:N", title="speed-up"),
+                alt.Tooltip("why:N"),
+            ],
+        )
+        .transform_filter("isValid(datum.speedup)")
+        .properties(width=WIDTH, height=alt.Step(BAR + 4))
+        .facet(row=alt.Row("panel:N", header=_header(), sort=None), data=alt.NamedData("ladder"))
+        .resolve_scale(y="independent")
+    )
+    return View(
+        "ladder",
+        "The ladder: speed-up per step",
+        "Each change on top of the best so far, over the first rung (the Xeon CPU training "
+        "study); kept: faster beyond noise.",
+        "ladder",
+        _spec(chart),
+    )
+
+
+def _tokens_per_device(t: Tidy) -> View | None:
+    if not _has(t.points, "unit_per_device"):
+        return None
+    spec = _bars(
+        "points",
+        "unit_per_device",
+        "tokens/s per device",
+        tooltip=(
+            ("unit_text", "per device"),
+            ("mfu_text", "MFU"),
+            ("mem_text", "peak memory per device"),
+        ),
+    )
+    return View(
+        "tokens",
+        "Tokens per second per device",
+        "The LLM training figure (torchtitan's TPS/GPU); the tooltip gives MFU and the "
+        "peak memory per device.",
+        "points",
+        spec,
+    )
+
+
+def _mfu(t: Tidy) -> View | None:
+    if not _has(t.points, "mfu", "seq_len"):
+        return None
+    alt = _alt()
+    chart = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "seq_len:Q", title="sequence length (tokens)", scale=alt.Scale(type="log", base=2)
+            ),
+            y=alt.Y("mfu:Q", title="MFU", axis=alt.Axis(format="%")),
+            color=alt.Color("series:N", legend=_legend(), sort=None),
+            tooltip=_tooltip(("mfu_text", "MFU"), ("checkpointing", "checkpointing")),
+        )
+        .transform_filter("isValid(datum.mfu) && isValid(datum.seq_len)")
+        .transform_calculate(series="datum.machine + ' · ac=' + datum.checkpointing")
+        .properties(width=WIDTH, height=200)
+        .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData("points"))
+    )
+    return View(
+        "mfu",
+        "MFU against sequence length and checkpointing",
+        "Model FLOPs utilisation per machine and activation-checkpointing mode (LLM training).",
+        "points",
+        _spec(chart),
+    )
+
+
+def _peak_memory(t: Tidy) -> View | None:
+    if not _has(t.points, "peak_mem"):
+        return None
+    spec = _bars(
+        "points", "peak_gib", "peak memory per device (GiB)", tooltip=(("mem_text", "peak memory"),)
+    )
+    return View(
+        "memory",
+        "Peak memory per device",
+        "The most memory a device held while training (LLM training's memory column).",
+        "points",
+        spec,
+    )
+
+
+def _usd_per_million_tokens(t: Tidy) -> View | None:
+    if not _has(t.points, "usd_per_m_units", "unit_per_device"):
+        return None
+    spec = _bars(
+        "points",
+        "usd_per_m_units",
+        "USD per million tokens",
+        tooltip=(("usd_units_text", "USD per million tokens"),),
+    )
+    return View(
+        "usd_per_m_tokens",
+        "Dollars per million tokens",
+        "The hourly price over tokens per second (LLM training's cost figure).",
+        "points",
+        spec,
+    )
+
+
+def _scaling(t: Tidy) -> View | None:
+    if not _has(t.points, "scaling"):
+        return None
+    spec = _lines(
+        "points",
+        "devices",
+        "scaling",
+        "devices",
+        "scaling efficiency",
+        panel="scaling_panel",
+        tooltip=(("scaling_text", "scaling efficiency"), _TP),
+    )
+    return View(
+        "scaling",
+        "Scaling efficiency over devices",
+        "Throughput on N devices over N times one device's, same configuration (1: "
+        "perfect scaling).",
+        "points",
+        spec,
+        needs="scaling",
+    )
+
+
+def _history(t: Tidy) -> View | None:
+    if not t.history:
+        return None
+    spec = _lines(
+        "history",
+        "date",
+        "tp",
+        "measured",
+        "throughput (samples/s)",
+        colour="machine",
+        panel="series",
+        low="tp_lo",
+        high="tp_hi",
+        x_type="T",
+        tooltip=(_TP, ("date", "date")),
+    )
+    return View(
+        "history",
+        "History: one configuration over the dates it was measured",
+        "Each configuration of a machine measured on several dates, as asv shows a "
+        "benchmark's history; shaded: 95% interval.",
+        "history",
+        spec,
+        cap=2000,
+    )
+
+
+MAKERS = (
+    _relative_best,
+    _throughput,
+    _normalised,
+    _max_batch,
+    _epoch_time,
+    _energy,
+    _throughput_vs_batch,
+    _usd_per_million,
+    _accuracy,
+    _ladder,
+    _tokens_per_device,
+    _mfu,
+    _peak_memory,
+    _usd_per_million_tokens,
+    _scaling,
+    _history,
+)
+
+
+def views(t: Tidy) -> list[View]:
+    """The views the data holds, in the page's order."""
+    return [view for make in MAKERS if (view := make(t)) is not None]
+
+
+@cache
+def bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script (vl-convert ships them): the page
+    fetches nothing."""
+    import vl_convert
+
+    return str(vl_convert.javascript_bundle())  # type: ignore[call-arg]
