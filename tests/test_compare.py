@@ -177,35 +177,41 @@ def test_results_that_measured_differently_are_set_apart_not_merged(two_machines
     assert comparison.set_apart == [
         "set apart: c.json (resnet50) measured differently from a.json: steps 50 (not 20)"
     ]
-    assert cmp.as_dict(comparison)["set_apart"] == comparison.set_apart
+    [group] = cmp.as_dict(comparison)["set_apart"]  # grouped by reason, the files kept
+    assert [group["line"]] == comparison.set_apart and group["count"] == 1
+    assert (
+        group["files"][0]["file"] == "c.json"
+        and group["files"][0]["differs"] == "steps 50 (not 20)"
+    )
 
 
-def test_two_runs_of_one_machine_are_two_columns_never_merged():
+def test_unlabelled_runs_of_one_machine_pool_and_labelled_runs_are_two_columns():
     before = machine(V100, [point(64, [100, 101, 99])])
     after = machine(V100, [point(64, [120, 121, 119])])
     before.started, after.started = "2026-11-20T10:00:00+00:00", "2026-11-21T10:00:00+00:00"
     comparison = cmp.compare([(Path("a"), before), (Path("b"), after)], V100)
-    assert [m.label for m in comparison.machines] == [V100, f"{V100} · 2026-11-21T10:00:00"]
-    assert cells_by_batch(comparison)[64][1].relative == pytest.approx(1.2)
-    # with labels, the labels name the columns
+    assert [m.label for m in comparison.machines] == [V100]  # one machine: its repeats pool
+    assert cells_by_batch(comparison)[64][0].throughput.n == 6
+    # with labels (the user's A/B intent), the labels name two columns
     before.label, after.label = "before", "new driver"
     comparison = cmp.compare([(Path("a"), before), (Path("b"), after)], "before")
     assert [m.label for m in comparison.machines] == [f"{V100} · before", f"{V100} · new driver"]
+    assert cells_by_batch(comparison)[64][1].relative == pytest.approx(1.2)
 
 
-def test_runs_that_add_points_to_each_other_stay_one_column():
+def test_runs_of_one_machine_are_one_column_whether_they_add_points_or_repeat_them():
     first = machine(V100, [point(64, [100])])
     second = machine(V100, [point(128, [150])])
-    again = machine(V100, [point(64, [110])])  # 64 again: its own column
+    again = machine(V100, [point(64, [110])])  # 64 again: pooled with the first's
     first.started, second.started, again.started = "2026-01-01", "2026-01-02", "2026-01-03"
-    loaded = [(Path("a"), first), (Path("b"), second), (Path("c"), again)]
+    loaded = [(Path("c"), again), (Path("a"), first), (Path("b"), second)]
     comparison = cmp.compare(loaded, V100)
-    assert [m.label for m in comparison.machines] == [V100, f"{V100} · 2026-01-03"]
-    assert [[f for f, _ in m.results] for m in comparison.machines] == [
-        [Path("a"), Path("b")],
-        [Path("c")],
-    ]
-    assert sorted(cells_by_batch(comparison)) == [64, 128]
+    assert [m.label for m in comparison.machines] == [V100]
+    assert [f for f, _ in comparison.machines[0].results] == [Path("a"), Path("b"), Path("c")]
+    rows = cells_by_batch(comparison)
+    assert sorted(rows) == [64, 128]
+    assert rows[64][0].point.repeat_throughputs() == pytest.approx([100, 110])
+    assert [f for f, _, _ in rows[64][0].runs] == [Path("a"), Path("c")]  # oldest first
 
 
 @pytest.mark.parametrize(
@@ -363,7 +369,9 @@ def test_cli_compare_json(two_machines, tmp_path):
     assert json.loads(out.read_text())["baseline"] == V100
 
 
-def test_the_baseline_is_needed_only_for_several_machines(two_machines, tmp_path, capsys):
+def test_one_machine_has_no_ratios_and_several_get_a_baseline_said_first(
+    two_machines, tmp_path, capsys
+):
     from bench import result
     from bench.cli import main
 
@@ -373,11 +381,13 @@ def test_the_baseline_is_needed_only_for_several_machines(two_machines, tmp_path
     assert "100 [97.5–103]" in out and "110 (one run)" in out  # absolute samples/s
     assert "baseline" not in out  # one machine has no ratios
     result.create(two_machines[1][1], tmp_path / "one" / "b")
-    assert main(["report", str(tmp_path / "one"), "-o", str(tmp_path / "r")]) == 2
+    assert main(["compare", str(tmp_path / "one"), "--format", "csv"]) == 0
     err = capsys.readouterr().err.strip()
+    # both share the rows of batch 64 and 128 (256 ran out of memory on the V100): a tie,
+    # the earliest (the V100's file was written first)
     assert err == (
-        f"bench: error: 2 machines: name the baseline with --baseline (part of a label or a file); "
-        f"machines: {V100}; {A100}"
+        f"bench: baseline: {V100} (shares the most rows with the others, 2 of 3; the earliest "
+        f"of 2 that do, started {two_machines[0][1].started[:19]}; name another with --baseline)"
     )
 
 
@@ -387,7 +397,7 @@ def test_terminal_table_keeps_bracketed_labels(tmp_path, capsys):
 
     native = machine(V100, [point(64, [100])])
     image = machine(V100, [point(64, [150])])
-    image.environment["image"] = {"name": "bench:cuda"}
+    image.label = "[bench:cuda]"  # a label with brackets: rich markup to a terminal
     result.create(native, tmp_path / "native")
     result.create(image, tmp_path / "image")
     assert main(["compare", str(tmp_path), "--baseline", V100]) == 0
@@ -456,9 +466,14 @@ def _before_after(before_label="before", after_label="after"):
     [
         (("before", "after"), f"{V100} · before", "the run labelled before"),
         (("after", "before"), f"{V100} · before", "the run labelled before"),  # not the date
-        (("old", "new"), f"{V100} · old", "the earliest of 2 runs of this machine"),
+        (
+            ("old", "new"),
+            f"{V100} · old",
+            "shares the most rows with the others, 1 of 1; the earliest of 2 that do, "
+            "started 2026-11-20",
+        ),
         (("new driver", "baseline"), f"{V100} · baseline", "the run labelled baseline"),
-        ((None, None), V100, "the earliest of 2 runs of this machine, started 2026-11-20"),
+        # unlabelled runs of one machine are one column: tests/test_compare_fleet.py
     ],
 )
 def test_runs_of_one_machine_get_a_baseline_without_being_asked_and_say_which(
@@ -476,10 +491,12 @@ def test_runs_of_one_machine_get_a_baseline_without_being_asked_and_say_which(
     assert named.baseline.label == other and named.baseline_note is None
 
 
-def test_several_machines_take_a_labelled_baseline_else_need_one_named(two_machines):
+def test_several_machines_take_a_labelled_baseline_else_the_most_comparable(two_machines):
     _a, b = (res for _, res in two_machines)
-    with pytest.raises(UsageError, match="2 machines: name the baseline with --baseline"):
-        cmp.compare(two_machines, None)
+    b.started = "2026-01-01T00:00:00+00:00"  # the earliest of the two that tie
+    chosen = cmp.compare(two_machines, None)
+    assert chosen.baseline.label == A100
+    assert "shares the most rows with the others, 2 of 3; the earliest of 2" in chosen.baseline_note
     b.label = "baseline"
     comparison = cmp.compare(two_machines, None)
     assert comparison.baseline.label == f"{A100} · baseline"
@@ -603,7 +620,7 @@ def test_a_decoder_trained_in_torch_and_in_jax_shares_its_rows():
         (Path("gpu.json"), _llm_run(H100, 8192, 1.0)),
         (Path("tpu.json"), _llm_run("TPU v5 lite", 8192, 1.0, framework="jax")),
     ]
-    comparison = cmp.compare(runs, baseline="torch")
+    comparison = cmp.compare(runs, baseline="h100")  # each machine in one framework: one row
     [(key, cells)] = comparison.rows
     assert key[3] == "n/a" and all(cell.point is not None for cell in cells)
 

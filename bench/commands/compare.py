@@ -1,8 +1,10 @@
 """`bench compare PATHS` and `bench report PATHS [-o DIR]`: machines side by side,
 normalised to a baseline, as tables (terminal, Markdown, CSV, JSON) or as a report with
-charts. Without --baseline, the run labelled baseline or before, else the earliest run
-of one machine, is the baseline, and a line on stderr says which; several machines need
-one named. The report goes to -o, else to a folder `report` beside the results."""
+charts. A column is a machine's hardware (and a run's --label); its runs at other times
+pool. Without --baseline, the run labelled baseline or before, else the machine that
+shares the most rows with the others (ties: the earliest), is the baseline, and the
+first line on stderr says which and why; results set apart are one line per reason.
+The report goes to -o, else to a folder `report` beside the results."""
 
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ def _add_comparison_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline",
         help="the machine or run everything is relative to: part of its label or a file "
-        "(default: the run labelled baseline or before, else the earliest run of one "
-        "machine; several machines need one named)",
+        "(default: the run labelled baseline or before, else the machine that shares the "
+        "most rows with the others)",
     )
     p.add_argument(
         "--price",
@@ -75,11 +77,13 @@ def _comparison(args: argparse.Namespace):  # -> bench.report.compare.Comparison
     from bench.report import compare
     from bench.report.collect import load_all, warn
 
-    comparison = compare.compare(load_all(args.paths), args.baseline, dict(args.price))
-    for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
-        warn(line)
-    if comparison.baseline_note:  # bench chose it: say which, on stderr too
+    unreadable: list[tuple[Path, str]] = []
+    loaded = load_all(args.paths, unreadable)
+    comparison = compare.compare(loaded, args.baseline, dict(args.price), unreadable)
+    if comparison.baseline_note:  # bench chose it: say which, first, on stderr
         print(visible(f"bench: {comparison.baseline_note}"), file=sys.stderr)
+    for line in comparison.set_apart:  # on stderr: stdout may be the CSV or JSON itself
+        warn(line)  # one line per reason, the files in the JSON
     return comparison
 
 

@@ -72,10 +72,13 @@ def is_bench_output(path: Path) -> bool:
     )
 
 
-def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
+def load_all(
+    paths: Iterable[str | Path], unreadable: list[tuple[Path, str]] | None = None
+) -> list[tuple[Path, Result]]:
     """Every result file named or found. One that cannot be read fails the command when
-    it was named itself; found in a folder, it is named in a warning and set apart, and
-    the folder's other files are read."""
+    it was named itself; found in a folder, it is set apart and the folder's other
+    files are read: named in a warning, or added to `unreadable` (its path and why)
+    where the caller groups them (bench compare: one line for all)."""
     loaded = []
     for path, named in _found(paths):
         try:
@@ -86,6 +89,8 @@ def load_all(paths: Iterable[str | Path]) -> list[tuple[Path, Result]]:
                      "not a result")  # fmt: skip
             elif named:
                 raise
+            elif unreadable is not None:
+                unreadable.append((path, str(error)))
             else:
                 warn(f"set apart: {error}")
     if not loaded:

@@ -2,17 +2,23 @@
 does), '*' where a point ran out of memory, energy efficiency (the M2 Max vs V100 CIFAR
 study) and cost (the TPUv2 vs V100 comparison, the Xeon CPU study) as ratios too.
 
-A column is what ran: its accelerator (or CPU), image and framework, read from each
-result's provenance, and the run's --label when it has one. A second unlabelled run of
-a point a machine's column already holds gets a column of its own, named by when it
-started: never silently merged. Results whose configs differ from the baseline's in
-anything that changes what is measured are set apart, each with one line saying why.
+A column is a machine: its hardware (accelerator model and count, or CPU model and the
+cores bench could use, and the instance type where known), read from each result's
+provenance, and the run's --label when it has one (a label is the user's A/B intent:
+"before" and "after" stay two columns). Its runs at other times or in other images are
+facets of it: the repeats of one configuration pool into one cell, each run's own
+figures kept for a history (Comparison.history_records). A framework is part of a row
+(setup) where one machine ran a row's configuration in several. Results whose configs
+differ from the baseline's in anything that changes what is measured are set apart,
+one line per reason with a count, their files listed in the JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +92,10 @@ def cpu_label(env: dict[str, Any]) -> str | None:
     return f"{model} ({cores} core{'s' if cores > 1 else ''})"
 
 
-def machine_label(res: Result, with_framework: bool = False) -> str:
+def machine_label(res: Result) -> str:
+    """The machine's hardware: its accelerators by model and count, or its CPU by model
+    and usable cores and the instance type where known. Not its image, framework or
+    date: those are facets of one machine's runs."""
     env = res.environment or {}
     accelerator = env.get("accelerator") or {}
     if accelerator.get("accelerator"):
@@ -100,23 +109,25 @@ def machine_label(res: Result, with_framework: bool = False) -> str:
         instance = (res.pricing or {}).get("instance") or _instance_type(env)
         if instance:
             label += f" · {instance}"
-    image = (env.get("image") or {}).get("name")
-    if image:
-        label += f" [{image}]"
-    if with_framework:
-        label += f" ({res.config.framework})"
     return visible(label)  # control characters from a file never reach a terminal or chart
+
+
+def image_name(res: Result) -> str | None:
+    name = ((res.environment or {}).get("image") or {}).get("name")
+    return visible(name) if isinstance(name, str) and name else None
 
 
 @dataclass
 class Machine:
-    """One column: a machine, or one labelled (or dated) run of it."""
+    """One column: a machine (its hardware), or one --label of runs on it."""
 
     label: str
     results: list[tuple[Path, Result]] = field(default_factory=list)
     price_per_hour: float | None = None
     price_source: str | None = None
     peak_tflops: float | None = None
+    hardware: str = ""  # machine_label of its results; `label` adds the run's --label
+    run_label: str | None = None  # the runs' --label, None for unlabelled runs
 
     @property
     def environment(self) -> dict[str, Any] | None:
@@ -128,9 +139,42 @@ def ok_throughput(point: Point | None) -> Estimate | None:
     return point.throughput if point is not None and point.status == "ok" else None
 
 
+# One run's point in a cell: the file, its result and the point it measured.
+Run = tuple[Path, Result, Point]
+
+# A point's fields that hold one entry per repeat, with what a run that did not record
+# the field holds for each of its repeats when runs pool (bench.result.point.Point).
+_PER_REPEAT: dict[str, Any] = {
+    "warmup_times_s": (), "step_times_s": (), "epoch_times_s": (), "peak_memory_bytes": None,
+    "loss_first": None, "loss_last": None, "energy": None, "power_before": None, "ranks": None,
+    "busy": None, "input_wait_s": (), "accuracy": None,
+}  # fmt: skip
+
+
+def pool(points: list[Point]) -> Point:
+    """One point of the repeats of several runs of one configuration (oldest first):
+    the runs that trained, each repeat's values kept beside its own; the latest run's
+    other fields. No run trained: the latest point (its out-of-memory or error)."""
+    trained = [p for p in points if p.status == "ok" and p.measured]
+    if len(trained) < 2:
+        return trained[0] if trained else points[-1]
+    changes: dict[str, Any] = {}
+    for name, filler in _PER_REPEAT.items():
+        if not any(getattr(p, name) for p in trained):
+            continue
+        merged: list[Any] = []
+        for p in trained:
+            own, repeats = tuple(getattr(p, name) or ())[: len(p.step_times_s)], len(p.step_times_s)
+            merged += [*own, *(filler,) * (repeats - len(own))]
+        changes[name] = tuple(merged)
+    notes = dict.fromkeys(p.noise for p in trained if p.noise)
+    changes["noise"] = "; ".join(notes) or None
+    return dataclasses.replace(trained[-1], **changes)
+
+
 @dataclass
 class Cell:
-    """One machine's figures for one row."""
+    """One machine's figures for one row: its runs of that configuration, pooled."""
 
     point: Point | None
     relative: float | None = None  # throughput / the baseline's
@@ -141,10 +185,28 @@ class Cell:
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None
     mfu: float | None = None
+    # Every run of this configuration on this machine, oldest first; `point` pools
+    # the repeats of those that trained.
+    runs: list[Run] = field(default_factory=list)
 
     @property
     def throughput(self) -> Estimate | None:
         return ok_throughput(self.point)
+
+    @property
+    def source(self) -> tuple[Path, Result] | None:
+        """The file and result of the latest run that trained (else the latest run)."""
+        trained = [(path, res) for path, res, p in self.runs if p.status == "ok" and p.measured]
+        latest = trained[-1] if trained else (self.runs[-1][:2] if self.runs else None)
+        return latest
+
+    @property
+    def frameworks(self) -> list[str]:
+        return sorted({res.config.framework for _, res, _ in self.runs})
+
+    @property
+    def images(self) -> list[str]:
+        return sorted({name for _, res, _ in self.runs if (name := image_name(res))})
 
     @property
     def text(self) -> str:
@@ -158,20 +220,55 @@ class Cell:
         return "n/a" if self.relative is None else f"{self.relative:.2f}{self.mark}"
 
 
+# Set apart, the JSON's words: the file and why, per group.
+SET_APART_WHERE = "their files are listed under set_apart in bench compare --format json"
+
+
+@dataclass
+class SetApart:
+    """Results left out for one reason: 'measured differently (steps)', or 'could not
+    be read as results'; each file with its details (for the JSON)."""
+
+    reason: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    noun: str = "results"
+    single: str = ""  # the line for a group of one file: that file and why
+
+    @property
+    def line(self) -> str:
+        if len(self.files) == 1 and self.single:
+            return self.single
+        return f"{len(self.files)} {self.noun} {self.reason}: set apart; {SET_APART_WHERE}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "count": len(self.files), "line": self.line,
+                "files": self.files}  # fmt: skip
+
+
+def _command(res: Result) -> str | None:
+    return visible(shlex.join(str(part) for part in res.command)) if res.command else None
+
+
 @dataclass
 class Comparison:
     machines: list[Machine]
     baseline: Machine
     rows: list[tuple[tuple[Any, ...], list[Cell]]]
     max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
-    set_apart: list[str] = field(default_factory=list)  # one line per result left out
+    set_apart: list[str] = field(default_factory=list)  # one line per reason (a group)
     # Which baseline bench chose, and why, when none was named (None: named, or one column).
     baseline_note: str | None = None
+    set_apart_groups: list[SetApart] = field(default_factory=list)  # the files, by reason
+
+    @property
+    def set_apart_count(self) -> int:
+        return sum(len(group.files) for group in self.set_apart_groups)
 
     @property
     def title(self) -> str:
-        """'2 machines', or '3 runs on 2 machines' when a machine has several columns."""
-        hosts = {machine_label(res) for m in self.machines for _, res in m.results}
+        """'2 machines', or '3 runs on 2 machines' when a machine has several columns
+        (its runs with different --labels)."""
+        hosts = {m.hardware or m.label for m in self.machines}
         runs = len(self.machines)
         machines = f"{len(hosts)} {'machine' if len(hosts) == 1 else 'machines'}"
         return machines if runs == len(hosts) else f"{runs} runs on {machines}"
@@ -193,13 +290,16 @@ class Comparison:
         return lines
 
     def to_records(self) -> list[dict[str, Any]]:
-        """Long format: one record per row and machine (for CSV and JSON)."""
+        """Long format: one record per row and machine (for CSV and JSON). A cell's
+        facets beside its figures: the frameworks and images of its runs, how many
+        runs pooled and their repeats, the latest run's start and command."""
         records = []
         for key, cells in self.rows:
             for machine, cell in zip(self.machines, cells, strict=True):
                 p = cell.point
                 tp = p.throughput if p else None
                 energy = p.energy_summary if p else None
+                source = cell.source
                 records.append(
                     {
                         **dict(zip(ROW_KEYS, key, strict=True)),
@@ -223,9 +323,43 @@ class Comparison:
                         "cost_ratio": cell.cost_ratio,
                         "usd_per_hour": machine.price_per_hour,
                         "mfu": cell.mfu,
+                        "hardware": machine.hardware or machine.label,
+                        "run_label": machine.run_label,
+                        "framework": ", ".join(cell.frameworks) or None,
+                        "image": ", ".join(cell.images) or None,
+                        "runs": len(cell.runs) or None,
+                        "repeats": tp.n if tp else None,
+                        "started": source[1].started or None if source else None,
+                        "command": _command(source[1]) if source else None,
                         **_to_accuracy_record(p, machine),
                     }
                 )
+        return records
+
+    def history_records(self) -> list[dict[str, Any]]:
+        """Every run's own figures of every cell, oldest first: what pooled into each
+        cell, for a history of one configuration of one machine (asv's view)."""
+        records = []
+        for key, cells in self.rows:
+            axes = dict(zip(ROW_KEYS, key, strict=True))
+            for machine, cell in zip(self.machines, cells, strict=True):
+                for path, res, p in cell.runs:
+                    tp = ok_throughput(p)
+                    records.append(
+                        {
+                            **axes,
+                            "machine": machine.label,
+                            "file": str(path),
+                            "started": res.started or None,
+                            "framework": res.config.framework,
+                            "image": image_name(res),
+                            "status": p.status,
+                            "throughput": tp.value if tp else None,
+                            "ci95_low": tp.ci95_low if tp else None,
+                            "ci95_high": tp.ci95_high if tp else None,
+                            "repeats": tp.n if tp else 0,
+                        }
+                    )
         return records
 
 
@@ -243,18 +377,38 @@ def _to_accuracy_record(point: Point | None, machine: Machine) -> dict[str, Any]
     }
 
 
-def _select(machines: list[Machine], selector: str) -> Machine:
+# A refusal names at most this many machines, each cut to this many characters.
+NAMED_AT_MOST, NAME_CHARS = 10, 80
+
+
+def _short(text: str, chars: int = NAME_CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def machine_names(machines: list[Machine]) -> str:
+    """'A; B; ... (and 90 more)': at most NAMED_AT_MOST labels, each of bounded length."""
+    shown = "; ".join(_short(m.label) for m in machines[:NAMED_AT_MOST])
+    more = len(machines) - NAMED_AT_MOST
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def _select(machines: list[Machine], selector: str, what: str = "baseline") -> Machine:
     wanted = selector.lower()
-    # A whole label wins over a part of one ("AMD EPYC" vs "AMD EPYC [bench:xeon]").
+    # A whole label wins over a part of one ("AMD EPYC" vs "AMD EPYC · before").
     found = [m for m in machines if m.label.lower() == wanted] or [
         m
         for m in machines
         if wanted in m.label.lower() or any(wanted == str(p).lower() for p, _ in m.results)
     ]
     if len(found) != 1:
-        how = "matches no machine" if not found else f"matches {len(found)} machines"
+        named = visible(_short(selector, 60))
+        if found:
+            raise UsageError(
+                f"{what} {named!r} matches {len(found)} machines: {machine_names(found)}; "
+                "name one by more of its label or by a file"
+            )
         raise UsageError(
-            f"baseline {selector!r} {how}; machines: {'; '.join(m.label for m in machines)}"
+            f"{what} {named!r} matches no machine; machines: {machine_names(machines)}"
         )
     return found[0]
 
@@ -267,11 +421,27 @@ def _started(machine: Machine) -> str:
     return min(res.started for _, res in machine.results)
 
 
-def default_baseline(machines: list[Machine]) -> tuple[Machine, str]:
+def _shared_rows(machines: list[Machine], grid: list[list[Point | None]]) -> dict[int, list[int]]:
+    """Per column (by position): [rows it shares with another column, the other
+    columns' points it lines up with], over the rows where it has a throughput."""
+    shared = {i: [0, 0] for i in range(len(machines))}
+    for points in grid:
+        have = [i for i, p in enumerate(points) if ok_throughput(p) is not None]
+        if len(have) < 2:
+            continue
+        for i in have:
+            shared[i][0] += 1
+            shared[i][1] += len(have) - 1
+    return shared
+
+
+def default_baseline(
+    machines: list[Machine], grid: list[list[Point | None]] | None = None
+) -> tuple[Machine, str]:
     """The baseline when none is named, and one line saying which and why: the run
-    labelled `baseline` (else `before`); else, when every column is a run of one
-    machine, the earliest run. Columns of several machines need one named: which
-    machine is the reference is the user's question, not a date's."""
+    labelled `baseline` (else `before`); else the column that shares the most rows with
+    the others (the most ratios a table can show; ties: the earliest). `grid`: each
+    row's pooled points, a column each."""
     hint = "name another with --baseline"
     for wanted in BASELINE_LABELS:
         found = [m for m in machines if any(
@@ -279,17 +449,18 @@ def default_baseline(machines: list[Machine]) -> tuple[Machine, str]:
         if found:
             base = min(found, key=_started)
             return base, f"baseline: {base.label} (the run labelled {wanted}; {hint})"
-    hosts = {machine_label(res) for m in machines for _, res in m.results}
-    if len(hosts) > 1:
-        raise UsageError(
-            f"{len(hosts)} machines: name the baseline with --baseline "
-            f"(part of a label or a file); machines: {'; '.join(m.label for m in machines)}"
-        )
-    base = min(machines, key=_started)
-    return base, (
-        f"baseline: {base.label} (the earliest of {len(machines)} runs of this machine, "
-        f"started {_started(base)[:19]}; {hint})"
-    )
+    shared = _shared_rows(machines, grid or [])
+    most = max(pairs for _, pairs in shared.values())
+    tied = [m for i, m in enumerate(machines) if shared[i][1] == most]
+    base = min(tied, key=_started)
+    rows = shared[machines.index(base)][0]
+    if most == 0:
+        why = f"no machine shares a row with another; the earliest, started {_started(base)[:19]}"
+    else:
+        why = f"shares the most rows with the others, {rows} of {len(grid or [])}"
+        if len(tied) > 1:
+            why += f"; the earliest of {len(tied)} that do, started {_started(base)[:19]}"
+    return base, f"baseline: {base.label} ({why}; {hint})"
 
 
 def _setting(res: Result, name: str) -> Any:
@@ -308,13 +479,15 @@ def _measured_like(res: Result) -> tuple[Any, ...]:
 
 def _set_apart(
     loaded: list[tuple[Path, Result]], baseline: str | None
-) -> tuple[list[tuple[Path, Result]], list[str]]:
+) -> tuple[list[tuple[Path, Result]], list[SetApart]]:
     """Per workload, keep the results measured like the baseline's (or like most of
-    them, when the baseline has none of that workload); one line for each other."""
+    them, when the baseline has none of that workload); the others grouped by which
+    fields differ, each file with its details."""
     by_workload: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
     for path, res in loaded:
         by_workload[res.config.workload].append((path, res))
-    kept, lines = [], []
+    kept: list[tuple[Path, Result]] = []
+    groups: dict[tuple[str, ...], SetApart] = {}
     for workload, group in by_workload.items():
         ways = defaultdict(list)
         for path, res in group:
@@ -332,43 +505,46 @@ def _set_apart(
             if way == reference:
                 continue
             for path, res in members:
-                differs = [
-                    f"{name} {_setting(res, name)} (not {_setting(ref, name)})"
-                    for name in MUST_MATCH
-                    if _setting(res, name) != _setting(ref, name)
-                ]
-                lines.append(
-                    visible(
-                        f"set apart: {path} ({workload}) measured differently from {ref_path}: "
-                        + ", ".join(differs)
-                    )
+                names = tuple(n for n in MUST_MATCH if _setting(res, n) != _setting(ref, n))
+                differs = ", ".join(
+                    f"{name} {_setting(res, name)} (not {_setting(ref, name)})" for name in names
                 )
-    return kept, lines
+                reason = f"measured differently ({', '.join(names)})"
+                held = groups.setdefault(names, SetApart(visible(reason)))
+                held.files.append({"file": visible(str(path)), "workload": visible(workload),
+                                   "differs": visible(differs),
+                                   "reference": visible(str(ref_path))})  # fmt: skip
+                held.single = visible(
+                    f"set apart: {path} ({workload}) measured differently from {ref_path}: "
+                    + differs
+                )
+    return kept, list(groups.values())
 
 
-def _columns(loaded: list[tuple[Path, Result]], with_framework: bool) -> dict[str, Machine]:
-    """Results grouped into columns: by machine and --label. Runs of one machine share
-    a column while they add points to it; a run that measured a point the column
-    already holds starts a column of its own, named by when it started: two runs of
-    one point are never silently merged."""
-    groups: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
-    for path, res in loaded:
-        label = machine_label(res, with_framework)
-        groups[f"{label} · {visible(res.label)}" if res.label else label].append((path, res))
+def _unreadable(files: list[tuple[Path, str]]) -> list[SetApart]:
+    """Files found in a folder that are no result bench can read: one group."""
+    if not files:
+        return []
+    group = SetApart("could not be read as results", noun="files")
+    group.files = [{"file": visible(str(path)), "error": visible(error)} for path, error in files]
+    group.single = visible(f"set apart: {files[0][1]}")
+    return [group]
+
+
+def _columns(loaded: list[tuple[Path, Result]]) -> dict[str, Machine]:
+    """Results grouped into columns: by machine (its hardware) and --label. Runs of one
+    machine at other times, in other images or frameworks share its column."""
     columns: dict[str, Machine] = {}
-    for label, results in groups.items():
-        held: list[tuple[Machine, set[tuple[Any, ...]]]] = []
-        for path, res in sorted(results, key=lambda pr: pr[1].started):
-            keys = {row_key(res, p) for p in res.points}
-            for machine, taken in held:
-                if not keys & taken:
-                    machine.results.append((path, res))
-                    taken |= keys
-                    break
-            else:
-                name = f"{label} · {res.started[:19] or path.name}" if held else label
-                held.append((Machine(name, [(path, res)]), set(keys)))
-        columns.update((machine.label, machine) for machine, _ in held)
+    for path, res in loaded:
+        hardware = machine_label(res)
+        run_label = visible(res.label) if res.label else None
+        label = f"{hardware} · {run_label}" if run_label else hardware
+        column = columns.get(label)
+        if column is None:
+            column = columns[label] = Machine(label, hardware=hardware, run_label=run_label)
+        column.results.append((path, res))
+    for column in columns.values():
+        column.results.sort(key=lambda pr: pr[1].started)
     return columns
 
 
@@ -376,18 +552,53 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+def _with_framework(setup: str, framework: str) -> str:
+    return " · ".join(part for part in (setup, framework) if part)
+
+
+def _row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
+    """Each row's runs, a list per column (oldest first). A configuration one machine
+    ran in several frameworks is a row per framework (its setup names it), for every
+    machine; otherwise one row, whatever framework each machine used (a GPU in torch
+    beside a TPU in JAX)."""
+    found: dict[tuple[Any, ...], list[list[Run]]] = {}
+    for i, machine in enumerate(ordered):
+        for path, res in machine.results:
+            for p in res.points:
+                key = row_key(res, p)
+                if key not in found:
+                    found[key] = [[] for _ in ordered]
+                found[key][i].append((path, res, p))
+    rows: dict[tuple[Any, ...], list[list[Run]]] = {}
+    for key, columns in found.items():
+        if all(len({res.config.framework for _, res, _ in runs}) < 2 for runs in columns):
+            rows[key] = columns
+            continue
+        for i, runs in enumerate(columns):
+            for run in runs:
+                split = (*key[:5], _with_framework(key[5], run[1].config.framework))
+                if split not in rows:
+                    rows[split] = [[] for _ in ordered]
+                rows[split][i].append(run)
+    return rows
+
+
 def compare(
     loaded: list[tuple[Path, Result]],
     baseline: str | None,
     prices: dict[str, float] | None = None,
+    unreadable: list[tuple[Path, str]] | None = None,
 ) -> Comparison:
-    """Group results by machine and line their points up by row key. Without a
-    baseline named, default_baseline chooses one and says so (baseline_note)."""
+    """Group results by machine and line their points up by row key, the repeats of
+    a machine's runs of one configuration pooled. Without a baseline named,
+    default_baseline chooses one and says so (baseline_note). `unreadable`: files
+    found that are no result (path, why), set apart in one group."""
     if not loaded:
         raise UsageError("nothing to compare")
-    loaded, set_apart = _set_apart(loaded, baseline)
-    many_frameworks = len({res.config.framework for _, res in loaded}) > 1
-    machines = _columns(loaded, many_frameworks)
+    loaded, groups = _set_apart(loaded, baseline)
+    groups = sorted([*groups, *_unreadable(unreadable or [])],
+                    key=lambda g: (-len(g.files), g.reason))  # fmt: skip
+    machines = _columns(loaded)
     for machine in machines.values():
         for _, res in machine.results:
             if res.pricing and machine.price_per_hour is None:
@@ -396,36 +607,41 @@ def compare(
             machine.peak_tflops = machine.peak_tflops or res.peak_tflops
     ordered = list(machines.values())
     for selector, usd in (prices or {}).items():
-        target = _select(ordered, selector)
+        target = _select(ordered, selector, "price")
         target.price_per_hour, target.price_source = usd, "given with --price"
+
+    # Workload, then precision, format and compiler, then batch size numerically.
+    by_row = _row_runs(ordered)
+    keys = sorted(by_row, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[5], k[1]))
+    pooled = [[pool([p for _, _, p in runs]) if runs else None for runs in by_row[key]]
+              for key in keys]  # fmt: skip
     note = None
     if baseline is not None:
         base = _select(ordered, baseline)
     elif len(ordered) > 1:
-        base, note = default_baseline(ordered)
+        base, note = default_baseline(ordered, pooled)
     else:
         base = ordered[0]
+    at = ordered.index(base)
+    rows = []
+    for key, points in zip(keys, pooled, strict=True):
+        cells = [
+            _cell(point, points[at], machine, base, runs)
+            for machine, point, runs in zip(ordered, points, by_row[key], strict=True)
+        ]
+        rows.append((key, cells))
 
-    points: dict[tuple[Any, ...], dict[str, Point]] = defaultdict(dict)
     searches: dict[tuple[Any, ...], dict[str, MaxBatch]] = defaultdict(dict)
     for machine in ordered:
-        for _, res in sorted(machine.results, key=lambda pr: pr[1].started):
-            for p in res.points:  # a later result's point replaces an earlier one
-                points[row_key(res, p)][machine.label] = p
+        for _, res in machine.results:  # oldest first: a later search replaces an earlier
             for m in res.max_batch:
                 key = (res.config.workload, m.precision, m.memory_format, m.compile)
                 searches[(*key, searched(res, m))][machine.label] = m
-
-    rows = []
-    # Workload, then precision, format and compiler, then batch size numerically.
-    for key in sorted(points, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[5], k[1])):
-        base_point = points[key].get(base.label)
-        cells = [_cell(points[key].get(m.label), base_point, m, base) for m in ordered]
-        rows.append((key, cells))
     max_batch = [
         (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
     ]
-    return Comparison(ordered, base, rows, max_batch, set_apart, baseline_note=note)
+    return Comparison(ordered, base, rows, max_batch, [g.line for g in groups],
+                      baseline_note=note, set_apart_groups=groups)  # fmt: skip
 
 
 def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
@@ -435,8 +651,14 @@ def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
     return tp.value * 3600 / machine.price_per_hour
 
 
-def _cell(point: Point | None, base_point: Point | None, machine: Machine, base: Machine) -> Cell:
-    cell = Cell(point)
+def _cell(
+    point: Point | None,
+    base_point: Point | None,
+    machine: Machine,
+    base: Machine,
+    runs: list[Run] | None = None,
+) -> Cell:
+    cell = Cell(point, runs=runs or [])
     if point is None or point.status != "ok":
         return cell
     tp, base_tp = point.throughput, ok_throughput(base_point)
@@ -486,18 +708,22 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
     return {
         "kind": "bench-comparison",  # so that folder scans skip it (bench.report.collect)
         "baseline": comparison.baseline.label,
-        "set_apart": comparison.set_apart,
+        "baseline_note": comparison.baseline_note,
+        "set_apart": [group.to_dict() for group in comparison.set_apart_groups],
         "machines": [
             {
                 "label": m.label,
                 "usd_per_hour": m.price_per_hour,
                 "price_source": m.price_source,
+                "hardware": m.hardware,
+                "run_label": m.run_label,
                 "files": [str(p) for p, _ in m.results],
             }
             for m in comparison.machines
         ],
         "legend": legend(),
         "points": comparison.to_records(),
+        "history": comparison.history_records(),
         "max_batch": [
             {
                 **dict(
