@@ -129,10 +129,16 @@ def _too_many(raw: bytes) -> str | None:
     return None
 
 
-# The last file refused, by its identity: bench report asks again whether a refused
-# file is some other bench output, and a refusal is not worth a second read.
+# bench report asks again whether a file load refused is some other bench output: the
+# last file the reader refused is refused again, and a document load refused as no
+# result (before changing it) is handed to the next reader, while the file is unchanged.
 _Identity = tuple[int, int, int, int, int]
 _last_refused: tuple[_Identity, str] | None = None
+_handed: tuple[_Identity, Any] | None = None
+
+
+class _Refused(Exception):
+    """What makes a file no result, found by the reader (without the file's name)."""
 
 
 def _identity(st: os.stat_result) -> _Identity:
@@ -140,73 +146,99 @@ def _identity(st: os.stat_result) -> _Identity:
 
 
 def _read_bounded(path: Path) -> tuple[_Identity, bytes]:
-    """The bytes of a regular file of at most MAX_RESULT_BYTES, read once; ResultError or
-    OSError otherwise. O_NONBLOCK: a FIFO opens at once (and is refused as no file)."""
+    """The bytes of a regular file of at most MAX_RESULT_BYTES (+1, to tell), read once.
+    O_NONBLOCK: a FIFO opens at once (and is refused as no regular file)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as file:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
-            raise _failure(path, "not a regular file")
+            raise _Refused("not a regular file")
         return _identity(st), file.read(MAX_RESULT_BYTES + 1)
+
+
+def _parse(raw: bytes) -> Any:
+    """The JSON of `raw` within the bounds, or _Refused saying which it exceeds."""
+    if len(raw) > MAX_RESULT_BYTES:
+        raise _Refused(f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result")
+    problem = _too_many(raw)
+    try:
+        if problem is not None:
+            raise _Refused(f"not a bench result ({problem})")
+        data = json.loads(raw.decode())
+    except UnicodeDecodeError as error:
+        raise _Refused(f"cannot read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise _Refused(f"not a bench result (invalid JSON: {error})") from None
+    except RecursionError:
+        raise _Refused("not a bench result (nested too deeply)") from None
+    except ValueError:  # Python's own limit on the digits of a whole number
+        digits = sys.get_int_max_str_digits()
+        raise _Refused(
+            f"not a bench result (a whole number of more than {digits} digits)"
+        ) from None
+    problem = _scan(data)
+    if problem is not None:
+        raise _Refused(f"not a bench result ({problem})")
+    return data
+
+
+def _read(path: Path) -> tuple[_Identity, Any]:
+    """read_document, and the identity of the file it read."""
+    global _last_refused, _handed
+    handed, _handed = _handed, None
+    try:
+        now = _identity(path.stat())
+        if handed is not None and handed[0] == now:
+            return handed
+        if _last_refused is not None and _last_refused[0] == now:
+            raise _failure(path, _last_refused[1])
+        identity, raw = _read_bounded(path)
+        try:
+            return identity, _parse(raw)
+        except _Refused as refused:
+            _last_refused = identity, str(refused)
+            raise
+    except _Refused as refused:
+        raise _failure(path, str(refused)) from None
+    except FileNotFoundError:
+        raise _failure(path, "no such result file") from None
+    except OSError as error:
+        raise _failure(path, f"cannot read ({error})") from None
 
 
 def read_document(path: str | Path) -> Any:
     """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES,
     MAX_VALUES values (MAX_CONTAINERS objects and lists) counted before parsing, whole
     numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise.
-    The file last refused is refused again without reading it while it is unchanged."""
-    global _last_refused
-    path = Path(path)
-    try:
-        if _last_refused is not None and _identity(path.stat()) == _last_refused[0]:
-            raise _failure(path, _last_refused[1])
-        identity, raw = _read_bounded(path)
-        if len(raw) > MAX_RESULT_BYTES:
-            what = f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result"
-            _last_refused = identity, what
-            raise _failure(path, what)
-        problem = _too_many(raw)
-        if problem is not None:
-            _last_refused = identity, f"not a bench result ({problem})"
-            raise _failure(path, _last_refused[1])
-        data = json.loads(raw.decode())
-    except ResultError:
-        raise
-    except FileNotFoundError:
-        raise _failure(path, "no such result file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise _failure(path, f"cannot read ({error})") from None
-    except json.JSONDecodeError as error:
-        raise _failure(path, f"not a bench result (invalid JSON: {error})") from None
-    except RecursionError:
-        raise _failure(path, "not a bench result (nested too deeply)") from None
-    except ValueError:  # Python's own limit on the digits of a whole number
-        digits = sys.get_int_max_str_digits()
-        raise _failure(
-            path, f"not a bench result (a whole number of more than {digits} digits)"
-        ) from None
-    problem = _scan(data)
-    if problem is not None:
-        raise _failure(path, f"not a bench result ({problem})")
-    return data
+    A file that load or this just refused is not read again while it is unchanged."""
+    return _read(Path(path))[1]
+
+
+def _no_result(data: Any) -> str | None:
+    """What makes a document no result of a version this bench reads, or None."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return "not a bench result (no schema_version)"
+    if version > SCHEMA_VERSION:
+        return (
+            f"schema version {version} is newer than this bench reads (up to {SCHEMA_VERSION}); "
+            "upgrade bench"
+        )
+    points = data.get("points", [])
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        return "invalid result (points: expected a list of objects)"
+    return None
 
 
 def load(path: str | Path) -> Result:
     """Read a result of this or any older schema version; errors name file and field."""
+    global _handed
     path = Path(path)
-    data = read_document(path)
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _failure(path, "not a bench result (no schema_version)")
-    if version > SCHEMA_VERSION:
-        raise _failure(
-            path,
-            f"schema version {version} is newer than this bench reads (up to {SCHEMA_VERSION}); "
-            "upgrade bench",
-        )
-    points = data.get("points", [])
-    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
-        raise _failure(path, "invalid result (points: expected a list of objects)")
+    identity, data = _read(path)
+    problem = _no_result(data)
+    if problem is not None:
+        _handed = identity, data  # unchanged: bench report asks what else it is
+        raise _failure(path, problem)
     sealed = integrity.check(data)  # before migrations: the checksum covers the file
     if sealed == integrity.EDITED:
         print(
@@ -217,7 +249,7 @@ def load(path: str | Path) -> Result:
             file=sys.stderr,
         )
     try:
-        loaded = Result.from_json(validate(migrate(data, version)))
+        loaded = Result.from_json(validate(migrate(data, data["schema_version"])))
         loaded.integrity = sealed
         return loaded
     except (UsageError, InvalidField) as error:
