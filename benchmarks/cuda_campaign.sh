@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runs behind docs/results/<gpu>/ and the README's GPU table, on one NVIDIA GPU with
+# The runs behind docs/results/<gpu>/ and docs/performance.md's GPU table, on one NVIDIA GPU with
 # bench installed natively. Three parts of under ten minutes each:
 #   benchmarks/cuda_campaign.sh throughput RESULTS_DIR   # precision x format, compile, BERT
 #   benchmarks/cuda_campaign.sh fidelity RESULTS_DIR     # overhead, batch, epochs, max batch
