@@ -22,7 +22,7 @@ from bench.errors import BenchError
 from bench.report import collect
 from bench.result import Result, ResultError
 
-from .conftest import DATA
+from .conftest import DATA, run_bench
 from .test_suite import two_runs  # noqa: F401  (a fixture: a preset 'mini' of two runs)
 
 ROOT = Path(__file__).parent.parent
@@ -427,3 +427,13 @@ def test_a_lock_held_by_another_user_says_whose_it_is(tmp_path):
     if os.geteuid() == 0:
         assert f"{lock} belongs to uid {OTHER_UID}" in line, line
     assert stat.S_ISREG(lock.stat().st_mode)
+
+
+def test_a_label_that_looks_like_a_credential_is_refused_in_one_line():
+    # A label is stored in the result as given (redact() sees only the command line).
+    secret = secrets.token_hex(32)
+    done = run_bench("tiny", "--device", "cpu", "--label", secret, "--steps", "1")
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "--label: label: it looks like a credential, and a label is stored" in line
+    assert secret not in done.stderr

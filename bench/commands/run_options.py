@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import catalog, datasets, memory_floor, registry, result, runtime, stopping
+from bench import catalog, datasets, memory_floor, provenance, registry, result, runtime, stopping
 from bench.axes import (
     ALLOCATORS,
     CHECKPOINTING_MODES,
@@ -326,6 +326,11 @@ def _label(text: str) -> str:
     if not text.strip() or len(text) > 80 or not text.isprintable():
         raise argparse.ArgumentTypeError(
             f"label: {text!r} is not 1 to 80 printable characters, e.g. before or new-driver"
+        )
+    if provenance.redact(text) != text:  # a label is stored and shown as given
+        raise argparse.ArgumentTypeError(
+            "label: it looks like a credential, and a label is stored in the result as "
+            "given; use a plain name, e.g. before or new-driver"
         )
     return text.strip()
 
