@@ -149,7 +149,7 @@ def tests_full(session: nox.Session) -> None:
     """The full tier (CI): real training, TensorFlow, JAX, SkyPilot and the zoo's timm."""
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
-    session.install("-e", FULL_EXTRAS, "tensorflow-cpu", "keras", *CONSTRAINTS)
+    session.install("-e", FULL_EXTRAS, "tensorflow-cpu", "keras", "playwright", *CONSTRAINTS)
     session.run("pytest", "-m", "full", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
 
 

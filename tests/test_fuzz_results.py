@@ -59,6 +59,7 @@ _HOSTILE = (
     '=HYPERLINK("http://evil.example")',
     "\x00\x08\x7f\r\x0b",
     "$\\alpha$ % {} \\n",
+    "</script><script>alert(1)</script>{{constructor.constructor('alert(2)')()}}\u2028'\"",
 )
 _BAD_NAME = "r\x1b]0;title\x07\x1b[2J.json"  # a file named to retitle and clear a terminal
 
@@ -264,6 +265,26 @@ def _written(folder: Path) -> None:
     for written in folder.rglob("*"):
         if written.suffix in (".csv", ".md", ".html", ".svg"):
             _no_controls(written.read_text(), str(written))
+        if written.name == "report.html":
+            _inert_page(written.read_text())
+
+
+# The report page's own elements: its data (JSON), the Vega bundle and its script.
+_PAGE_SCRIPTS = 3
+_DATA = re.compile(r"<script type='application/json' id='bench-data'>(.*?)</script>", re.S)
+
+
+def _inert_page(page: str) -> None:
+    """Text from a result file added no element to the page: no script, no image, and
+    the JSON the page embeds neither closes its script element nor fails to parse."""
+    assert page.count("<script") == _PAGE_SCRIPTS, "a script element more or less"
+    assert page.count("</script>") == _PAGE_SCRIPTS
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)  # the page less scripts
+    assert "<img" not in markup and "<svg" not in markup
+    found = _DATA.search(page)
+    assert found is not None, "no data element"
+    assert not re.search("[<>&\u2028\u2029]", found.group(1)), "raw markup in the data"
+    json.loads(found.group(1))
 
 
 @pytest.fixture

@@ -21,10 +21,11 @@ import json
 import re
 from typing import Any
 
+from bench.report import views as vega_views
 from bench.report.compare import Comparison
 from bench.report.script import SCRIPT
 from bench.report.tidy import Tidy
-from bench.report.views import View, bundle
+from bench.report.views import View
 from bench.text import visible
 from bench.units import human
 
@@ -227,5 +228,5 @@ def page(
         + (static if figures else "")
         + "</section>"
         f"<script type='application/json' id='bench-data'>{script_json(data)}</script>"
-        f"<script>{bundle()}</script><script>{SCRIPT}</script></body></html>"
+        f"<script>{vega_views.bundle()}</script><script>{SCRIPT}</script></body></html>"
     )

@@ -48,7 +48,9 @@ SCRIPT = r"""
   // Texts the tooltips and tables show, made once.
   for (const name of ["points", "headline", "history"]) {
     for (const r of D[name]) {
-      r.command = r.cmd === undefined ? "" : D.commands[r.cmd];
+      const made = r.point !== undefined ? D.points[r.point] : r; // a headline row: its point's
+      const cmd = made.cmd;
+      r.command = cmd === undefined ? "" : D.commands[cmd];
       r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s");
       r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
     }

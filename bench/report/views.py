@@ -24,7 +24,8 @@ go through vega-tooltip, which escapes HTML.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -155,7 +156,7 @@ def _bars(
         .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData(data))
         .resolve_scale(y="independent", x="shared" if shared_x else "independent")
     )
-    return _spec(chart)
+    return {**_spec(chart), "usermeta": {"needs": value}}
 
 
 def _lines(
@@ -206,7 +207,7 @@ def _lines(
         .facet(row=alt.Row(f"{panel}:N", header=_header(), sort=None), data=alt.NamedData(data))
         .resolve_scale(x="independent", y="independent")
     )
-    return _spec(chart)
+    return {**_spec(chart), "usermeta": {"needs": y}}
 
 
 def _has(rows: list[dict[str, Any]], *names: str) -> bool:
@@ -272,6 +273,7 @@ def _relative_best(t: Tidy) -> View | None:
         "verdict (faster or slower only where the interval excludes 1).",
         "headline",
         _spec(chart),
+        needs="verdict",
     )
 
 
@@ -504,6 +506,7 @@ def _ladder(t: Tidy) -> View | None:
         "study); kept: faster beyond noise.",
         "ladder",
         _spec(chart),
+        needs="speedup",
     )
 
 
@@ -556,6 +559,7 @@ def _mfu(t: Tidy) -> View | None:
         "Model FLOPs utilisation per machine and activation-checkpointing mode (LLM training).",
         "points",
         _spec(chart),
+        needs="mfu",
     )
 
 
@@ -663,8 +667,13 @@ MAKERS = (
 
 
 def views(t: Tidy) -> list[View]:
-    """The views the data holds, in the page's order."""
-    return [view for make in MAKERS if (view := make(t)) is not None]
+    """The views the data holds, in the page's order. A view's rows must hold the field
+    it draws (`needs`): a chart is never handed rows it would draw nothing of."""
+    made = [view for make in MAKERS if (view := make(t)) is not None]
+    return [
+        view if view.needs else replace(view, needs=view.spec.get("usermeta", {}).get("needs"))
+        for view in made
+    ]
 
 
 @cache
@@ -673,4 +682,6 @@ def bundle() -> str:
     fetches nothing."""
     import vl_convert
 
-    return str(vl_convert.javascript_bundle())  # type: ignore[call-arg]
+    code = str(vl_convert.javascript_bundle())  # type: ignore[call-arg]
+    # Inline, a '</script' in its text would end the element: in JS, '<\\/' reads the same.
+    return re.sub("</(script)", r"<\\/\1", code, flags=re.IGNORECASE)

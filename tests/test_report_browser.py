@@ -1,0 +1,93 @@
+"""bench report's page in a real browser: Debian's chromium driven by Playwright, the
+page opened from file:// as a user opens it. It must answer on its first screen (the
+verdicts), narrow its tables and charts with a filter, show a bar's interval and
+command on hover, log no error and ask for nothing beyond its own file."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.report import compare as cmp
+
+from .test_compare import A100, V100, machine, point
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+pytestmark = [
+    pytest.mark.full,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason="no chromium (apt-get install chromium)"
+    ),
+]
+
+
+def _results():
+    a = machine(V100, [point(64, [99, 100, 101], joules=1280), point(128, [110, 111, 109])],
+                price=3.06)  # fmt: skip
+    b = machine(A100, [point(64, [299, 300, 301]), point(128, [112, 110, 114])], price=4.1)
+    a = dataclasses.replace(a, command=["bench", "resnet50", "--batch-size", "64,128"])
+    b = dataclasses.replace(b, command=["bench", "resnet50", "--batch-size", "64,128", "-r", "3"])
+    return [(Path("v100.json"), a), (Path("a100.json"), b)]
+
+
+def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
+    pytest.importorskip("vl_convert")
+    from bench.report import page
+
+    started = time.monotonic()
+    page.write_report(cmp.compare(_results(), "v100"), tmp_path / "report")
+    url = (tmp_path / "report" / "report.html").as_uri()
+    errors, requests = [], []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.on("request", lambda r: requests.append(r.url))
+            tab.goto(url)
+            tab.wait_for_function("document.body.dataset.ready", timeout=20_000)
+            assert tab.evaluate("document.body.dataset.ready") == "1", tab.inner_text("#failure")
+            loaded_s = time.monotonic() - started
+
+            # The first screen: each machine's best, its interval, the verdict in words.
+            answer = tab.inner_text("#answer")
+            assert "2.73x faster (95% CI" in answer and "the baseline" in answer
+            assert tab.locator("#answer").bounding_box()["y"] < 900
+
+            # A filter narrows the tables (and the charts' data) to one machine.
+            before = tab.locator("#table-points tbody tr").count()
+            tab.select_option("#filter-machine", A100)
+            after = tab.locator("#table-points tbody tr").count()
+            assert (before, after) == (4, 2)
+            assert tab.locator("#table-headline tbody tr").count() == 1
+            tab.select_option("#filter-machine", "")
+
+            # Sorting: the throughput column, descending on the second click.
+            header = tab.locator("#table-points th", has_text="throughput")
+            header.click()
+            header.click()
+            first = tab.locator("#table-points tbody tr").first.inner_text()
+            assert "300 samples/s [298–302]" in first
+
+            # Hovering a bar: its interval, configuration and command in the tooltip.
+            bar = tab.locator("#view-relative .mark-rect path").first
+            bar.hover()
+            tip = tab.locator("#vg-tooltip-element")
+            tip.wait_for(state="visible", timeout=5_000)
+            text = tip.inner_text()
+            assert "2.73x [" in text and "bs 64 fp32" in text and "-r 3" in text
+
+            tab.screenshot(path=str(tmp_path / "report.png"))
+        finally:
+            browser.close()
+    assert not errors, errors
+    assert all(u.startswith("file://") for u in requests), requests
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+    print(f"report page ready in {loaded_s:.1f} s (report written and browser started)")
