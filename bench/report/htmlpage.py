@@ -108,9 +108,10 @@ def _headline_html(t: Tidy, several: bool) -> str:
             interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")),
             ratio(r),
             r.get("sentence", ""),
-        ]
+        ][: None if several else 4]  # one machine: nothing to be relative to
         for r in lead
     ]
+    headers = headers if several else headers[:4]
     parts = [_table("headline", headers, rows)]
     if several:
         means = [r for r in t.geomean if r["scope"] == "all"]
@@ -194,6 +195,7 @@ def page(
         )
     data = {
         **t.as_data(),
+        "several": several,
         "views": [
             {
                 "id": v.id,

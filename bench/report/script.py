@@ -112,6 +112,11 @@ SCRIPT = r"""
     },
   };
   const sorted = {};
+  if (!D.several) { // one machine: nothing to be relative to
+    for (const name of ["headline", "points"]) {
+      TABLES[name].cols = TABLES[name].cols.filter(([key]) => key !== "rel" && key !== "sentence");
+    }
+  }
 
   function cell(tr, text, tag) {
     const td = document.createElement(tag || "td");

@@ -25,7 +25,6 @@ from bench.report.compare import (
     Comparison,
     Machine,
     machine_label,
-    row_key,
     sequence_length,
 )
 from bench.report.table import ladder_rows
@@ -103,21 +102,21 @@ class _Commands:
         return self._index[text]
 
 
-def _sources(comparison: Comparison) -> dict[int, tuple[Path, Result]]:
-    """Which result file each point came from, by the point's identity."""
-    return {
-        id(p): (path, res)
-        for m in comparison.machines
-        for path, res in m.results
-        for p in res.points
-    }
+def _latest_run(cell: Cell) -> tuple[Path, Result, Point] | None:
+    """The run a cell's figures and command come from: the latest that trained (a cell
+    pools the repeats of every run of its configuration on its machine)."""
+    source = cell.source
+    for path, res, p in reversed(cell.runs):
+        if source is not None and (path, res) == source:
+            return path, res, p
+    return None
 
 
 def _point_record(
-    key: tuple[Any, ...], cell: Cell, machine: Machine, base: Machine, source: tuple[Path, Result]
+    key: tuple[Any, ...], cell: Cell, machine: Machine, base: Machine, run: tuple[Path, Result]
 ) -> dict[str, Any]:
     p = cell.point
-    path, res = source
+    path, res = run
     if p is None:
         return {}
     tp = cell.throughput
@@ -130,8 +129,9 @@ def _point_record(
     workload, batch, precision, fmt, compiler, setup = key
     record = {
         "machine": machine.label,
-        "hardware": machine_label(res),
-        "framework": res.config.framework,
+        "hardware": machine.hardware or machine_label(res),
+        "framework": ", ".join(cell.frameworks) or res.config.framework,
+        "runs": len(cell.runs),
         "baseline": machine is base,
         "workload": workload,
         "config": config_label(key),
@@ -181,16 +181,17 @@ def _point_record(
 
 
 def _efficiencies(comparison: Comparison) -> dict[int, float | None]:
-    """Scaling efficiency (throughput over N times one device's) by point identity."""
+    """Scaling efficiency (throughput over N times one device's, of the run's own
+    one-device point) by the identity of a run's point."""
     found: dict[int, float | None] = {}
-    for m in comparison.machines:
-        for _, res in m.results:
-            if any(p.devices > 1 for p in res.points):  # one device: 1 by definition
-                efficiency = [
-                    1.0 if p.devices == 1 else e
-                    for p, e in zip(res.points, res.scaling_efficiencies(), strict=True)
-                ]
-                found.update(zip(map(id, res.points), efficiency, strict=True))
+    results = {id(res): res for _, cells in comparison.rows for c in cells for _, res, _ in c.runs}
+    for res in results.values():
+        if any(p.devices > 1 for p in res.points):  # one device: 1 by definition
+            efficiency = [
+                1.0 if p.devices == 1 else e
+                for p, e in zip(res.points, res.scaling_efficiencies(), strict=True)
+            ]
+            found.update(zip(map(id, res.points), efficiency, strict=True))
     return found
 
 
@@ -198,17 +199,18 @@ def points(
     comparison: Comparison, commands: _Commands, ids: dict[tuple[str, tuple[Any, ...]], int]
 ) -> list[dict[str, Any]]:
     """One record per cell that holds a point; `ids` gets each (machine, row key)'s id."""
-    sources, efficiency = _sources(comparison), _efficiencies(comparison)
+    efficiency = _efficiencies(comparison)
     rows: list[dict[str, Any]] = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
-            if cell.point is None:
+            run = _latest_run(cell)
+            if cell.point is None or run is None:
                 continue
-            source = sources[id(cell.point)]
-            record = _point_record(key, cell, machine, comparison.baseline, source)
-            record["cmd"] = commands.index(command_text(source[1], source[0]))
-            if efficiency.get(id(cell.point)) is not None:
-                record["scaling"] = efficiency[id(cell.point)]
+            path, res, own = run
+            record = _point_record(key, cell, machine, comparison.baseline, (path, res))
+            record["cmd"] = commands.index(command_text(res, path))
+            if efficiency.get(id(own)) is not None:
+                record["scaling"] = efficiency[id(own)]
             record["id"] = ids[(machine.label, key)] = len(rows)
             rows.append(record)
     return rows
@@ -229,10 +231,10 @@ def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | No
 
 def _best(
     comparison: Comparison, precision: str | None
-) -> dict[tuple[str, str], tuple[tuple[Any, ...], Point]]:
+) -> dict[tuple[str, str], tuple[tuple[Any, ...], Cell]]:
     """Each machine's fastest configuration of each workload (by throughput), of one
     precision where one is given."""
-    best: dict[tuple[str, str], tuple[tuple[Any, ...], Point]] = {}
+    best: dict[tuple[str, str], tuple[tuple[Any, ...], Cell]] = {}
     speed: dict[tuple[str, str], float] = {}
     for key, cells in comparison.rows:
         if precision is not None and key[2] != precision:
@@ -241,7 +243,7 @@ def _best(
             tp = cell.throughput
             at = (key[0], machine.label)
             if tp is not None and tp.value > speed.get(at, -1.0):
-                best[at], speed[at] = (key, cell.point), tp.value  # type: ignore[assignment]
+                best[at], speed[at] = (key, cell), tp.value
     return best
 
 
@@ -254,11 +256,10 @@ def headline(
     throughput with its interval, and the ratio to the baseline's best of that workload,
     with its interval and verdict."""
     best, base = _best(comparison, precision), comparison.baseline
-    frameworks = {n: res.config.framework for n, (_, res) in _sources(comparison).items()}
     rows = []
-    for (workload, label), (key, point) in best.items():
-        tp = point.throughput
-        if tp is None:
+    for (workload, label), (key, cell) in best.items():
+        tp, point = cell.throughput, cell.point
+        if tp is None or point is None:
             continue
         record: dict[str, Any] = {
             "scope": precision or "all",
@@ -266,7 +267,7 @@ def headline(
             "machine": label,
             "config": config_label(key),
             "precision": key[2],
-            "framework": frameworks.get(id(point)),
+            "framework": ", ".join(cell.frameworks) or None,
             "baseline": label == base.label,
             "tp": tp.value,
             "tp_lo": tp.ci95_low,
@@ -277,12 +278,13 @@ def headline(
         base_best = best.get((workload, base.label))
         if label == base.label:
             record["verdict"] = "baseline"
-        elif base_best is not None:
-            ratio, ci, verdict = _verdict(point, base_best[1])
+        elif base_best is not None and base_best[1].point is not None:
+            base_point = base_best[1].point
+            ratio, ci, verdict = _verdict(point, base_point)
             record.update(rel=ratio, rel_lo=ci[0] if ci else None, rel_hi=ci[1] if ci else None)
             record["verdict"] = verdict.word if verdict else "one run"
             record["pairs"] = verdict and min(
-                len(point.repeat_throughputs()), len(base_best[1].repeat_throughputs())
+                len(point.repeat_throughputs()), len(base_point.repeat_throughputs())
             )
             record["sentence"] = (
                 verdict.sentence() if verdict else f"{ratio:.2f}x: one run a side, no interval"
@@ -334,23 +336,25 @@ def geometric_mean(
 
 
 def history(comparison: Comparison, commands: _Commands) -> list[dict[str, Any]]:
-    """Every run of a configuration of a machine, where it was measured on two dates or
-    more: the hardware, framework and row key make the series; a run's start its date."""
-    series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for m in comparison.machines:
-        for path, res in m.results:
-            hardware = machine_label(res)
-            for p in res.points:
-                tp = p.throughput if p.status == "ok" else None
-                if tp is None or not res.started:
-                    continue
-                key = row_key(res, p)
-                name = f"{hardware} ({res.config.framework}): {key[0]} {config_label(key)}"
-                series[(hardware, res.config.framework, key)].append(
+    """Every run pooled into a cell, where the cell's runs were measured at two times or
+    more: one configuration of one machine over time (a run's start is its date)."""
+    rows: list[dict[str, Any]] = []
+    for key, cells in comparison.rows:
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            runs = [
+                (path, res, tp)
+                for path, res, p in cell.runs
+                if res.started and (tp := p.throughput if p.status == "ok" else None)
+            ]
+            if len({res.started[:19] for _, res, _ in runs}) < 2:
+                continue
+            name = f"{machine.label}: {key[0]} {config_label(key)}"
+            for path, res, tp in runs:
+                rows.append(
                     _clean(
                         {
                             "series": name,
-                            "machine": m.label,
+                            "machine": machine.label,
                             "workload": key[0],
                             "config": config_label(key),
                             "precision": key[2],
@@ -364,10 +368,6 @@ def history(comparison: Comparison, commands: _Commands) -> list[dict[str, Any]]
                         }
                     )
                 )
-    rows = []
-    for runs in series.values():
-        if len({r["date"][:10] for r in runs}) > 1 or len({r["date"] for r in runs}) > 1:
-            rows += sorted(runs, key=lambda r: r["date"])
     return rows
 
 

@@ -177,6 +177,8 @@ def _lines(
     """Lines with points, a panel per `panel`, a shaded 95% band where given."""
     alt = _alt()
     scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
+    if x_type == "T":
+        scale = alt.Undefined
     ex = alt.X(f"{x}:{x_type}", title=x_title, scale=scale)
     layers = []
     if low and high:
