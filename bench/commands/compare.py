@@ -87,6 +87,21 @@ def _comparison(args: argparse.Namespace):  # -> bench.report.compare.Comparison
     return comparison
 
 
+def json_lines(data: dict[str, Any]) -> str:
+    """A JSON object whose lists of records are written one record a line: readable and
+    diffable as an indented file is, written at C speed (json indents in Python) for a
+    fleet's tens of thousands of records."""
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            inner = ",\n  ".join(json.dumps(v) for v in value)
+            text = f"[\n  {inner}\n ]"
+        else:
+            text = json.dumps(value)
+        parts.append(f" {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def default_report_folder(paths: list[str]) -> Path:
     """Where a report goes without -o: `report` in the folder the results are in (the
     folder named, or a named file's folder; for several, the folder they share)."""
@@ -108,7 +123,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     text = {
         "csv": lambda: compare.to_csv(comparison),
         "markdown": lambda: compare.to_markdown(comparison),
-        "json": lambda: json.dumps(compare.as_dict(comparison), indent=1) + "\n",
+        "json": lambda: json_lines(compare.as_dict(comparison)),
     }.get(args.format)
     if text is not None:
         if args.output:

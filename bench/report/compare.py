@@ -188,10 +188,14 @@ class Cell:
     # Every run of this configuration on this machine, oldest first; `point` pools
     # the repeats of those that trained.
     runs: list[Run] = field(default_factory=list)
+    _throughput: Estimate | str | None = field(default="unset", repr=False, compare=False)
 
     @property
     def throughput(self) -> Estimate | None:
-        return ok_throughput(self.point)
+        """ok_throughput of the point, computed once (a pooled point's over many repeats)."""
+        if isinstance(self._throughput, str):
+            self._throughput = ok_throughput(self.point)
+        return self._throughput
 
     @property
     def source(self) -> tuple[Path, Result] | None:
@@ -297,7 +301,7 @@ class Comparison:
         for key, cells in self.rows:
             for machine, cell in zip(self.machines, cells, strict=True):
                 p = cell.point
-                tp = p.throughput if p else None
+                tp = cell.throughput
                 energy = p.energy_summary if p else None
                 source = cell.source
                 records.append(
@@ -421,12 +425,12 @@ def _started(machine: Machine) -> str:
     return min(res.started for _, res in machine.results)
 
 
-def _shared_rows(machines: list[Machine], grid: list[list[Point | None]]) -> dict[int, list[int]]:
+def _shared_rows(machines: list[Machine], grid: list[list[Any]]) -> dict[int, list[int]]:
     """Per column (by position): [rows it shares with another column, the other
     columns' points it lines up with], over the rows where it has a throughput."""
     shared = {i: [0, 0] for i in range(len(machines))}
-    for points in grid:
-        have = [i for i, p in enumerate(points) if ok_throughput(p) is not None]
+    for throughputs in grid:
+        have = [i for i, tp in enumerate(throughputs) if tp is not None]
         if len(have) < 2:
             continue
         for i in have:
@@ -436,12 +440,12 @@ def _shared_rows(machines: list[Machine], grid: list[list[Point | None]]) -> dic
 
 
 def default_baseline(
-    machines: list[Machine], grid: list[list[Point | None]] | None = None
+    machines: list[Machine], grid: list[list[Any]] | None = None
 ) -> tuple[Machine, str]:
     """The baseline when none is named, and one line saying which and why: the run
     labelled `baseline` (else `before`); else the column that shares the most rows with
     the others (the most ratios a table can show; ties: the earliest). `grid`: each
-    row's pooled points, a column each."""
+    row's throughputs (None where a column has none), a column each."""
     hint = "name another with --baseline"
     for wanted in BASELINE_LABELS:
         found = [m for m in machines if any(
@@ -613,21 +617,22 @@ def compare(
     # Workload, then precision, format and compiler, then batch size numerically.
     by_row = _row_runs(ordered)
     keys = sorted(by_row, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[5], k[1]))
-    pooled = [[pool([p for _, _, p in runs]) if runs else None for runs in by_row[key]]
-              for key in keys]  # fmt: skip
+    # Each cell's pooled point and throughput, once: a pooled point's estimate is over
+    # every repeat of its runs, and a row's baseline serves each of its cells.
+    grid = [[_Figures.of(runs) for runs in by_row[key]] for key in keys]
     note = None
     if baseline is not None:
         base = _select(ordered, baseline)
     elif len(ordered) > 1:
-        base, note = default_baseline(ordered, pooled)
+        base, note = default_baseline(ordered, [[f.tp for f in row] for row in grid])
     else:
         base = ordered[0]
     at = ordered.index(base)
     rows = []
-    for key, points in zip(keys, pooled, strict=True):
+    for key, figures in zip(keys, grid, strict=True):
         cells = [
-            _cell(point, points[at], machine, base, runs)
-            for machine, point, runs in zip(ordered, points, by_row[key], strict=True)
+            _cell(own, figures[at], machine, base, runs)
+            for machine, own, runs in zip(ordered, figures, by_row[key], strict=True)
         ]
         rows.append((key, cells))
 
@@ -644,38 +649,56 @@ def compare(
                       baseline_note=note, set_apart_groups=groups)  # fmt: skip
 
 
-def _samples_per_dollar(point: Point | None, machine: Machine) -> float | None:
-    tp = ok_throughput(point)
-    if tp is None or not machine.price_per_hour:
-        return None
-    return tp.value * 3600 / machine.price_per_hour
+@dataclass
+class _Figures:
+    """A cell's pooled point and what its ratios need, computed once."""
+
+    point: Point | None
+    tp: Estimate | None = None
+    values: list[float] = field(default_factory=list)  # each repeat's throughput
+    _energy: Any = None
+    _energy_done: bool = False
+
+    @classmethod
+    def of(cls, runs: list[Run]) -> _Figures:
+        point = pool([p for _, _, p in runs]) if runs else None
+        tp = ok_throughput(point)
+        return cls(point, tp, point.repeat_throughputs() if tp and point else [])
+
+    @property
+    def energy(self) -> Any:  # EnergySummary | None, read only where a ratio needs it
+        if not self._energy_done and self.point is not None:
+            self._energy, self._energy_done = self.point.energy_summary, True
+        return self._energy
+
+
+def _per_dollar(tp: Estimate | None, machine: Machine) -> float | None:
+    return tp.value * 3600 / machine.price_per_hour if tp and machine.price_per_hour else None
 
 
 def _cell(
-    point: Point | None,
-    base_point: Point | None,
-    machine: Machine,
-    base: Machine,
-    runs: list[Run] | None = None,
+    own: _Figures, base_figures: _Figures, machine: Machine, base: Machine, runs: list[Run]
 ) -> Cell:
-    cell = Cell(point, runs=runs or [])
+    point = own.point
+    cell = Cell(point, runs=runs)
+    cell._throughput = own.tp  # the property's value, computed once
     if point is None or point.status != "ok":
         return cell
-    tp, base_tp = point.throughput, ok_throughput(base_point)
+    tp, base_tp = own.tp, base_figures.tp
     if tp and base_tp:
         cell.relative = tp.value / base_tp.value
         if machine is not base:
-            base_values = base_point.repeat_throughputs() if base_point else []
-            ci = cell.relative_ci95 = ratio_interval(point.repeat_throughputs(), base_values)
+            ci = cell.relative_ci95 = ratio_interval(own.values, base_figures.values)
             cell.mark = "?" if ci is None else ("~" if ci[0] <= 1 <= ci[1] else "")
             if ci is not None:
-                n = min(len(point.repeat_throughputs()), len(base_values))
+                n = min(len(own.values), len(base_figures.values))
                 cell.verdict = judge(math.sqrt(ci[0] * ci[1]), ci, n)
-    energy, base_energy = point.energy_summary, base_point.energy_summary if base_point else None
+    energy = own.energy
+    base_energy = base_figures.energy if energy else None
     if energy and base_energy:
         cell.energy_ratio = energy.samples_per_joule / base_energy.samples_per_joule
-    cell.samples_per_dollar = _samples_per_dollar(point, machine)
-    cell.cost_ratio = _ratio(cell.samples_per_dollar, _samples_per_dollar(base_point, base))
+    cell.samples_per_dollar = _per_dollar(tp, machine)
+    cell.cost_ratio = _ratio(cell.samples_per_dollar, _per_dollar(base_tp, base))
     achieved = point.achieved_flops
     peak, _ = catalog.peak_flops(machine.environment, point.precision, machine.peak_tflops)
     cell.mfu = achieved / peak if achieved is not None and peak else None
