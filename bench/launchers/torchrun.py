@@ -93,11 +93,23 @@ def _serve_on_loopback() -> None:
     class LoopbackStore(dist.TCPStore):
         def __init__(self, host_name: str, port: int, *args: Any, **kwargs: Any) -> None:
             kwargs.update(zip(_STORE_ARGS, args, strict=False))
-            if kwargs.get("is_master") and kwargs.get("master_listen_fd") is None:
+            if not kwargs.get("is_master") or kwargs.get("master_listen_fd") is not None:
+                super().__init__(host_name, port, **kwargs)
+                return
+            # libuv's store takes no listen fd before torch 2.8 or so (NotImplementedError:
+            # bench:cuda12's 2.7.1); the legacy one does, and serves a point's few ranks.
+            for use_libuv in (kwargs.pop("use_libuv", True), False):
                 server = socket.create_server(("127.0.0.1", port))
-                port = server.getsockname()[1]
-                kwargs["master_listen_fd"] = server.detach()  # the store owns it now
-            super().__init__(host_name, port, **kwargs)
+                port, fd = server.getsockname()[1], server.detach()
+                try:  # the store owns the socket once it is made
+                    super().__init__(
+                        host_name, port, master_listen_fd=fd, use_libuv=use_libuv, **kwargs
+                    )
+                    return
+                except NotImplementedError:
+                    os.close(fd)  # refused, still ours: the legacy store binds the port again
+                    if not use_libuv:
+                        raise
 
     dist.TCPStore = LoopbackStore  # type: ignore[misc]
     c10d_rendezvous_backend.TCPStore = LoopbackStore  # type: ignore[misc]
