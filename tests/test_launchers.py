@@ -41,7 +41,7 @@ def test_cpu_ranks_stay_within_a_numa_node_when_they_divide_over_the_nodes():
     assert rank_cpus(2, 3, list(range(8)), numa) == ([4, 5], None)
 
 
-def test_torchrun_gets_its_own_flags_and_nothing_bench_made():
+def test_torchrun_gets_only_its_own_flags_and_one_machine_runs_it_with_loopback_stores():
     one = PointConfig("tiny", devices=2, batch_size=8)
     assert name(one) == "torchrun"
     # one machine: torchrun's own flags, run by bench's module that keeps its stores on
