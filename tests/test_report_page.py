@@ -175,3 +175,20 @@ def test_untrusted_text_stays_inert_in_the_page_and_its_data():
     assert any("</script>" in text for text in data["commands"])
     assert "&lt;/script&gt;&lt;img" in html  # in the first screen's tables: entities
     assert "<img" not in md
+
+
+def test_the_static_figures_draw_the_baseline_and_the_fastest_machines_only():
+    """A fleet's figures for papers: 12 machines, not 100 bars a group (90 s to draw)."""
+    from bench.report import page, tidy
+
+    loaded = [
+        (Path(f"{n}.json"), machine(f"GPU {n:02d}", [point(64, [100 + n, 101 + n, 99 + n])]))
+        for n in range(14)
+    ]
+    comparison = cmp.compare(loaded, "GPU 05")
+    drawn, note = page.figure_machines(comparison, tidy.tidy(comparison))
+    labels = [m.label for m in drawn.machines]
+    assert len(labels) == 12 and "GPU 05" in labels
+    assert "GPU 00" not in labels and "GPU 01" not in labels  # the slowest two left out
+    assert all(len(cells) == 12 for _, cells in drawn.rows)
+    assert note.startswith("12 of 14 machines: the baseline, then the fastest")

@@ -51,6 +51,17 @@ details{margin:.5em 0}summary{cursor:pointer}
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")
 
 
+def compact(value: Any) -> Any:
+    """Floats to 5 significant digits (the page shows 3): a fleet's page stays small."""
+    if isinstance(value, float):
+        return float(f"{value:.5g}")
+    if isinstance(value, dict):
+        return {k: compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [compact(v) for v in value]
+    return value
+
+
 def script_json(data: Any) -> str:
     """JSON to sit inside a <script> element: '<', '>', '&', U+2028/2029 and C1
     controls as \\uXXXX escapes, so that no text in it can close the element or open a
@@ -181,8 +192,9 @@ def page(
     lead: str,
     notes: list[tuple[str, list[str]]],
     figures: list[str],
+    tables: str = "",
 ) -> str:
-    """The whole page as text."""
+    """The whole page as text; `tables`: report.md's tables as HTML (escaped), folded."""
     several = len(comparison.machines) > 1
     if not any("tp" in r for r in t.points):
         answer = "<p>No result holds a measured point: there is nothing to compare.</p>"
@@ -193,8 +205,13 @@ def page(
             "<p>One machine: its own figures, nothing to set them against (add the results "
             "of another machine to compare).</p>" + answer
         )
+    heading = (
+        "Which machine is faster at what, by how much, how sure"
+        if several
+        else "Each workload's fastest configuration"
+    )
     data = {
-        **t.as_data(),
+        **compact(t.as_data()),
         "several": several,
         "views": [
             {
@@ -219,13 +236,19 @@ def page(
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{_h(title)}</title><style>{STYLE}</style></head><body>"
         f"<h1>{_h(title)}</h1><p>{_h(lead)}</p><p id='failure'></p>{_filters()}"
-        f"<section id='answer'><h2>Which machine is faster at what, by how much, how sure</h2>"
+        f"<section id='answer'><h2>{_h(heading)}</h2>"
         f"{answer}</section>"
         + "".join(_view_html(v) for v in views)
         + "<section id='every-point'><h2>Every point, with the command that made it</h2>"
         "<p><label>search <input id='search' type='search'></label></p>"
         + _table("points", [], [])
-        + "</section><section id='notes'><h2>Notes</h2>"
+        + "</section>"
+        + (
+            f"<details id='tables'><summary>The tables of report.md</summary>{tables}</details>"
+            if tables
+            else ""
+        )
+        + "<section id='notes'><h2>Notes</h2>"
         + _notes_html(notes)
         + (static if figures else "")
         + "</section>"

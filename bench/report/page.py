@@ -11,6 +11,7 @@ and the report says so.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import math
@@ -460,19 +461,54 @@ def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
     return f"## Each machine's best configuration per workload\n\n{markdown_table(headers, body)}"
 
 
+FIGURE_MACHINES = 12  # machines a static figure draws at most (as the page's charts)
+
+
+def figure_machines(comparison: Comparison, t: tidy.Tidy) -> tuple[Comparison, str]:
+    """What the static figures draw: at most FIGURE_MACHINES machines, the baseline and
+    then the fastest by geometric mean (a bar chart of 100 machines is no figure for a
+    paper, and took 90 s to draw), with a line saying so."""
+    machines = comparison.machines
+    if len(machines) <= FIGURE_MACHINES:
+        return comparison, ""
+    means = {r["machine"]: r["rel"] for r in t.geomean if r["scope"] == "all"}
+    order = sorted(
+        range(len(machines)),
+        key=lambda i: (machines[i] is not comparison.baseline, -means.get(machines[i].label, 0)),
+    )
+    keep = sorted(order[:FIGURE_MACHINES])
+    rows = [(key, [cells[i] for i in keep]) for key, cells in comparison.rows]
+    rows = [(key, cells) for key, cells in rows if any(c.point for c in cells)]
+    searches = [(key, [found[i] for i in keep]) for key, found in comparison.max_batch]
+    drawn = dataclasses.replace(
+        comparison,
+        machines=[machines[i] for i in keep],
+        rows=rows,
+        max_batch=[(key, found) for key, found in searches if any(found)],
+    )
+    return drawn, (
+        f"{FIGURE_MACHINES} of {len(machines)} machines: the baseline, then the fastest by "
+        "geometric mean (report.html and report.md hold all)"
+    )
+
+
 def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90) -> list[Path]:
     """Charts (PNG, SVG), report.html (self-contained) and report.md in `folder`."""
     registry.require("bench report", "altair", "vl_convert")  # one line, not a traceback
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     made, missing = [], []
+    t = tidy.tidy(comparison)
+    drawn, fewer = figure_machines(comparison, t)
     # Labels come from result files: '$' stays a dollar, never TeX-like mathtext (text
     # is laid out when saved, so the setting spans the saving too).
     with matplotlib.rc_context({"text.parse_math": False}):
-        for name, fig in charts(comparison).items():
+        for name, fig in charts(drawn).items():
             if fig is None:
                 missing.append(name)
                 continue
+            if fewer:
+                fig.suptitle(fewer, fontsize=8)
             for ext in ("png", "svg"):
                 path = folder / f"{name}.{ext}"
                 image = io.BytesIO()
@@ -481,7 +517,7 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
                 written.append(path)
             made.append(name)
             plt.close(fig)
-    md, page = texts(comparison, made, missing, train_epochs)
+    md, page = texts(comparison, made, missing, train_epochs, t)
     written.append(folder / "report.md")
     files.replace(written[-1], md)
     written.append(folder / "report.html")
@@ -494,6 +530,7 @@ def texts(
     made: list[str] = [],  # noqa: B006 - read only
     missing: list[str] = [],  # noqa: B006
     train_epochs: float = 90,
+    made_tidy: tidy.Tidy | None = None,
 ) -> tuple[str, str]:
     """report.md and report.html, beside the figures `made` (and those `missing`: no
     result carries their data)."""
@@ -526,7 +563,7 @@ def texts(
     )
     lead = legend() if several else "Absolute figures of one machine."
     noise = comparison.noise_notes()
-    t = tidy.tidy(comparison)
+    t = made_tidy or tidy.tidy(comparison)
 
     note = " ".join(notes)
     noise_md = "\n".join(f"- {markdown(line)}" for line in noise)
@@ -548,6 +585,10 @@ def texts(
     if noise:
         page_notes.append((f"{len(noise)} figure{'s' if len(noise) > 1 else ''} less sure "
                            "than they look:", noise))  # fmt: skip
+    if len(comparison.machines) <= FIGURE_MACHINES:
+        wide = "".join(f"<h3>{_html(h)}</h3>{_html_table(*table)}" for h, table in tables)
+    else:  # a column per machine: report.md holds them
+        wide = "<p>report.md holds these tables: a column per machine.</p>"
     page = htmlpage.page(comparison, t, views.views(t), title=title, lead=lead,
-                         notes=page_notes, figures=made)  # fmt: skip
+                         notes=page_notes, figures=made, tables=wide)  # fmt: skip
     return "\n\n".join(part for part in md if part) + "\n", page

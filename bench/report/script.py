@@ -56,6 +56,10 @@ SCRIPT = r"""
     }
   }
   for (const r of D.points) {
+    // A panel of lines over batch sizes: the row but its batch (devices, for scaling).
+    r.panel = r.workload + " · " + r.config.replace(/^bs \d+ /, "");
+    r.scaling_panel = r.panel.replace(/ · \d+ devices?(?= · |$)/, "");
+    if (r.peak_mem !== undefined) r.peak_gib = r.peak_mem / 2 ** 30;
     r.epoch_text = r.epoch_s === undefined ? "" : human(r.epoch_s) + " s";
     const joules = r.energy_epoch_j !== undefined ? r.energy_epoch_j : r.energy_sample_j;
     r.energy_text = human(joules) + " J";
@@ -68,10 +72,18 @@ SCRIPT = r"""
     r.scaling_text = pct(r.scaling);
     r.top1_text = pct(r.top1);
   }
-  for (const r of D.curves) r.top1_text = pct(r.top1);
+  for (const r of D.curves) {
+    r.top1_text = pct(r.top1);
+    r.panel = r.workload + " · " + r.config;
+  }
+  for (const r of D.history) {
+    r.series = r.machine + ": " + r.workload + " " + r.config;
+    if (r.runs > 1) r.tp_text += " (mean of " + r.runs + " runs that day)";
+  }
   for (const r of D.ladder) {
     r.speedup_text = r.speedup === undefined ? "skipped" : r.speedup.toFixed(2) + "x";
     r.kept_text = r.kept ? "kept" : "left out";
+    r.panel = r.machine + " · " + r.workload;
   }
   for (const r of D.geomean) r.rel_text = ratio(r.rel, r.rel_lo, r.rel_hi);
 
@@ -181,6 +193,14 @@ SCRIPT = r"""
 
   // ---- charts: Vega-Lite specs, their named table replaced by the filtered rows
   const charts = [];
+  const CHART_MACHINES = 12; // machines a chart draws at most: its legend stays short
+  const ranks = new Map();
+  D.geomean.filter((r) => r.scope === "all").sort((a, b) => b.rel - a.rel)
+    .forEach((r, n) => ranks.set(r.machine, n + 1));
+  for (const r of D.headline) if (r.baseline) ranks.set(r.machine, 0);
+  function rank(machine) {
+    return ranks.has(machine) ? ranks.get(machine) : 1e9;
+  }
   // A view is embedded when it first has rows (its spec given them as its named
   // dataset: Vega draws no empty scale), then fed each filter's rows.
   // A line view draws only the panels where a machine has two x values or more.
@@ -200,12 +220,21 @@ SCRIPT = r"""
     let rows = rowsOf(c.data);
     if (c.needs) rows = rows.filter((r) => r[c.needs] !== undefined);
     if (c.along) rows = along(rows, c.along);
+    const notes = [];
+    const machines = [...new Set(rows.map((r) => r.machine))];
+    if (machines.length > CHART_MACHINES) {
+      const drawn = new Set(machines.sort((a, b) => rank(a) - rank(b)).slice(0, CHART_MACHINES));
+      rows = rows.filter((r) => drawn.has(r.machine));
+      notes.push("Drawing " + CHART_MACHINES + " of " + machines.length + " machines (the " +
+        "baseline, then the fastest by geometric mean): choose a machine to see another.");
+    }
     const shown = rows.slice(0, c.cap);
+    if (rows.length > c.cap) {
+      notes.push("Drawing the first " + c.cap + " of " + rows.length.toLocaleString("en-US") +
+        " rows: choose a workload to see the rest.");
+    }
     c.section.hidden = rows.length === 0;
-    c.note.textContent = rows.length > c.cap
-      ? "Drawing the first " + c.cap + " of " + rows.length.toLocaleString("en-US") +
-        " rows: filter to see the rest (the tables hold all)."
-      : "";
+    c.note.textContent = notes.length ? notes.join(" ") + " The tables hold all." : "";
     if (!rows.length) return;
     if (!c.view) {
       const spec = Object.assign({}, c.spec, { datasets: { [c.data]: shown } });

@@ -13,7 +13,6 @@ per machine. Text from result files is made visible here (control characters as
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from bench.report.compare import (
     Cell,
     Comparison,
     Machine,
-    machine_label,
     sequence_length,
 )
 from bench.report.table import ladder_rows
@@ -33,7 +31,6 @@ from bench.stats import ratio_interval
 from bench.text import visible
 from bench.verdict import Verdict, judge
 
-_DEVICES = re.compile(r" · \d+ devices?(?= · |$)")  # a sweep's device count in a setup
 NO_COMMAND = "not recorded in the result (bench rerun FILE runs its config again)"
 
 
@@ -46,6 +43,7 @@ class Tidy:
     headline: list[dict[str, Any]] = field(default_factory=list)
     geomean: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    history_note: str = ""  # what the history leaves out, if anything
     ladder: list[dict[str, Any]] = field(default_factory=list)
     curves: list[dict[str, Any]] = field(default_factory=list)
     max_batch: list[dict[str, Any]] = field(default_factory=list)
@@ -129,14 +127,11 @@ def _point_record(
     workload, batch, precision, fmt, compiler, setup = key
     record = {
         "machine": machine.label,
-        "hardware": machine.hardware or machine_label(res),
         "framework": ", ".join(cell.frameworks) or res.config.framework,
         "runs": len(cell.runs),
         "baseline": machine is base,
         "workload": workload,
         "config": config_label(key),
-        "panel": f"{workload} · {variant_label(key)}",
-        "scaling_panel": _DEVICES.sub("", f"{workload} · {variant_label(key)}"),
         "batch": batch,
         "precision": precision,
         "format": fmt,
@@ -170,7 +165,6 @@ def _point_record(
         "usd_per_m_units": price / (total[0] * 3600) * 1e6 if price and total else None,
         "mfu": p.mfu if p.mfu is not None else cell.mfu,
         "peak_mem": p.peak_memory,
-        "peak_gib": p.peak_memory / 2**30 if p.peak_memory else None,
         "seq_len": sequence_length(res),
         "top1": reached.best_top1 if reached else None,
         "tta_s": reached.time_to_target_s if reached else None,
@@ -335,10 +329,17 @@ def geometric_mean(
     return out
 
 
-def history(comparison: Comparison, commands: _Commands) -> list[dict[str, Any]]:
+HISTORY_ROWS = 3000  # the most history rows the page embeds
+DAILY_AFTER = 60  # a series with more runs than this is embedded as one row a day
+
+
+def history(comparison: Comparison, commands: _Commands) -> tuple[list[dict[str, Any]], str]:
     """Every run pooled into a cell, where the cell's runs were measured at two times or
-    more: one configuration of one machine over time (a run's start is its date)."""
-    rows: list[dict[str, Any]] = []
+    more: one configuration of one machine over time (a run's start is its date), and a
+    line saying what was left out. A series of many runs is one row a day (the mean of
+    that day's runs, the band from the lowest to the highest bound); at most
+    HISTORY_ROWS rows, the baseline's series first, then those measured on most days."""
+    found: list[tuple[tuple[bool, int], list[dict[str, Any]]]] = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
             runs = [
@@ -348,27 +349,68 @@ def history(comparison: Comparison, commands: _Commands) -> list[dict[str, Any]]
             ]
             if len({res.started[:19] for _, res, _ in runs}) < 2:
                 continue
-            name = f"{machine.label}: {key[0]} {config_label(key)}"
-            for path, res, tp in runs:
-                rows.append(
-                    _clean(
-                        {
-                            "series": name,
-                            "machine": machine.label,
-                            "workload": key[0],
-                            "config": config_label(key),
-                            "precision": key[2],
-                            "framework": res.config.framework,
-                            "date": res.started[:19],
-                            "tp": tp.value,
-                            "tp_lo": tp.ci95_low,
-                            "tp_hi": tp.ci95_high,
-                            "cmd": commands.index(command_text(res, path)),
-                            "file": path.name,
-                        }
-                    )
-                )
-    return rows
+            base = {
+                "machine": machine.label,
+                "workload": key[0],
+                "config": config_label(key),
+                "precision": key[2],
+            }
+            series = [
+                {
+                    **base,
+                    "framework": res.config.framework,
+                    "date": res.started[:19],
+                    "tp": tp.value,
+                    "tp_lo": tp.ci95_low,
+                    "tp_hi": tp.ci95_high,
+                    "runs": 1,
+                    "cmd": commands.index(command_text(res, path)),
+                    "file": path.name,
+                }
+                for path, res, tp in runs
+            ]
+            if len(series) > DAILY_AFTER:
+                series = _daily(series)
+            days = len({r["date"][:10] for r in series})
+            found.append(((machine is not comparison.baseline, -days), series))
+    rows: list[dict[str, Any]] = []
+    found.sort(key=lambda f: f[0])
+    kept = 0
+    for _, series in found:
+        if rows and len(rows) + len(series) > HISTORY_ROWS:
+            break
+        rows += [_clean(r) for r in series]
+        kept += 1
+    note = ""
+    if kept < len(found):
+        note = (
+            f"The {kept} of {len(found)} histories measured on the most days (the "
+            "baseline's first); bench compare --format json holds every run's figures."
+        )
+    return rows, note
+
+
+def _daily(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row a day: the mean of the day's runs, the band from the lowest to the
+    highest bound among them, the latest run's command and file."""
+    days: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in series:
+        days[r["date"][:10]].append(r)
+    out = []
+    for day, runs in sorted(days.items()):
+        lows = [r["tp_lo"] for r in runs if r["tp_lo"] is not None]
+        highs = [r["tp_hi"] for r in runs if r["tp_hi"] is not None]
+        out.append(
+            {
+                **runs[-1],
+                "date": f"{day}T12:00:00",
+                "tp": sum(r["tp"] for r in runs) / len(runs),
+                "tp_lo": min(lows, default=None),
+                "tp_hi": max(highs, default=None),
+                "runs": len(runs),
+            }
+        )
+    return out
 
 
 def ladders(comparison: Comparison) -> list[dict[str, Any]]:
@@ -455,12 +497,14 @@ def tidy(comparison: Comparison) -> Tidy:
         for scope in scopes
         for row in geometric_mean([r for r in lead if r["scope"] == (scope or "all")], machines)
     ]
+    past, past_note = history(comparison, commands)
     return Tidy(
         points=rows,
         commands=commands.texts,
         headline=lead,
         geomean=means,
-        history=history(comparison, commands),
+        history=past,
+        history_note=past_note,
         ladder=ladders(comparison),
         curves=curves(comparison),
         max_batch=max_batches(comparison),

@@ -45,7 +45,7 @@ class View:
     caption: str  # what it shows, in the study's terms, and what a bar's whisker is
     data: str  # the table of Tidy it reads
     spec: dict[str, Any]
-    cap: int = 600  # rows a chart draws at most; the page says when it shows fewer
+    cap: int = 400  # rows a chart draws at most; the page says when it shows fewer
     needs: str | None = None  # the field a row must hold to be drawn
     # A line's x: only panels where a machine has two values of it or more are drawn.
     along: str | None = None
@@ -179,7 +179,8 @@ def _lines(
     scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
     if x_type == "T":
         scale = alt.Undefined
-    ex = alt.X(f"{x}:{x_type}", title=x_title, scale=scale)
+    axis = alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30) if x_type == "T" else alt.Undefined
+    ex = alt.X(f"{x}:{x_type}", title=x_title, scale=scale, axis=axis)
     layers = []
     if low and high:
         layers.append(
@@ -221,7 +222,8 @@ def _along(rows: list[dict[str, Any]], value: str, x: str) -> bool:
     seen: dict[tuple[Any, Any], set[Any]] = {}
     for r in rows:
         if value in r and x in r:
-            seen.setdefault((r["machine"], r.get("panel")), set()).add(r[x])
+            panel = (r["workload"], re.sub(r"^bs \d+ ", "", r.get("config", "")))
+            seen.setdefault((r["machine"], panel), set()).add(r[x])
     return any(len(xs) > 1 for xs in seen.values())
 
 
@@ -641,7 +643,8 @@ def _history(t: Tidy) -> View | None:
         "history",
         "History: one configuration over the dates it was measured",
         "Each configuration of a machine measured on several dates, as asv shows a "
-        "benchmark's history; shaded: 95% interval.",
+        "benchmark's history; shaded: 95% interval (of a day's runs, where a history of "
+        f"many runs is shown a day at a time). {t.history_note}".strip(),
         "history",
         spec,
         cap=2000,
