@@ -256,7 +256,7 @@ def _relative_best(t: Tidy) -> View | None:
     whiskers = (
         alt.Chart()
         .mark_errorbar(ticks=True, color="black")
-        .encode(x="rel_lo:Q", x2="rel_hi:Q", y=y, tooltip=tips)
+        .encode(x=alt.X("rel_lo:Q", title=RELATIVE_TITLE), x2="rel_hi:Q", y=y, tooltip=tips)
     )
     rule = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(x=alt.datum(1))
     chart = (
