@@ -297,6 +297,10 @@ def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input,
         monkeypatch.delenv(name, raising=False)
     # bench rerun: its load and its checks of the old config, not a new run
     monkeypatch.setattr(rerun, "run_and_print", lambda config, args, **_: (0, None, None))
+    # bench report: the Vega bundle is the same for every input (and takes seconds)
+    from bench.report import views
+
+    monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")
 
     def read(crafted: Input, n: int) -> int:
         work = tmp_path / str(n)
