@@ -470,7 +470,7 @@ def _accuracy(t: Tidy) -> View | None:
         "accuracy",
         "Accuracy curves and time to accuracy",
         "Top-1 after each epoch (dashed: the target), per point trained on real data (the "
-        "TPUv2 vs V100 comparison); the point table holds time and cost to the target.",
+        "TPUv2 vs V100 comparison); time and cost to the target are in the tables below.",
         "curves",
         _spec(chart),
     )
