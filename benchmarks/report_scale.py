@@ -6,13 +6,14 @@ few workloads, batch sizes and precisions, 3 repeats of 20 steps a point, some r
 JAX, some with a memory cap (set apart), dated over a month. Then times, each in its
 own process:
 
-    bench compare DIR --format json -o OUT/compare.json
+    bench compare DIR --format json -o OUT/c.json
     bench report DIR -o OUT/report
 
-and prints seconds, peak RSS (of that process alone), output size and file count.
+and prints wall and CPU seconds, peak RSS (of that process alone), output size and the
+file count. Load the machine with nothing else: wall time doubles on 2 busy cores.
 
     python benchmarks/report_scale.py [--files 10000] [--machines 100] [--dir DIR]
-        [--keep] [--only compare|report] [--profile]
+        [--keep] [--only compare|report] [--baseline MACHINE] [--profile]
 
 --profile runs `bench compare` under cProfile and prints its 25 costliest functions.
 Not a test: it prints figures (the issue's target: both under 60 s and 1 GB on 2 cores).
@@ -155,19 +156,20 @@ def fabricate(directory: Path, files: int, n_machines: int, seed: int = 0) -> No
         (directory / name).write_text(result.dumps(res))
 
 
-def timed(command: list[str]) -> tuple[float, int, int]:
-    """Seconds, peak RSS (bytes) of the command's process, and its exit status."""
+def timed(command: list[str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system: steadier than wall time on a shared
+    machine), peak RSS (bytes) of the command's process, and its exit status."""
     probe = (
         "import resource, subprocess, sys, time; t = time.perf_counter(); "
         "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
-        "s = time.perf_counter() - t; "
-        "print(s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, rc)"
+        "s = time.perf_counter() - t; u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(s, u.ru_utime + u.ru_stime, u.ru_maxrss * 1024, rc)"
     )
     out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True)
-    seconds, rss, rc = out.stdout.split()
+    seconds, cpu, rss, rc = out.stdout.split()
     if int(rc):
         print(out.stderr[-2000:], file=sys.stderr)
-    return float(seconds), int(rss), int(rc)
+    return float(seconds), float(cpu), int(rss), int(rc)
 
 
 def size(path: Path) -> int:
@@ -226,14 +228,15 @@ def run(args: argparse.Namespace) -> None:
     for name, (command, output) in commands.items():
         if args.only and name != args.only:
             continue
-        seconds, rss, rc = timed(command)
+        seconds, cpu, rss, rc = timed(command)
         extra = ""
         if name == "compare" and output.exists():
             data = json.loads(output.read_text())
             extra = f", {len(data['machines'])} columns, {len(data['points'])} records"
         page = output / "report.html" if name == "report" else output
         print(
-            f"bench {name}: {files} files: {seconds:.1f} s, peak RSS {rss / 2**20:.0f} MiB, "
+            f"bench {name}: {files} files: {seconds:.1f} s ({cpu:.1f} s CPU), "
+            f"peak RSS {rss / 2**20:.0f} MiB, "
             f"output {size(output) / 2**20:.1f} MiB"
             + (
                 f" (page {size(page) / 2**20:.1f} MiB)"
