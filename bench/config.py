@@ -97,6 +97,7 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
             "token file is read in the training process"
         )
     _check_dataset(cfg, source == "dataset")
+    _check_loss_target(cfg, source)
     if cfg.seq_len is not None:
         if not spec.takes_seq_len:
             raise UsageError(f"seq_len: workload {spec.name!r} takes no sequence length")
@@ -211,6 +212,62 @@ def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
         )
 
 
+LOSS_TARGET_FIELDS = ("val_data", "max_tokens", "eval_every", "eval_sequences", "recipe")
+EVAL_UNITS = ("tokens", "sequences")
+
+
+def _check_loss_target(cfg: RunConfig | PointConfig, source: str) -> None:
+    """Training a decoder to a validation loss (bench.datasets.loss_target): a token file
+    to train on and another to evaluate on, every step counted toward the target."""
+    if cfg.train_to_loss is None:
+        given = [name for name in LOSS_TARGET_FIELDS if getattr(cfg, name) is not None]
+        if given:
+            raise UsageError(f"{given[0]}: only applies with train_to_loss (--train-to-loss)")
+        return
+    from bench.datasets import loss_target, recipe
+
+    loss = cfg.train_to_loss
+    if isinstance(loss, bool) or not isinstance(loss, int | float) or not 0 < loss < 1e6:
+        raise UsageError(
+            f"train_to_loss: {loss!r} is not allowed; use a validation loss in nats per "
+            "token (log perplexity) above 0, e.g. 3.28"
+        )
+    if cfg.framework not in loss_target.EVALUATORS:
+        raise UsageError(
+            f"train_to_loss: {cfg.framework} has no validation loss over a token file yet "
+            f"(an evaluation split over ranks); it applies to {', '.join(loss_target.EVALUATORS)}"
+        )
+    if source != "tokens":
+        raise UsageError(
+            "train_to_loss: needs a token file to train on (--data tokens:PATH, a glob for "
+            "several shards) and one to evaluate on (--val-data tokens:PATH)"
+        )
+    ref = data_ref.parse(cfg.val_data or "")
+    if ref is None or ref.source != "tokens":
+        raise UsageError(
+            f"val_data: {cfg.val_data!r} is not allowed; train_to_loss needs the validation "
+            "token file as tokens:PATH (or tokens-u32:PATH)"
+        )
+    for name in ("max_tokens", "eval_every", "eval_sequences"):
+        _positive(name, getattr(cfg, name))
+    _choice("eval_every_unit", cfg.eval_every_unit, EVAL_UNITS)
+    if cfg.recipe is not None:
+        _choice("recipe", cfg.recipe, tuple(recipe.DECODER_RECIPES))
+    if cfg.warmup_steps:
+        raise UsageError(
+            "warmup_steps: with train_to_loss every step trains toward the target (the "
+            "first steps hold the start-up costs, counted as MLPerf counts them)"
+        )
+    if cfg.epochs is not None:
+        raise UsageError("epochs: train_to_loss counts tokens (--max-tokens), not epochs")
+    optimizations = cfg.optimizations if isinstance(cfg, RunConfig) else (cfg.optimize,)
+    if any(optimizations):
+        raise UsageError(
+            "optimize: train_to_loss builds its own AdamW (its recipe's), which "
+            "ipex.optimize would not see; leave --optimize out"
+        )
+
+
 def _check_runtime(cfg: RunConfig | PointConfig) -> None:
     """Allocator, OpenMP runtime and NUMA binding: known values (None: as launched)."""
     for axis in RUNTIME:
@@ -311,6 +368,16 @@ class PointConfig:
     optimize: str | None = None
     # Activation checkpointing of the model's blocks: none, selective, full.
     activation_checkpointing: str = "none"
+    # A decoder trained on a token file until the loss on `val_data` reaches this, within
+    # `max_tokens` (bench.datasets.loss_target); the evaluation every `eval_every`
+    # tokens or sequences (`eval_every_unit`) on `eval_sequences` validation windows.
+    train_to_loss: float | None = None
+    val_data: str | None = None
+    max_tokens: int | None = None
+    eval_every: int | None = None
+    eval_every_unit: str = "tokens"
+    eval_sequences: int | None = None
+    recipe: str | None = None  # bench.datasets.recipe.DECODER_RECIPES; None: "default"
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -336,6 +403,11 @@ class PointConfig:
         if self.epoch_samples is not None and self.epoch_samples < self.batch_size:
             raise UsageError(
                 f"epoch_samples: {self.epoch_samples} is smaller than one batch ({self.batch_size})"
+            )
+        if self.eval_sequences is not None and self.eval_sequences % self.ranks:
+            raise UsageError(
+                f"eval_sequences: {self.eval_sequences} does not split evenly over "
+                f"{self.ranks} ranks; use a multiple of {self.ranks}"
             )
 
     @property
@@ -368,7 +440,21 @@ class PointConfig:
         return self.epoch_samples // self.batch_size
 
     @property
+    def tokens_per_step(self) -> int:
+        """Tokens the GLOBAL batch trains on per step (a decoder's sequence length each)."""
+        return self.batch_size * self.spec.input_shape(self.seq_len)[0]
+
+    @property
+    def budget_steps(self) -> int:
+        """With train_to_loss: the most steps, --max-tokens of them (else --steps)."""
+        if self.max_tokens is None:
+            return self.steps
+        return max(1, self.max_tokens // self.tokens_per_step)
+
+    @property
     def measured_steps(self) -> int:
+        if self.train_to_loss is not None:
+            return self.budget_steps
         if self.epochs is not None:
             return self.epochs * (self.steps_per_epoch or 0)
         return self.steps
@@ -434,6 +520,14 @@ class RunConfig:
     optimizations: tuple[str | None, ...] = (None,)  # sweep axis of PointConfig.optimize
     # Sweep axis of PointConfig.activation_checkpointing.
     activation_checkpointings: tuple[str, ...] = ("none",)
+    # Train a decoder to a validation loss (PointConfig's fields of the same names).
+    train_to_loss: float | None = None
+    val_data: str | None = None
+    max_tokens: int | None = None
+    eval_every: int | None = None
+    eval_every_unit: str = "tokens"
+    eval_sequences: int | None = None
+    recipe: str | None = None
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -448,7 +542,8 @@ class RunConfig:
         if self.warmup_steps is None:
             ref = data_ref.parse(self.data)
             epoch_mode = self.epochs is not None or (ref is not None and ref.source == "dataset")
-            object.__setattr__(self, "warmup_steps", 0 if epoch_mode else 5)
+            to_loss = self.train_to_loss is not None  # every step counts toward the target
+            object.__setattr__(self, "warmup_steps", 0 if epoch_mode or to_loss else 5)
         _check_sweep_size(self)  # first: later checks go through the axes' products
         _check_common(self)
         for batch in self.batch_sizes:
@@ -508,6 +603,8 @@ class RunConfig:
         name = "find_max_seq_len" if self.find_max_seq_len else "find_max_batch"
         if self.searches and self.epochs is not None:
             raise UsageError(f"{name}: cannot be combined with epochs")
+        if self.searches and self.train_to_loss is not None:
+            raise UsageError(f"{name}: cannot be combined with train_to_loss")
         spec = registry.workload(self.workload)
         if self.find_max_seq_len and not (spec.takes_seq_len and spec.max_seq_len):
             takers = [

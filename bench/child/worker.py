@@ -38,6 +38,7 @@ from typing import Any
 
 from bench import mfu, provenance, registry
 from bench.config import PointConfig
+from bench.datasets import loss_target
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
@@ -131,6 +132,8 @@ def measure(
         trackers.enter_context(energy)
         if point.dataset is not None:
             steps, losses = train_to_accuracy(point, session, timer, energy, progress, record)
+        elif point.train_to_loss is not None:
+            steps, losses = train_to_loss(point, session, timer, energy, progress, record)
         elif point.epochs is None:
             steps, losses = run_steps(session, timer, point.steps, "measure", progress)
         else:
@@ -224,6 +227,67 @@ def train_to_accuracy(
     record["input_wait_s"] = waits
     record["accuracy"] = {"metric": "top1", "target": point.train_to, "epochs": curve}
     record["details"].update(plan.details())
+    return steps, losses
+
+
+def train_to_loss(
+    point: PointConfig,
+    session: Session,
+    timer: StepTimer,
+    energy: EnergyTracker,
+    progress: Progress,
+    record: dict[str, Any],
+) -> tuple[list[float], list[Any]]:
+    """Steps over the token file in the recipe's schedule, the validation loss every
+    `eval_every_steps` (bench.datasets.loss_target), until it is at most the target or
+    the token budget ends. Training and evaluation are timed apart; both count toward
+    the time to the target, and each interval's energy (an energy lap) holds its
+    evaluation. SIGINT (and SIGTERM in a single process: a rank's ends it, as torchrun
+    stops ranks) ends the training after the next evaluation with what was measured."""
+    target = loss_target.evaluator(point, session)
+    plan = target.plan
+    steps: list[float] = []
+    losses: list[Any] = []
+    curve: list[dict[str, Any]] = []
+    stopped: str | None = None
+    done = 0
+    signals = (signal.SIGINT,) if session.devices > 1 else (signal.SIGINT, signal.SIGTERM)
+    try:
+        with loss_target.stop_requests(signals) as asked:
+            while done < plan.budget_steps:
+                count = min(plan.eval_every_steps, plan.budget_steps - done)
+                start = timer.now()
+
+                def overall(phase: str, i: int, n: int, base: int = done) -> None:
+                    progress("train", base + i, plan.budget_steps)
+
+                times, chunk = run_steps(session, timer, count, "train", overall)
+                train_s = timer.now() - start
+                progress("evaluate", 0, 1)
+                result = target.evaluate(bool(asked))
+                eval_s = timer.now() - start - train_s
+                energy.lap()
+                done += count
+                steps += times
+                losses += chunk
+                curve.append({
+                    "step": done, "tokens": done * plan.tokens_per_step,
+                    "sequences": done * point.batch_size, "loss": result.loss,
+                    "train_s": train_s, "eval_s": eval_s,
+                    "train_loss": session.loss_value(chunk[-1]) if chunk else None,
+                })  # fmt: skip
+                if result.stop:
+                    stopped = asked[0] if asked else "another rank's SIGINT"
+                if result.loss <= plan.target or result.stop:
+                    break
+        val = target.val.describe(hashed=target.rank == 0)  # hashed once, by rank 0
+    finally:
+        target.val.close()
+    record["loss"] = {
+        "metric": "val_loss", "unit": "nats/token", **plan.describe(), "curve": curve,
+        "stopped": stopped, "val": val,
+    }  # fmt: skip
+    record["details"]["recipe"] = record["loss"]["recipe"]
     return steps, losses
 
 

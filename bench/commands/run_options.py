@@ -30,6 +30,7 @@ from bench.errors import BenchError, UsageError
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
 from bench.result import Result
+from bench.result.schema import MAX_TOKENS  # a quadrillion tokens: past any training run
 from bench.runner import Runner
 from bench.text import plain
 from bench.units import parse_size
@@ -109,6 +110,73 @@ def _size(text: str) -> int:
         return parse_size(text, "memory-limit")
     except UsageError as error:  # argparse would replace a ValueError's message
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+_COUNT = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMBT]?)")
+_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def _tokens(text: str) -> int:
+    """'10B' -> 10,000,000,000: a count of tokens with an optional K, M, B or T."""
+    match = _COUNT.fullmatch(text.strip())
+    value = int(float(match.group(1)) * _SCALE[match.group(2)]) if match else 0
+    if not 0 < value <= MAX_TOKENS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; use a count of tokens with an optional K, M, B or T "
+            f"(e.g. 10B), from 1 to 1T x 1000"
+        )
+    return value
+
+
+def _eval_every(text: str) -> tuple[int, str]:
+    """'50M' (tokens) or '12288seq' (sequences): how often --train-to-loss evaluates."""
+    if text.endswith("seq"):
+        return _tokens(text[:-3]), "sequences"
+    return _tokens(text), "tokens"
+
+
+def add_loss_target_options(p: argparse.ArgumentParser) -> None:
+    """A decoder trained to a validation loss (bench.datasets.loss_target)."""
+    p.add_argument(
+        "--train-to-loss",
+        type=_number,
+        metavar="LOSS",
+        help="decoders on --data tokens:PATH: stop once the loss on --val-data reaches LOSS "
+        "(nats per token: log perplexity, e.g. 3.28), at most --max-tokens; records time, "
+        "tokens, energy and cost to it (training plus evaluation) and the loss curve",
+    )
+    p.add_argument(
+        "--val-data",
+        metavar="SOURCE",
+        help="with --train-to-loss: the validation token file, tokens:PATH (same format and "
+        "vocabulary as --data, never the same file)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=_tokens,
+        metavar="N",
+        help="with --train-to-loss: the token budget, e.g. 10B (default: --steps steps)",
+    )
+    p.add_argument(
+        "--eval-every",
+        type=_eval_every,
+        metavar="N",
+        help="with --train-to-loss: evaluate every N training tokens (50M) or sequences "
+        "(12288seq), rounded to whole steps (default: 20 evaluations over the budget)",
+    )
+    p.add_argument(
+        "--eval-sequences",
+        type=_whole,
+        metavar="M",
+        help="with --train-to-loss: validation sequences per evaluation, the file's first M "
+        "(default: up to 1,024), split evenly over the ranks",
+    )
+    p.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="with --train-to-loss: AdamW's learning rate, warm-up and decay: default, "
+        "llmc-gpt2-124m, mlperf-llama31-8b (bench.datasets.recipe)",
+    )
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -200,6 +268,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="with a dataset: stop once top-1 on its validation split reaches TOP1 "
         "(e.g. 0.94), at most --max-epochs epochs; records time, energy and cost to it",
     )
+    add_loss_target_options(p)
     p.add_argument(
         "--warmup-steps", type=_whole, help="unmeasured steps first (default 5; 0 in epoch mode)"
     )
@@ -438,6 +507,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         optimizations=args.optimize,
         activation_checkpointings=args.activation_checkpointing,
         train_to=args.train_to,
+        train_to_loss=args.train_to_loss,
+        val_data=args.val_data,
+        max_tokens=args.max_tokens,
+        eval_every=args.eval_every[0] if args.eval_every else None,
+        eval_every_unit=args.eval_every[1] if args.eval_every else "tokens",
+        eval_sequences=args.eval_sequences,
+        recipe=args.recipe,
     )
 
 

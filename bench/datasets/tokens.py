@@ -29,7 +29,10 @@ tokens are the inputs, its last seq_len the targets (the workload's token_batch)
 
 from __future__ import annotations
 
+import bisect
+import glob
 import hashlib
+import itertools
 import math
 import os
 from dataclasses import dataclass
@@ -64,6 +67,10 @@ RAW: dict[str, np.dtype] = {"tokens": np.dtype("<u2"), "tokens-u32": np.dtype("<
 # larger one whole (a nanoGPT OpenWebText train.bin is 17 GB), so it is named instead.
 MAX_HASHED_BYTES = 256 * 2**20
 HASH_CHUNK = 2**22
+# Training windows the parent reads before a --train-to-loss run (a 10B-token budget is
+# not read twice): its first 64 million tokens.
+CHECKED_TOKENS = 2**26
+MAX_SHARDS = 100_000  # files one glob may name (FineWeb 10B: 103; 100B: 1,029)
 
 
 @dataclass(frozen=True)
@@ -108,29 +115,96 @@ def _layout(kind: str, head: bytes, size: int, where: str) -> Layout:
     return Layout(f"raw {dtype.name} (no header)", dtype, 0, size // dtype.itemsize)
 
 
-class TokenFile:
-    """A token file, open for reading, in windows of `window` tokens in the seed's order."""
+def shard_paths(ref: DataRef) -> list[str]:
+    """The file PATH names, or every file its glob matches, sorted by name (llm.c's
+    fineweb_train_000001.bin, ...): read in that order, each checked as one file is."""
+    if os.path.lexists(ref.path) or not glob.has_magic(ref.path):
+        return [ref.path]
+    found = sorted(glob.glob(ref.path))
+    if not found:
+        raise DatasetError(f"data: {ref.kind}:{shown(ref.path)} matches no file")
+    if len(found) > MAX_SHARDS:
+        raise DatasetError(
+            f"data: {ref.kind}:{shown(ref.path)} matches {len(found):,} files; at most "
+            f"{MAX_SHARDS:,} shards"
+        )
+    return found
 
-    def __init__(self, ref: DataRef, window: int, seed: int) -> None:
-        self.ref, self.window, self.where = ref, window, shown(ref.path)
+
+class _Shard:
+    """One file of token ids, open for reading, its header checked against its size."""
+
+    def __init__(self, kind: str, path: str) -> None:
+        self.path, self.where = path, shown(path)
         # Kept open for the run: each batch reads its windows from this descriptor.
-        self.file = open_file(ref.path, MAX_BYTES, "a token file")
+        self.file = open_file(path, MAX_BYTES, "a token file")
         try:
             self.size = os.fstat(self.file.fileno()).st_size
             head = os.pread(self.file.fileno(), HEADER_BYTES, 0)
-            self.layout = _layout(ref.kind, head, self.size, self.where)
+            self.layout = _layout(kind, head, self.size, self.where)
         except BaseException:
             self.file.close()
             raise
-        self.windows = self.layout.count // window
+
+    def pread(self, offset: int, size: int) -> bytes:
+        """`size` bytes at `offset`, or one line if the file no longer holds them."""
+        data = os.pread(self.file.fileno(), size, offset)
+        if len(data) != size:
+            now = os.fstat(self.file.fileno()).st_size
+            raise DatasetError(
+                f"data: {self.where} changed while the run read it: {self.size:,} bytes "
+                f"when opened, {now:,} now; keep a token file unchanged for the whole run"
+            )
+        return data
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for offset in range(0, self.size, HASH_CHUNK):
+            digest.update(self.pread(offset, min(HASH_CHUNK, self.size - offset)))
+        return digest.hexdigest()
+
+
+class TokenFile:
+    """A token file (or the shards a glob names, in order, as one run of windows), open
+    for reading, in windows of `window` tokens in the seed's order (`shuffle` False: in
+    the file's order, as a validation split is read)."""
+
+    def __init__(self, ref: DataRef, window: int, seed: int, shuffle: bool = True) -> None:
+        self.ref, self.window, self.where = ref, window, shown(ref.path)
+        self.shards: list[_Shard] = []
+        try:
+            for path in shard_paths(ref):
+                self.shards.append(_Shard(ref.kind, path))
+                self._same_format(self.shards[0], self.shards[-1])
+        except BaseException:
+            self.close()
+            raise
+        self.layout = self.shards[0].layout
+        self.size = sum(shard.size for shard in self.shards)
+        self.starts = list(itertools.accumulate(
+            (shard.layout.count // window for shard in self.shards), initial=0))  # fmt: skip
+        self.windows = self.starts[-1]
         self.window_bytes = window * self.layout.dtype.itemsize
         rng = np.random.default_rng([seed, self.windows])
         self.stride, self.start = 1, 0
-        if self.windows > 1:
+        if self.windows > 1 and shuffle:
             self.stride = int(rng.integers(1, self.windows))
             while math.gcd(self.stride, self.windows) != 1:
                 self.stride = int(rng.integers(1, self.windows))
             self.start = int(rng.integers(self.windows))
+
+    @staticmethod
+    def _same_format(first: _Shard, shard: _Shard) -> None:
+        if shard.layout.dtype != first.layout.dtype:
+            raise DatasetError(
+                f"data: {shard.where} is {shard.layout.name} ({shard.layout.dtype.name} tokens); "
+                f"{first.where}, the first shard, is {first.layout.name} "
+                f"({first.layout.dtype.name}): the shards of one run are one tokenizer's"
+            )
+
+    @property
+    def tokens(self) -> int:
+        return sum(shard.layout.count for shard in self.shards)
 
     def positions(self, first: int, count: int) -> np.ndarray:
         """File windows of run windows first .. first + count - 1 (Python integers: no
@@ -144,34 +218,29 @@ class TokenFile:
         """Refuse a file with fewer windows than one global batch takes."""
         if self.windows < batch_size:
             raise DatasetError(
-                f"data: {self.where} holds {self.layout.count:,} tokens: {self.windows:,} "
+                f"data: {self.where} holds {self.tokens:,} tokens: {self.windows:,} "
                 f"windows of {self.window} (seq_len {seq_len} + 1); a batch of {batch_size} "
                 f"takes {batch_size} windows ({batch_size * self.window:,} tokens)"
             )
 
-    def _pread(self, offset: int, size: int) -> bytes:
-        """`size` bytes at `offset`, or one line if the file no longer holds them."""
-        data = os.pread(self.file.fileno(), size, offset)
-        if len(data) != size:
-            now = os.fstat(self.file.fileno()).st_size
-            raise DatasetError(
-                f"data: {self.where} changed while the run read it: {self.size:,} bytes "
-                f"when opened, {now:,} now; keep a token file unchanged for the whole run"
-            )
-        return data
+    def _locate(self, position: int) -> tuple[_Shard, int]:
+        """The shard holding run-order file window `position`, and the window within it."""
+        index = bisect.bisect_right(self.starts, position) - 1
+        return self.shards[index], position - self.starts[index]
 
     def read(self, first: int, count: int, spec: WorkloadSpec) -> np.ndarray:
         """Run windows first .. first + count - 1 as int64, every token checked to be below
         the workload's vocabulary."""
-        where = self.positions(first, count)
-        header, size = self.layout.offset, self.window_bytes
-        data = b"".join(self._pread(header + int(p) * size, size) for p in where)
+        where = [self._locate(int(p)) for p in self.positions(first, count)]
+        size = self.window_bytes
+        data = b"".join(shard.pread(shard.layout.offset + w * size, size) for shard, w in where)
         rows = np.frombuffer(data, self.layout.dtype).reshape(count, self.window)
         if rows.size and int(rows.max()) >= spec.num_classes:
             row, column = np.unravel_index(int(np.argmax(rows >= spec.num_classes)), rows.shape)
-            index = int(where[row]) * self.window + int(column)
+            shard, window = where[row]
+            index = window * self.window + int(column)
             raise DatasetError(
-                f"data: {self.where}: token {int(rows[row, column]):,} (the file's token "
+                f"data: {shard.where}: token {int(rows[row, column]):,} (the file's token "
                 f"{index:,}) is not below {spec.name}'s vocabulary of {spec.num_classes:,}; "
                 "tokenize the text for this model"
             )
@@ -185,33 +254,40 @@ class TokenFile:
         return self.read(step * batch_size + rank * share, share, spec)
 
     def describe(self, hashed: bool = True) -> dict[str, Any]:
-        """What the result records: the file, its format and size, its checksum where cheap."""
+        """What the result records: the file, its format and size, its checksum where cheap
+        (several shards: each shard's, where all of them together are cheap)."""
         facts: dict[str, Any] = {
             "kind": self.ref.kind,
-            "file": Path(self.ref.path).name,
+            "file": Path(self.shards[0].path).name,
             "bytes": self.size,
             "format": self.layout.name,
             "token_dtype": self.layout.dtype.name,
-            "tokens": self.layout.count,
+            "tokens": self.tokens,
             "window_tokens": self.window,
             "windows": self.windows,
             "sha256": None,
         }
-        if self.size > MAX_HASHED_BYTES:
+        cheap = self.size <= MAX_HASHED_BYTES
+        if len(self.shards) > 1:
+            facts["file"] = f"{Path(self.ref.path).name} ({len(self.shards)} shards)"
+            facts["shards"] = [
+                {"file": Path(s.path).name, "bytes": s.size, "tokens": s.layout.count,
+                 "sha256": s.sha256() if cheap and hashed else None}
+                for s in self.shards
+            ]  # fmt: skip
+        if not cheap:
             facts["sha256_skipped"] = (
                 f"{self.size:,} bytes, over {MAX_HASHED_BYTES:,}: not read whole by each point"
             )
         elif not hashed:
             facts["sha256_skipped"] = "hashed by rank 0"
-        else:
-            digest = hashlib.sha256()
-            for offset in range(0, self.size, HASH_CHUNK):
-                digest.update(self._pread(offset, min(HASH_CHUNK, self.size - offset)))
-            facts["sha256"] = digest.hexdigest()
+        elif len(self.shards) == 1:
+            facts["sha256"] = self.shards[0].sha256()
         return facts
 
     def close(self) -> None:
-        self.file.close()
+        for shard in self.shards:
+            shard.file.close()
 
 
 def for_point(point: PointConfig) -> TokenFile:
@@ -231,15 +307,23 @@ def for_point(point: PointConfig) -> TokenFile:
 
 def check(config: RunConfig) -> None:
     """In the parent, before any child: the header, the length, and every token of every
-    window the run's points will train on (they share one order: the seed's)."""
+    window the run's points will train on (they share one order: the seed's); with
+    train_to_loss, the validation file too (bench.datasets.loss_target), and the training
+    windows of at most CHECKED_TOKENS (each child checks every batch it reads)."""
     points = list(config.points())
     file = for_point(max(points, key=lambda p: p.batch_size))
     taken = max(p.batch_size * (p.warmup_steps + p.measured_steps) for p in points)
     spec = points[0].spec
     end = min(taken, file.windows)  # past W the windows come round again
+    if points[0].train_to_loss is not None:
+        end = min(end, max(1, CHECKED_TOKENS // file.window))
     chunk = max(1, 2**22 // file.window)  # about 4 million tokens at a time
     try:
         for first in range(0, end, chunk):
             file.read(first, min(chunk, end - first), spec)
+        if points[0].train_to_loss is not None:
+            from bench.datasets import loss_target
+
+            loss_target.check(config, file)
     finally:
         file.close()
