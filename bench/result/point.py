@@ -7,6 +7,8 @@ Its fields are those of schema.POINT (tests/test_result_schema.py checks both ag
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +16,108 @@ from bench.result import derive
 from bench.result.derive import EnergySummary, ToAccuracy
 from bench.result.schema import POINT_AXES
 from bench.stats import Estimate, Summary
+
+
+@dataclass(frozen=True)
+class ToLoss:
+    """Training a decoder to a target validation loss, derived from the per-repeat loss
+    records (bench.child.worker.train_to_loss). Times are wall clock from the first
+    step: training plus every evaluation so far, as MLPerf counts time to train; the
+    evaluations' part is kept apart. Units: s, J, tokens, nats per token."""
+
+    target: float
+    repeats: int
+    reached: int  # repeats that reached the target
+    steps_to_target: float | None  # means over the repeats that reached it
+    tokens_to_target: float | None
+    time_to_target_s: float | None
+    eval_s_to_target: float | None  # the evaluations' part of time_to_target_s
+    energy_to_target_j: float | None  # None unless every such repeat measured energy
+    best_loss: float  # the lowest validation loss of any repeat, and where
+    best_at_tokens: int
+    best_at_s: float
+    tokens_trained: int  # the first repeat's: up to the target, or the whole budget
+    stopped: str | None  # why the first repeat stopped early (a signal), else None
+    # The first repeat's evaluations: tokens trained, wall seconds so far, loss.
+    curve: list[dict[str, float]]
+
+    @classmethod
+    def of(cls, records: list[dict[str, Any]], laps: list[list[float] | None]) -> ToLoss:
+        target = float(records[0]["target"])
+        hits, times, evals, joules = [], [], [], []
+        best: tuple[float, int, float] | None = None
+        for r, record in enumerate(records):
+            wall, evaluated = _walls(record["curve"])
+            for entry, at in zip(record["curve"], wall, strict=True):
+                if best is None or entry["loss"] < best[0]:
+                    best = (entry["loss"], entry["tokens"], at)
+            first = next((i for i, e in enumerate(record["curve"]) if e["loss"] <= target), None)
+            if first is None:
+                continue
+            hits.append(record["curve"][first])
+            times.append(wall[first])
+            evals.append(evaluated[first])
+            lap = laps[r] if r < len(laps) else None
+            joules.append(sum(lap[: first + 1]) if lap and len(lap) > first else None)
+        first_curve = records[0]["curve"]
+        wall, _ = _walls(first_curve)
+        lowest = best or (math.inf, 0, 0.0)
+        return cls(
+            target=target, repeats=len(records), reached=len(hits),
+            steps_to_target=_mean([h["step"] for h in hits]),
+            tokens_to_target=_mean([h["tokens"] for h in hits]),
+            time_to_target_s=_mean(times), eval_s_to_target=_mean(evals),
+            energy_to_target_j=_mean(joules) if joules and None not in joules else None,
+            best_loss=lowest[0], best_at_tokens=lowest[1], best_at_s=lowest[2],
+            tokens_trained=next((e["tokens"] for e in first_curve if e["loss"] <= target),
+                                first_curve[-1]["tokens"] if first_curve else 0),
+            stopped=records[0].get("stopped"),
+            curve=[{"tokens": e["tokens"], "wall_s": w, "loss": e["loss"]}
+                   for e, w in zip(first_curve, wall, strict=True)],
+        )  # fmt: skip
+
+    @property
+    def eval_share(self) -> float | None:
+        """The evaluations' share of the time to the target."""
+        if not self.time_to_target_s or self.eval_s_to_target is None:
+            return None
+        return self.eval_s_to_target / self.time_to_target_s
+
+    def cost_to_target(self, usd_per_hour: float | None) -> float | None:
+        if usd_per_hour is None or self.time_to_target_s is None:
+            return None
+        return self.time_to_target_s / 3600 * usd_per_hour
+
+    def to_json(self) -> dict[str, Any]:
+        units = {"time_to_target_s": "s", "eval_s_to_target": "s", "energy_to_target_j": "J",
+                 "tokens_to_target": "tokens", "best_loss": "nats/token", "best_at_s": "s",
+                 "curve": {"tokens": "tokens", "wall_s": "s", "loss": "nats/token"}}  # fmt: skip
+        return {**dataclasses.asdict(self), "eval_share": self.eval_share, "units": units}
+
+
+def _walls(curve: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Each evaluation's wall seconds from the first step (training and evaluations so
+    far), and the evaluations' part of it."""
+    wall, evaluated, total, evals = [], [], 0.0, 0.0
+    for entry in curve:
+        total += entry["train_s"] + entry["eval_s"]
+        evals += entry["eval_s"]
+        wall.append(total)
+        evaluated.append(evals)
+    return wall, evaluated
+
+
+def _mean(values: list[Any]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def to_loss(point: Point) -> ToLoss | None:
+    records = [r for r in point.loss if r and r.get("curve")]
+    if not records:
+        return None
+    laps = [(e or {}).get("epoch_j") for e in point.energy] if point.energy else []
+    return ToLoss.of(records, laps)
+
 
 # An axis whose absence means a value other than None (rungs of older ladders).
 _AXIS_DEFAULTS = {"activation_checkpointing": "none"}
@@ -99,6 +203,10 @@ class Point:
     accuracy: tuple[dict[str, Any] | None, ...] = ()
     # After training on a dataset, the same session on one synthetic batch (repeat 1).
     synthetic_step_times_s: tuple[float, ...] = ()
+    # Trained to a validation loss (--train-to-loss), per repeat: the plan (target,
+    # tokens_per_step, budget, eval cadence and size, recipe), "curve": [{"step", "tokens",
+    # "sequences", "loss", "train_s", "eval_s", "train_loss"}], "stopped", "val".
+    loss: tuple[dict[str, Any] | None, ...] = ()
 
     @property
     def runtime_label(self) -> str:
@@ -162,6 +270,10 @@ class Point:
         return derive.to_accuracy(self)
 
     @property
+    def to_loss(self) -> ToLoss | None:
+        return to_loss(self)
+
+    @property
     def peak_memory(self) -> int | None:
         return derive.peak_memory(self)
 
@@ -190,7 +302,12 @@ class Point:
         return derive.unit_throughput_per_device(self)
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), **derive.figures(self)}
+        reached = self.to_loss
+        return {
+            **dataclasses.asdict(self),
+            **derive.figures(self),
+            "to_loss": reached.to_json() if reached else None,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Point:
@@ -203,7 +320,7 @@ class Point:
             kwargs["epoch_times_s"] = _tuples(kwargs["epoch_times_s"])
         for key in (
             "peak_memory_bytes", "loss_first", "loss_last", "energy", "power_before", "ranks",
-            "busy", "accuracy",
+            "busy", "accuracy", "loss",
         ):  # fmt: skip
             kwargs[key] = tuple(kwargs.get(key, ()))
         return cls(**kwargs)
@@ -248,4 +365,5 @@ class Point:
             accuracy=tuple(r.get("accuracy") for r in done)
             if any(r.get("accuracy") for r in done)
             else (),
+            loss=tuple(r.get("loss") for r in done) if any(r.get("loss") for r in done) else (),
         )

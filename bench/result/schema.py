@@ -73,7 +73,13 @@ from bench.result.checks import (
 #     --find-max-seq-len at the config's one batch size; batch_size before) and their
 #     probes `seq_len` (the sequence length probed, null where the workload takes none;
 #     null before); configs gain `find_max_seq_len` (false before).
-SCHEMA_VERSION = 11
+#   12: training a decoder to a validation loss: points gain `loss` (per repeat: the
+#     target, the plan in steps and tokens, the recipe, and after each evaluation the
+#     tokens trained, the validation loss and the training and evaluation seconds);
+#     `to_loss` is derived from it. Configs gain `train_to_loss`, `val_data`,
+#     `max_tokens`, `eval_every`, `eval_every_unit` ('tokens' before), `eval_sequences`
+#     and `recipe`.
+SCHEMA_VERSION = 12
 
 STATUSES = ("ok", "oom", "error")
 # What tells one point of a run from another, the device count aside: the same names
@@ -81,6 +87,7 @@ STATUSES = ("ok", "oom", "error")
 POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
               "numa", "optimize", "activation_checkpointing")  # fmt: skip
 
+MAX_TOKENS = 10**15  # tokens a run trains on, at most (bench.commands.run_options)
 UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
 
 
@@ -164,6 +171,25 @@ def _accuracy_record(value: Any) -> bool:
     )
 
 
+def _loss_record(value: Any) -> bool:
+    """What ToLoss reads: a positive target, and each evaluation's step, tokens, loss
+    and times."""
+    curve = value.get("curve") if isinstance(value, dict) else None
+    return (
+        list_of(an_object)(curve)
+        and positive(value.get("target"))
+        and all(
+            whole(1)(e.get("step"))
+            and whole(1, MAX_TOKENS)(e.get("tokens"))
+            and number_or_nan(e.get("loss"))
+            and non_negative(e.get("train_s"))
+            and non_negative(e.get("eval_s"))
+            for e in curve or ()
+        )
+        and optional(text)(value.get("stopped"))
+    )
+
+
 def _power_reading(value: Any) -> bool:
     return (
         isinstance(value, dict)
@@ -224,6 +250,9 @@ POINT = (
     Field("accuracy", list_of(optional(_accuracy_record)),
           "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null", since=8,
           older=[]),
+    Field("loss", list_of(optional(_loss_record)),
+          "a list of {target, curve: [{step, tokens, loss, train_s, eval_s}]} or null", since=12,
+          older=[]),
 )  # fmt: skip
 # Each repeat's energy window of a point (its `energy`, where measured).
 ENERGY = (
@@ -281,6 +310,7 @@ RESULT = (
 # checks itself), whole numbers as the command line takes them, so that `bench rerun` of
 # a crafted file asks nothing absurd (a sweep of billions of points RunConfig refuses).
 _COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
+_TOKENS = (optional(whole(1, MAX_TOKENS)), f"a count of tokens from 1 to {MAX_TOKENS}, or null")
 _NUMBER_OF = (whole(0), f"a whole number from 0 to {MAX_WHOLE}")  # RunConfig holds no None
 _TEXTS = (list_of(optional(text)), "a list of text or null")
 CONFIG = (
@@ -323,6 +353,14 @@ CONFIG = (
           "a list of " + ", ".join(CHECKPOINTING_MODES), since=10, older=["none"]),
     Field("find_max_batch", None),  # RunConfig checks it
     Field("find_max_seq_len", None, since=11, older=False),  # RunConfig checks it
+    Field("train_to_loss", optional(positive), _NUMBER, since=12, older=None),
+    Field("val_data", *_TEXT_OR_NULL, since=12, older=None),
+    Field("max_tokens", *_TOKENS, since=12, older=None),
+    Field("eval_every", *_TOKENS, since=12, older=None),
+    Field("eval_every_unit", one_of("tokens", "sequences"), "tokens or sequences", since=12,
+          older="tokens"),
+    Field("eval_sequences", *_COUNT, since=12, older=None),
+    Field("recipe", *_TEXT_OR_NULL, since=12, older=None),
 )  # fmt: skip
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _SECTION = (optional(an_object), "an object or null")
