@@ -40,6 +40,7 @@ EXTRAS = {
     "tensorflow": "tensorflow", "keras": "tensorflow",
     "jax": "jax", "flax": "jax", "optax": "jax",
     "pandas": "report", "tabulate": "report", "matplotlib": "report", "scipy": "report",
+    "altair": "report", "vl_convert": "report",
     "timm": "zoo",
     "torchao": "float8",
     "zeus": "energy", "pynvml": "energy",

@@ -250,7 +250,10 @@ def test_the_extras_table_agrees_with_pyproject_and_every_message_names_a_real_e
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    module = {"skypilot": "sky", "pyyaml": "yaml", "nvidia-ml-py": "pynvml"}
+    module = {
+        "skypilot": "sky", "pyyaml": "yaml", "nvidia-ml-py": "pynvml",
+        "vl-convert-python": "vl_convert",
+    }  # fmt: skip
     declared = {}
     for extra, requirements in extras.items():
         if extra in ("dev", "docs", "xeon"):  # tools; a shared library (libiomp5), not a module
