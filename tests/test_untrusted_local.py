@@ -262,6 +262,27 @@ def test_a_rerun_never_reads_the_data_path_its_file_names(tmp_path, reruns, caps
     assert reruns[-1].data == "synthetic"
 
 
+def test_a_rerun_never_reads_the_validation_path_its_file_names(tmp_path, reruns, capsys):
+    """config.val_data = 'tokens:/victim/file' was opened and evaluated (its first tokens
+    shown in the refusal, its loss put in the new result); now --val-data only."""
+    secret = tmp_path / "victim-secret.bin"
+    path = _result_file(
+        tmp_path, "complete", workload="llama3-tiny", data="tokens:/x/train.bin",
+        train_to_loss=3.0, max_tokens=10_000, val_data=f"tokens:{secret}",
+    )  # fmt: skip
+    mine = f"tokens:{tmp_path / 'mine.bin'}"
+    code = main(["rerun", str(path), "--data", mine, "--output-dir", str(tmp_path / "o")])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2 and not reruns
+    assert "--val-data tokens:PATH" in line and str(secret) not in line, line
+    mine_val = f"tokens:{tmp_path / 'val.bin'}"
+    args = ["rerun", str(path), "--data", mine, "--val-data", mine_val]
+    assert main([*args, "--output-dir", str(tmp_path / "o")]) == 1
+    assert reruns[0].val_data == mine_val
+    synthetic = _result_file(tmp_path, "complete")
+    assert main(["rerun", str(synthetic), "--val-data", mine_val]) == 2
+
+
 def test_a_rerun_caps_threads_and_workers_at_what_this_machine_has(tmp_path, reruns, capsys):
     cpus = len(os.sched_getaffinity(0))
     path = _result_file(tmp_path, "complete", threads=4096, data="loader", num_workers=4000)

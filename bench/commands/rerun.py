@@ -32,8 +32,9 @@ def register(sub: Any) -> None:
         "rerun",
         help="run the config of a saved result again, into a new file",
         description="The workload, sizes and settings come from the file; the ranks and "
-        "machines (--devices, --nnodes, --node-rank, --rdzv-endpoint) and the data's path "
-        "(--data) only from this command line: a result run on several machines runs again "
+        "machines (--devices, --nnodes, --node-rank, --rdzv-endpoint) and the data's paths "
+        "(--data, --val-data) only from this command line: a result run on several machines "
+        "runs again "
         "on this one alone, and its threads and loader workers are capped at this "
         "machine's CPUs.",
     )
@@ -43,6 +44,12 @@ def register(sub: Any) -> None:
         metavar="KIND:PATH",
         help="for a result that trained on a dataset or token file: the one to train on "
         "here, of the same kind (the path the file names is never read)",
+    )
+    rerun.add_argument(
+        "--val-data",
+        metavar="tokens:PATH",
+        help="for a result that trained to a validation loss: the token file to evaluate on "
+        "here (the path the file names is never read)",
     )
     add_launch_options(rerun)
     add_machine_options(rerun)
@@ -61,12 +68,14 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
 
     framework = registry.framework(old.framework)
     data = _data(old, getattr(args, "data", None), args.file)
+    val_data = _val_data(old, getattr(args, "val_data", None), args.file)
     threads, num_workers, said = _capped(old)
     try:  # as `bench run` resolves them, the saved config's rules checked again
         resolve_device(old.device, old.framework)
         config = dataclasses.replace(
             old,
             data=data,
+            val_data=val_data,
             threads=threads,
             num_workers=num_workers,
             devices=resolve_devices(args.devices, old.device, old.framework),
@@ -113,6 +122,21 @@ def _data(old: RunConfig, given: str | None, file: Path) -> str:
     if mine is None or mine.kind != saved.kind:
         raise UsageError(
             f"--data: {file} trained on {saved.kind}:PATH; give --data {saved.kind}:PATH"
+        )
+    return given
+
+
+def _val_data(old: RunConfig, given: str | None, file: Path) -> str | None:
+    """The validation tokens of a run to a target loss: --val-data, never the file's path
+    (as _data: the sender would choose which local file is read and evaluated)."""
+    if old.val_data is None:
+        if given is not None:
+            raise UsageError(f"--val-data: {file} did not train to a validation loss")
+        return None
+    if given is None:
+        raise UsageError(
+            f"{file}: trained to a validation loss on tokens:PATH; a rerun never reads the "
+            "path a file names: give --val-data tokens:PATH (yours) on this command line"
         )
     return given
 
