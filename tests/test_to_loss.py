@@ -339,3 +339,33 @@ def test_the_presets_hold_their_references_recipe_cadence_and_target():
     assert config.train_to_loss == 3.3 and point.tokens_per_step == 32 * 8192
     assert made.eval_every_steps == 12_288 // 32 and made.eval_sequences == 1024
     assert made.recipe.describe(point.tokens_per_step, made.budget_steps)["warmup_steps"] == 512
+
+
+@pytest.mark.slow
+def test_a_stopped_child_answers_with_the_curve_it_measured(tmp_path):
+    """SIGTERM (or SIGINT) while training to a loss: the child finishes the interval it
+    is in, evaluates, and answers with its curve and why it stopped (it died with
+    nothing before). The parent still kills its child at once on Ctrl-C: see the report."""
+    import signal
+    import time
+
+    train, val = _files(tmp_path)
+    point = PointConfig(
+        "llama3-tiny", batch_size=4, seq_len=SEQ, data=f"tokens:{train}",
+        val_data=f"tokens:{val}", train_to_loss=0.001, max_tokens=10**7, eval_every=64,
+        eval_sequences=8, warmup_steps=0,
+    )  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.child.worker"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    child.stdin.write(json.dumps({"point": point.to_dict(), "task": "measure"}))  # type: ignore[union-attr]
+    child.stdin.close()  # type: ignore[union-attr]
+    time.sleep(6)
+    child.send_signal(signal.SIGTERM)
+    response = json.loads(child.stdout.read())  # type: ignore[union-attr]
+    child.wait(timeout=60)
+    assert response["status"] == "ok", response.get("error")
+    record = response["loss"]
+    assert record["stopped"] == "SIGTERM" and record["curve"]
+    assert len(response["step_times_s"]) == record["curve"][-1]["step"]
