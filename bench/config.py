@@ -213,6 +213,10 @@ def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
 
 
 LOSS_TARGET_FIELDS = ("val_data", "max_tokens", "eval_every", "eval_sequences", "recipe")
+# Declared here, below the datasets that implement them (tests/test_to_loss.py checks
+# they agree with bench.datasets.loss_target.EVALUATORS and recipe.DECODER_RECIPES).
+LOSS_FRAMEWORKS = ("torch",)  # frameworks that evaluate a validation loss over ranks
+DECODER_RECIPES = ("default", "llmc-gpt2-124m", "mlperf-llama31-8b")
 EVAL_UNITS = ("tokens", "sequences")
 
 
@@ -224,18 +228,16 @@ def _check_loss_target(cfg: RunConfig | PointConfig, source: str) -> None:
         if given:
             raise UsageError(f"{given[0]}: only applies with train_to_loss (--train-to-loss)")
         return
-    from bench.datasets import loss_target, recipe
-
     loss = cfg.train_to_loss
     if isinstance(loss, bool) or not isinstance(loss, int | float) or not 0 < loss < 1e6:
         raise UsageError(
             f"train_to_loss: {loss!r} is not allowed; use a validation loss in nats per "
             "token (log perplexity) above 0, e.g. 3.28"
         )
-    if cfg.framework not in loss_target.EVALUATORS:
+    if cfg.framework not in LOSS_FRAMEWORKS:
         raise UsageError(
             f"train_to_loss: {cfg.framework} has no validation loss over a token file yet "
-            f"(an evaluation split over ranks); it applies to {', '.join(loss_target.EVALUATORS)}"
+            f"(an evaluation split over ranks); it applies to {', '.join(LOSS_FRAMEWORKS)}"
         )
     if source != "tokens":
         raise UsageError(
@@ -252,7 +254,7 @@ def _check_loss_target(cfg: RunConfig | PointConfig, source: str) -> None:
         _positive(name, getattr(cfg, name))
     _choice("eval_every_unit", cfg.eval_every_unit, EVAL_UNITS)
     if cfg.recipe is not None:
-        _choice("recipe", cfg.recipe, tuple(recipe.DECODER_RECIPES))
+        _choice("recipe", cfg.recipe, DECODER_RECIPES)
     if cfg.warmup_steps:
         raise UsageError(
             "warmup_steps: with train_to_loss every step trains toward the target (the "

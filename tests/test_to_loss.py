@@ -369,3 +369,11 @@ def test_a_stopped_child_answers_with_the_curve_it_measured(tmp_path):
     record = response["loss"]
     assert record["stopped"] == "SIGTERM" and record["curve"]
     assert len(response["step_times_s"]) == record["curve"][-1]["step"]
+
+
+def test_the_config_declares_the_evaluators_and_recipes_the_datasets_implement():
+    from bench import config
+    from bench.datasets import loss_target, recipe
+
+    assert tuple(loss_target.EVALUATORS) == config.LOSS_FRAMEWORKS
+    assert tuple(recipe.DECODER_RECIPES) == config.DECODER_RECIPES

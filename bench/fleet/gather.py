@@ -98,7 +98,7 @@ def fetch(commands: list[list[str]], say) -> list[str]:
 def results_by_target(fleet: Fleet) -> tuple[dict[str, list[Path]], list[str]]:
     """Each target's result files, and one line per file that is not a result (bench's
     own outputs, a suite's state file among them, are passed over)."""
-    from bench.report.collect import is_bench_output
+    from bench.report.collect import is_bench_document
 
     folder = local_folder(fleet)
     found: dict[str, list[Path]] = {}
@@ -106,11 +106,11 @@ def results_by_target(fleet: Fleet) -> tuple[dict[str, list[Path]], list[str]]:
     for target in fleet.targets:
         found[target.name] = []
         for path in sorted((folder / target.name).glob("*.json")):
-            try:
-                result.load(path)
+            try:  # read once: a result, or one of bench's other outputs
+                data = result.read_document(path)
+                if not is_bench_document(data):
+                    result.from_document(path, data)
+                    found[target.name].append(path)
             except UsageError as error:
-                if not is_bench_output(path):
-                    problems.append(f"{path}: {error}")
-                continue
-            found[target.name].append(path)
+                problems.append(f"{path}: {error}")
     return found, problems

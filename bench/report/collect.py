@@ -63,9 +63,13 @@ def is_bench_output(path: Path) -> bool:
     """Whether a JSON file is one of bench's own outputs other than a result (what
     `bench compare --format json -o` writes, which users keep beside their results)."""
     try:
-        data = result.read_document(path)  # with the bounds of a result's
+        return is_bench_document(result.read_document(path))  # with a result's bounds
     except result.ResultError:
         return False
+
+
+def is_bench_document(data: Any) -> bool:
+    """Whether a document read from a file is one of bench's own non-result outputs."""
     return isinstance(data, dict) and (
         data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND)
         or ("schema_version" not in data and {"baseline", "machines", "points"} <= set(data))
@@ -75,21 +79,23 @@ def is_bench_output(path: Path) -> bool:
 def load_all(
     paths: Iterable[str | Path], unreadable: list[tuple[Path, str]] | None = None
 ) -> list[tuple[Path, Result]]:
-    """Every result file named or found. One that cannot be read fails the command when
-    it was named itself; found in a folder, it is set apart and the folder's other
-    files are read: named in a warning, or added to `unreadable` (its path and why)
-    where the caller groups them (bench compare: one line for all)."""
+    """Every result file named or found, each read once. One that cannot be read fails
+    the command when it was named itself; found in a folder, it is set apart and the
+    folder's other files are read: named in a warning, or added to `unreadable` (its
+    path and why) where the caller groups them (bench compare: one line for all)."""
     loaded = []
     for path, named in _found(paths):
         try:
-            loaded.append((path, result.load(path)))
-        except result.ResultError as error:
-            if is_bench_output(path):
+            data = result.read_document(path)
+            if is_bench_document(data):
                 warn(f"skipped {path}: a bench output (comparison, diff or suite state), "
                      "not a result")  # fmt: skip
-            elif named:
+                continue
+            loaded.append((path, result.from_document(path, data)))
+        except result.ResultError as error:
+            if named:
                 raise
-            elif unreadable is not None:
+            if unreadable is not None:
                 unreadable.append((path, str(error)))
             else:
                 warn(f"set apart: {error}")

@@ -28,13 +28,14 @@ from bench.text import visible
 # its input waits, stays well below it; memory for the parsed file is a few times this.
 MAX_RESULT_BYTES = 128 * 2**20
 # Parsed, a file costs memory per value, not per byte: 16 MiB of `[{},{},...]` is 5.6
-# million objects (467 MB, 4 s). So the values are counted before parsing, over the raw
-# bytes (every value but a container's first follows a comma; commas inside strings
-# count too, which only errs on the safe side). bench writes at least 16 bytes a value
-# in bulk (a step's seconds and its indentation), so no file of bench's within the byte
-# bound reaches MAX_VALUES; containers cost the most each (64 bytes or more), and bench
-# writes a few per point and repeat, not per step.
-MAX_VALUES = MAX_RESULT_BYTES // 16  # 8 Mi: at most ~300 MB parsed, ~1 s
+# million objects (467 MB, 4 s), and an object's keys cost as much as its values (8.4
+# million distinct keys: 1.2 GB, 11 s). So values and keys are counted before parsing,
+# over the raw bytes (every value but a container's first follows a comma, every key
+# precedes a colon; commas and colons inside strings count too, which only errs on the
+# safe side). The largest result bench writes in earnest, 90 epochs of ImageNet at
+# 450,450 steps with their input waits, holds about 0.9 million; containers cost the
+# most each (64 bytes or more), and bench writes a few per point and repeat, not per step.
+MAX_VALUES = 2**22  # 4 Mi values and keys: a few hundred MB and a few seconds at most
 MAX_CONTAINERS = 2**20  # objects and lists: ~70 MB parsed
 
 
@@ -114,9 +115,9 @@ def count_containers(raw: bytes) -> int:
 
 
 def count_values(raw: bytes) -> int:
-    """At most the values in a JSON text, containers included (object keys are not
-    values): every value but the first of its container follows a comma."""
-    return count_containers(raw) + raw.count(b",") + 1
+    """At most the values and keys in a JSON text, containers included: every value but
+    the first of its container follows a comma, every key precedes a colon."""
+    return count_containers(raw) + raw.count(b",") + raw.count(b":") + 1
 
 
 def _too_many(raw: bytes) -> str | None:
@@ -129,23 +130,11 @@ def _too_many(raw: bytes) -> str | None:
     return None
 
 
-# bench report asks again whether a file load refused is some other bench output: the
-# last file the reader refused is refused again, and a document load refused as no
-# result (before changing it) is handed to the next reader, while the file is unchanged.
-_Identity = tuple[int, int, int, int, int]
-_last_refused: tuple[_Identity, str] | None = None
-_handed: tuple[_Identity, Any] | None = None
-
-
 class _Refused(Exception):
     """What makes a file no result, found by the reader (without the file's name)."""
 
 
-def _identity(st: os.stat_result) -> _Identity:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _read_bounded(path: Path) -> tuple[_Identity, bytes]:
+def _read_bounded(path: Path) -> bytes:
     """The bytes of a regular file of at most MAX_RESULT_BYTES (+1, to tell), read once.
     O_NONBLOCK: a FIFO opens at once (and is refused as no regular file)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -153,7 +142,7 @@ def _read_bounded(path: Path) -> tuple[_Identity, bytes]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
             raise _Refused("not a regular file")
-        return _identity(st), file.read(MAX_RESULT_BYTES + 1)
+        return file.read(MAX_RESULT_BYTES + 1)
 
 
 def _parse(raw: bytes) -> Any:
@@ -182,36 +171,21 @@ def _parse(raw: bytes) -> Any:
     return data
 
 
-def _read(path: Path) -> tuple[_Identity, Any]:
-    """read_document, and the identity of the file it read."""
-    global _last_refused, _handed
-    handed, _handed = _handed, None
+def read_document(path: str | Path) -> Any:
+    """A file's JSON, read once with bounds: a regular file of at most MAX_RESULT_BYTES,
+    MAX_VALUES values and keys (MAX_CONTAINERS objects and lists) counted before
+    parsing, whole numbers of at most 64 bits, nesting at most MAX_DEPTH levels;
+    ResultError otherwise. `from_document` makes it a Result: a reader that must also
+    know what else a file is (bench report) reads it once and asks both."""
+    path = Path(path)
     try:
-        now = _identity(path.stat())
-        if handed is not None and handed[0] == now:
-            return handed
-        if _last_refused is not None and _last_refused[0] == now:
-            raise _failure(path, _last_refused[1])
-        identity, raw = _read_bounded(path)
-        try:
-            return identity, _parse(raw)
-        except _Refused as refused:
-            _last_refused = identity, str(refused)
-            raise
+        return _parse(_read_bounded(path))
     except _Refused as refused:
         raise _failure(path, str(refused)) from None
     except FileNotFoundError:
         raise _failure(path, "no such result file") from None
     except OSError as error:
         raise _failure(path, f"cannot read ({error})") from None
-
-
-def read_document(path: str | Path) -> Any:
-    """A file's JSON, read with bounds: a regular file of at most MAX_RESULT_BYTES,
-    MAX_VALUES values (MAX_CONTAINERS objects and lists) counted before parsing, whole
-    numbers of at most 64 bits, nesting at most MAX_DEPTH levels; ResultError otherwise.
-    A file that load or this just refused is not read again while it is unchanged."""
-    return _read(Path(path))[1]
 
 
 def _no_result(data: Any) -> str | None:
@@ -232,12 +206,14 @@ def _no_result(data: Any) -> str | None:
 
 def load(path: str | Path) -> Result:
     """Read a result of this or any older schema version; errors name file and field."""
-    global _handed
+    return from_document(path, read_document(path))
+
+
+def from_document(path: str | Path, data: Any) -> Result:
+    """The Result a document read by read_document holds (`path` names it in errors)."""
     path = Path(path)
-    identity, data = _read(path)
     problem = _no_result(data)
     if problem is not None:
-        _handed = identity, data  # unchanged: bench report asks what else it is
         raise _failure(path, problem)
     sealed = integrity.check(data)  # before migrations: the checksum covers the file
     if sealed == integrity.EDITED:
