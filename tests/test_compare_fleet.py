@@ -137,7 +137,10 @@ def test_results_set_apart_are_one_line_per_reason_with_a_count_and_their_files_
 def test_unreadable_files_in_a_folder_are_one_line_on_the_terminal(tmp_path, capsys):
     from bench.cli import main
 
-    for name, res in (("a", machine(V100, [point(64, [100])])), ("b", machine(A100, [point(64, [300])]))):
+    for name, res in (
+        ("a", machine(V100, [point(64, [100])])),
+        ("b", machine(A100, [point(64, [300])])),
+    ):
         result.create(res, tmp_path / name)
     for n in range(30):
         (tmp_path / f"broken-{n}.json").write_text("{not json")
@@ -199,3 +202,23 @@ def test_a_fleets_results_make_one_column_per_machine(tmp_path, capsys):
     history = data["history"]
     assert len({(h["file"]) for h in history}) == sum(len(m["files"]) for m in data["machines"])
     assert all(math.isfinite(h["throughput"]) for h in history if h["status"] == "ok")
+
+
+def test_a_max_batch_search_beside_measured_points_is_compared_not_set_apart():
+    """A search alone may differ in its memory cap only; in all else it must agree, and
+    agreeing, it is a machine's column like any other result."""
+    from bench.result import MaxBatch
+
+    measured = machine(V100, [point(64, [100, 101, 99])])
+    search = machine(A100, [], max_batch=[MaxBatch("fp32", largest_ok=512, status="done")])
+    search.config = RunConfig(workload="resnet50", steps=20, memory_limit_bytes=2**34)
+    longer = machine(A100, [], steps=50, max_batch=[MaxBatch("fp32", largest_ok=9, status="done")])
+    loaded = [(Path("v.json"), measured), (Path("a.json"), search), (Path("l.json"), longer)]
+    comparison = cmp.compare(loaded, "v100")
+    assert [m.label for m in comparison.machines] == [V100, A100]
+    assert cmp.max_batch_grid(comparison)[1] == [
+        ["resnet50", "fp32", "contiguous", "none", "", ">=512"]
+    ]
+    assert comparison.set_apart == [
+        "set apart: l.json (resnet50) measured differently from v.json: steps 50 (not 20)"
+    ]

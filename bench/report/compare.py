@@ -481,12 +481,21 @@ def _measured_like(res: Result) -> tuple[Any, ...]:
     return tuple(_setting(res, name) for name in names)
 
 
+def _differs(res: Result, ref: Result) -> tuple[str, ...]:
+    """The MUST_MATCH fields in which `res` was measured unlike `ref` (the memory cap
+    only where both measured points)."""
+    names = [n for n in MUST_MATCH if n != "memory_limit_bytes" or (res.points and ref.points)]
+    return tuple(n for n in names if _setting(res, n) != _setting(ref, n))
+
+
 def _set_apart(
     loaded: list[tuple[Path, Result]], baseline: str | None
 ) -> tuple[list[tuple[Path, Result]], list[SetApart]]:
     """Per workload, keep the results measured like the baseline's (or like most of
-    them, when the baseline has none of that workload); the others grouped by which
-    fields differ, each file with its details."""
+    them, when the baseline has none of that workload): the reference is a way of
+    measuring points where any result has points, and a search alone agrees with it
+    but for its memory cap; the others grouped by which fields differ, each file with
+    its details."""
     by_workload: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
     for path, res in loaded:
         by_workload[res.config.workload].append((path, res))
@@ -494,7 +503,7 @@ def _set_apart(
     groups: dict[tuple[str, ...], SetApart] = {}
     for workload, group in by_workload.items():
         ways = defaultdict(list)
-        for path, res in group:
+        for path, res in [pr for pr in group if pr[1].points] or group:
             ways[_measured_like(res)].append((path, res))
         on_baseline = [
             way
@@ -503,25 +512,23 @@ def _set_apart(
             and any(baseline.lower() in machine_label(res).lower() for _, res in members)
         ]
         reference = (on_baseline or sorted(ways, key=lambda w: -len(ways[w])))[0]
-        kept += ways[reference]
         ref_path, ref = ways[reference][0]
-        for way, members in ways.items():
-            if way == reference:
+        for path, res in group:
+            names = _differs(res, ref)
+            if not names:
+                kept.append((path, res))
                 continue
-            for path, res in members:
-                names = tuple(n for n in MUST_MATCH if _setting(res, n) != _setting(ref, n))
-                differs = ", ".join(
-                    f"{name} {_setting(res, name)} (not {_setting(ref, name)})" for name in names
-                )
-                reason = f"measured differently ({', '.join(names)})"
-                held = groups.setdefault(names, SetApart(visible(reason)))
-                held.files.append({"file": visible(str(path)), "workload": visible(workload),
-                                   "differs": visible(differs),
-                                   "reference": visible(str(ref_path))})  # fmt: skip
-                held.single = visible(
-                    f"set apart: {path} ({workload}) measured differently from {ref_path}: "
-                    + differs
-                )
+            differs = ", ".join(
+                f"{name} {_setting(res, name)} (not {_setting(ref, name)})" for name in names
+            )
+            reason = f"measured differently ({', '.join(names)})"
+            held = groups.setdefault(names, SetApart(visible(reason)))
+            held.files.append({"file": visible(str(path)), "workload": visible(workload),
+                               "differs": visible(differs),
+                               "reference": visible(str(ref_path))})  # fmt: skip
+            held.single = visible(
+                f"set apart: {path} ({workload}) measured differently from {ref_path}: " + differs
+            )
     return kept, list(groups.values())
 
 
