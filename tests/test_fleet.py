@@ -162,6 +162,7 @@ class FakeSky:
 
     def __init__(self, sky, monkeypatch):
         self.launched, self.cancelled, self.job_state = [], [], {}
+        self.job_names: dict[int, str] = {}  # job id -> the name it was launched under
         self.clusters: dict[str, str] = {}  # name -> state
         self.torn_down: list[str] = []
         self.next_id = 1
@@ -191,13 +192,17 @@ class FakeSky:
     def jobs_launch(self, task, name):
         self.launched.append((task, name))
         job_id, self.next_id = self.next_id, self.next_id + 1
-        self.job_state[job_id] = "PENDING"
+        self.job_state[job_id], self.job_names[job_id] = "PENDING", name
         return [job_id], None
 
     def jobs_queue(self, refresh, job_ids):
         assert refresh
         return [
-            SimpleNamespace(job_id=i, status=SimpleNamespace(value=self.job_state[i]))
+            SimpleNamespace(
+                job_id=i,
+                job_name=self.job_names.get(i),
+                status=SimpleNamespace(value=self.job_state[i]),
+            )
             for i in job_ids
             if i in self.job_state
         ]

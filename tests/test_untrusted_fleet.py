@@ -104,7 +104,7 @@ def test_down_stops_only_what_the_fleet_launched(tmp_path, monkeypatch):
     SkyPilot is asked nothing; the fleet's own state still goes down."""
     fake = fake_sky(monkeypatch)
     fake.clusters.update({"attacker.example.com": "UP", "their-cluster": "UP", OWN: "UP"})
-    fake.job_state[7] = "RUNNING"
+    fake.job_state[7], fake.job_names[7] = "RUNNING", "pair-m7i-ffffff"
     fleet = load(write(tmp_path, GOOD))
     crafted = [
         {"/home/victim/.config/autostart": {"cluster": "their-cluster"}},
@@ -119,6 +119,31 @@ def test_down_stops_only_what_the_fleet_launched(tmp_path, monkeypatch):
     plant(fleet, {"c7i": {"cluster": OWN}, "m7i": {"job_id": 7, "name": "pair-m7i-ffffff"}})
     launch.down(fleet, print)
     assert fake.torn_down == [OWN] and fake.cancelled == [7]
+
+
+def test_down_never_cancels_a_job_skypilot_names_otherwise(tmp_path, monkeypatch, capsys):
+    """The review's: a planted state gives someone else's job id a made-up name of the
+    fleet's pattern. SkyPilot's queue names job 42 otherwise, so `down` leaves it alone in
+    one line, `status` does not report it as the fleet's and `launch` does not take it for a
+    running target; a job gone from the queue is not cancelled either."""
+    fake = fake_sky(monkeypatch)
+    fake.job_state[42], fake.job_names[42] = "RUNNING", "their-training-run"
+    fleet = load(write(tmp_path, GOOD))
+    plant(fleet, {"c7i": {"job_id": 42, "name": "pair-c7i-000000"},
+                  "m7i": {"job_id": 99, "name": "pair-m7i-0a1b2c"}})  # fmt: skip
+    launch.down(fleet, print)
+    assert fake.cancelled == []
+    assert capsys.readouterr().out.splitlines() == [
+        "c7i: job 42 is not this fleet's (SkyPilot names it 'their-training-run', "
+        "not 'pair-c7i-000000'); left alone",
+        "m7i: job 99 already gone (not in SkyPilot's queue)",
+    ]
+    now = launch.statuses(fleet)
+    assert now == {
+        "c7i": "not this fleet's (SkyPilot names job 42 'their-training-run')",
+        "m7i": "gone (not in SkyPilot's queue)",
+    }
+    assert not set(now.values()) & launch.LIVE_OR_DONE  # so launch starts c7i afresh
 
 
 def test_collect_never_writes_outside_the_results_folder(tmp_path):

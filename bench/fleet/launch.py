@@ -14,7 +14,9 @@ down only the clusters and jobs this state recorded.
 
 The state is untrusted: anyone who can write beside the fleet file can plant one, and it
 decides what `down` stops and where `collect` copies. It is read with a size bound and
-every field is checked against the fleet file (see State) before SkyPilot or rsync sees it.
+every field is checked against the fleet file (see State) before SkyPilot or rsync sees it,
+and a recorded job id counts as this fleet's only where SkyPilot's own queue gives that job
+the recorded name (a planted state can name anyone's job id).
 
 A target of several nodes gets the nodes' shared secret (BENCH_RDZV_TOKEN) as a
 SkyPilot secret: the launching user's own if set, else a fresh random one per launch.
@@ -165,16 +167,34 @@ def _sky() -> Any:
     return sky
 
 
-def _job_states(sky: Any, job_ids: list[int]) -> dict[int, str]:
+@dataclass(frozen=True)
+class Job:
+    """A managed job as SkyPilot's own queue reports it."""
+
+    name: str | None
+    status: str
+
+
+def _jobs(sky: Any, job_ids: list[int]) -> dict[int, Job]:
+    """Job id -> its name and state in SkyPilot's queue (ids not there are left out)."""
     if not job_ids:
         return {}
     records = sky.get(sky.jobs.queue(refresh=True, job_ids=job_ids))
-    states = {}
+    jobs = {}
     for record in records:
         status = getattr(record, "status", None)
         if record.job_id is not None and status is not None:
-            states[record.job_id] = getattr(status, "value", str(status))
-    return states
+            name = getattr(record, "job_name", None)
+            jobs[record.job_id] = Job(name, getattr(status, "value", str(status)))
+    return jobs
+
+
+def _not_ours(launched: dict[str, Any], job: Job) -> str:
+    """Why the job SkyPilot reports is not the one this fleet launched ('' if it is): the
+    state's job id and name are only what someone wrote there; SkyPilot's name decides."""
+    if isinstance(job.name, str) and job.name == launched.get("name"):
+        return ""
+    return f"SkyPilot names job {launched['job_id']} {_brief(job.name)}"
 
 
 def _cluster_states(sky: Any, names: list[str]) -> dict[str, str]:
@@ -190,18 +210,25 @@ def statuses(fleet: Fleet) -> dict[str, str]:
 
 
 def _statuses(sky: Any, fleet: Fleet, state: dict[str, dict[str, Any]]) -> dict[str, str]:
-    jobs = _job_states(sky, [s["job_id"] for s in state.values() if "job_id" in s])
+    jobs = _jobs(sky, [s["job_id"] for s in state.values() if "job_id" in s])
     clusters = _cluster_states(sky, [s["cluster"] for s in state.values() if "cluster" in s])
     said = {}
     for target in fleet.targets:
         launched = state.get(target.name, {})
         if "job_id" in launched:
-            said[target.name] = jobs.get(launched["job_id"], "gone (not in SkyPilot's queue)")
+            said[target.name] = _job_status(launched, jobs.get(launched["job_id"]))
         elif "cluster" in launched:
             said[target.name] = clusters.get(launched["cluster"], "gone (no such cluster)")
         else:
             said[target.name] = "not launched"
     return said
+
+
+def _job_status(launched: dict[str, Any], job: Job | None) -> str:
+    if job is None:
+        return "gone (not in SkyPilot's queue)"
+    not_ours = _not_ours(launched, job)
+    return f"not this fleet's ({not_ours})" if not_ours else job.status
 
 
 def _secret(target: Target, say: Any) -> dict[str, str]:
@@ -264,16 +291,14 @@ def launch(fleet: Fleet, plan_dir: Path, say: Any) -> dict[str, str]:
 def down(fleet: Fleet, say: Any) -> None:
     """Cancel the managed jobs and tear down the clusters that this fleet's state
     recorded, and nothing else: a cluster of another fleet, even of the same name, has a
-    name of its own. Torn-down clusters leave the state (a launch starts them afresh)."""
+    name of its own, and a job is cancelled only where SkyPilot's queue names it as the
+    state does. Torn-down clusters leave the state (a launch starts them afresh)."""
     sky = _sky()
     state = load_state(fleet)
     if not state:
         say(f"fleet {fleet.name}: nothing launched")
         return
-    job_ids = [s["job_id"] for s in state.values() if "job_id" in s]
-    if job_ids:
-        sky.get(sky.jobs.cancel(job_ids=job_ids))
-        say(f"cancelled managed jobs {', '.join(map(str, job_ids))}")
+    _cancel_own_jobs(sky, state, say)
     clusters = {target: s["cluster"] for target, s in state.items() if "cluster" in s}
     existing = _cluster_states(sky, list(clusters.values()))
     for target, name in clusters.items():
@@ -284,3 +309,25 @@ def down(fleet: Fleet, say: Any) -> None:
             say(f"cluster {name}: already gone")
         del state[target]
         save_state(fleet, state)  # at once: a later failure must not forget this one
+
+
+def _cancel_own_jobs(sky: Any, state: dict[str, dict[str, Any]], say: Any) -> None:
+    """Cancel the recorded jobs that SkyPilot's queue names as recorded; say why each
+    other one is left alone (a planted state may name anyone's job id)."""
+    launched_jobs = {target: s for target, s in state.items() if "job_id" in s}
+    jobs = _jobs(sky, [s["job_id"] for s in launched_jobs.values()])
+    own = []
+    for target, launched in launched_jobs.items():
+        job_id, job = launched["job_id"], jobs.get(launched["job_id"])
+        if job is None:
+            say(f"{target}: job {job_id} already gone (not in SkyPilot's queue)")
+        elif _not_ours(launched, job):
+            say(
+                f"{target}: job {job_id} is not this fleet's (SkyPilot names it "
+                f"{_brief(job.name)}, not {_brief(launched.get('name'))}); left alone"
+            )
+        else:
+            own.append(job_id)
+    if own:
+        sky.get(sky.jobs.cancel(job_ids=own))
+        say(f"cancelled managed jobs {', '.join(map(str, own))}")
