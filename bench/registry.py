@@ -80,14 +80,17 @@ def require(what: str, *modules: str) -> None:
         raise MissingExtra(what, missing)
 
 
-def _member_modules(package: str, *, packages: bool) -> list[str]:
+@functools.cache  # asked for every point a result file holds: scan the folder once
+def _member_modules(package: str, *, packages: bool) -> tuple[str, ...]:
     pkg = importlib.import_module(package)
-    return sorted(
-        info.name
-        for info in pkgutil.iter_modules(pkg.__path__)
-        if info.ispkg == packages
-        and not info.name.startswith("_")
-        and info.name not in _NOT_MEMBERS
+    return tuple(
+        sorted(
+            info.name
+            for info in pkgutil.iter_modules(pkg.__path__)
+            if info.ispkg == packages
+            and not info.name.startswith("_")
+            and info.name not in _NOT_MEMBERS
+        )
     )
 
 
@@ -163,7 +166,7 @@ def workload(name: str) -> WorkloadSpec:
 
 
 def framework_names() -> list[str]:
-    return _member_modules("bench.frameworks", packages=False)
+    return list(_member_modules("bench.frameworks", packages=False))
 
 
 def framework(name: str) -> Framework:

@@ -153,6 +153,18 @@ def test_unreadable_files_in_a_folder_are_one_line_on_the_terminal(tmp_path, cap
     assert "invalid JSON" in group["files"][0]["error"]
 
 
+def test_edited_files_in_a_folder_are_one_line_on_the_terminal(tmp_path, capsys):
+    from bench.cli import main
+
+    for n in range(20):  # results whose figures were changed after bench sealed them
+        path = result.create(machine(V100 if n % 2 else A100, [point(64, [100 + n])]), tmp_path)
+        path.write_text(path.read_text().replace('"batch_size": 64', '"batch_size": 65'))
+    assert main(["compare", str(tmp_path), "--baseline", "v100"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "changed after" in line]
+    assert len(lines) == 1, lines  # 20 lines before, one per file
+    assert lines[0].startswith("bench: warning: 20 results were changed after bench wrote")
+
+
 def _many(n):
     return [(Path(f"m{i}.json"), machine(f"Accel {i:02d}", [point(64, [100 + i])]))
             for i in range(n)]  # fmt: skip

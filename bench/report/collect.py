@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import files, result, text
+from bench import files, integrity, result, text
 from bench.errors import UsageError
 from bench.result import Result
 
@@ -83,7 +83,7 @@ def load_all(
     the command when it was named itself; found in a folder, it is set apart and the
     folder's other files are read: named in a warning, or added to `unreadable` (its
     path and why) where the caller groups them (bench compare: one line for all)."""
-    loaded = []
+    loaded, edited = [], []
     for path, named in _found(paths):
         try:
             data = result.read_document(path)
@@ -91,7 +91,9 @@ def load_all(
                 warn(f"skipped {path}: a bench output (comparison, diff or suite state), "
                      "not a result")  # fmt: skip
                 continue
-            loaded.append((path, result.from_document(path, data)))
+            loaded.append((path, result.from_document(path, data, warn_edited=False)))
+            if loaded[-1][1].integrity == integrity.EDITED:
+                edited.append(path)
         except result.ResultError as error:
             if named:
                 raise
@@ -99,6 +101,13 @@ def load_all(
                 unreadable.append((path, str(error)))
             else:
                 warn(f"set apart: {error}")
+    if len(edited) == 1:
+        warn(f"{edited[0]} was changed after bench wrote it (its sha256 does not match): "
+             "its figures may not be the ones measured")  # fmt: skip
+    elif edited:
+        warn(f"{len(edited)} results were changed after bench wrote them (their sha256 does "
+             f"not match), e.g. {edited[0]}: their figures may not be the ones measured; "
+             "bench verify names each")  # fmt: skip
     if not loaded:
         raise UsageError(text.visible(f"no result files in {', '.join(map(str, paths))}"))
     return loaded

@@ -209,14 +209,16 @@ def load(path: str | Path) -> Result:
     return from_document(path, read_document(path))
 
 
-def from_document(path: str | Path, data: Any) -> Result:
-    """The Result a document read by read_document holds (`path` names it in errors)."""
+def from_document(path: str | Path, data: Any, *, warn_edited: bool = True) -> Result:
+    """The Result a document read by read_document holds (`path` names it in errors).
+    A file changed since bench wrote it is said on stderr, unless the caller groups
+    such files itself (`warn_edited=False`; the Result's `integrity` tells)."""
     path = Path(path)
     problem = _no_result(data)
     if problem is not None:
         raise _failure(path, problem)
     sealed = integrity.check(data)  # before migrations: the checksum covers the file
-    if sealed == integrity.EDITED:
+    if sealed == integrity.EDITED and warn_edited:
         print(
             visible(
                 f"bench: warning: {path} was changed after bench wrote it (its sha256 does "
