@@ -28,7 +28,8 @@ def _dated(res, started, **changes):
 def test_runs_of_one_machine_at_other_times_are_one_column_and_their_repeats_pool():
     first = _dated(machine(V100, [point(64, [100, 101, 99])]), "2026-11-20T10:00:00+00:00")
     again = _dated(machine(V100, [point(64, [104, 105, 103])]), "2026-11-21T10:00:00+00:00")
-    again.environment["image"] = {"name": "bench:cuda"}  # another image: still this machine
+    for run in (first, again):  # one pinned image, rerun a day later
+        run.environment["image"] = {"name": "bench:cuda"}
     other = machine(A100, [point(64, [300, 302, 298])])
     loaded = [(Path("a.json"), first), (Path("b.json"), again), (Path("c.json"), other)]
     comparison = cmp.compare(loaded, "a100")
@@ -44,13 +45,25 @@ def test_runs_of_one_machine_at_other_times_are_one_column_and_their_repeats_poo
     # each run's own figures stay, for a history: its file, start, image and throughput
     runs = [r for r in comparison.history_records() if r["machine"] == V100]
     assert [(r["file"], r["started"][:10], r["image"]) for r in runs] == [
-        ("a.json", "2026-11-20", None),
+        ("a.json", "2026-11-20", "bench:cuda"),
         ("b.json", "2026-11-21", "bench:cuda"),
     ]
     assert runs[1]["throughput"] == pytest.approx(104, rel=1e-3) and runs[1]["repeats"] == 3
     [record] = [r for r in comparison.to_records() if r["machine"] == V100]
     assert (record["runs"], record["repeats"], record["image"]) == (2, 6, "bench:cuda")
     assert record["started"].startswith("2026-11-21") and record["hardware"] == V100
+
+
+def test_one_machine_natively_and_in_an_image_is_one_column_and_two_rows_never_pooled():
+    # The Xeon CPU study's question: what does bench:xeon's runtime give on this CPU?
+    cpu = "AMD EPYC"
+    native = machine(cpu, [point(16, [6.5, 6.8, 7.0])])
+    xeon = machine(cpu, [point(16, [10.0, 10.3, 10.6])])
+    xeon.environment["image"] = {"name": "bench:xeon"}
+    comparison = cmp.compare([(Path("n.json"), native), (Path("x.json"), xeon)], None)
+    assert [m.label for m in comparison.machines] == [cpu]
+    setups = {key[5]: cells[0].throughput.value for key, cells in comparison.rows}
+    assert setups == {"native": pytest.approx(6.77, abs=0.01), "bench:xeon": pytest.approx(10.3)}
 
 
 def test_a_machine_whose_run_ran_out_of_memory_once_keeps_the_runs_that_trained():

@@ -5,10 +5,11 @@ study) and cost (the TPUv2 vs V100 comparison, the Xeon CPU study) as ratios too
 A column is a machine: its hardware (accelerator model and count, or CPU model and the
 cores bench could use, and the instance type where known), read from each result's
 provenance, and the run's --label when it has one (a label is the user's A/B intent:
-"before" and "after" stay two columns). Its runs at other times or in other images are
-facets of it: the repeats of one configuration pool into one cell, each run's own
-figures kept for a history (Comparison.history_records). A framework is part of a row
-(setup) where one machine ran a row's configuration in several. Results whose configs
+"before" and "after" stay two columns). Its runs at other times are facets of it: the
+repeats of one configuration in one software stack (framework and image) pool into one
+cell, each run's own figures kept for a history (Comparison.history_records). The
+framework or image is part of a row (setup) where one machine ran a row's
+configuration in several: two stacks are two measurements. Results whose configs
 differ from the baseline's in anything that changes what is measured are set apart,
 one line per reason with a count, their files listed in the JSON.
 """
@@ -563,15 +564,17 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def _with_framework(setup: str, framework: str) -> str:
-    return " · ".join(part for part in (setup, framework) if part)
+def _stack(res: Result) -> tuple[str, str]:
+    """The software a run measured: its framework and its image ('native' outside one)."""
+    return res.config.framework, image_name(res) or "native"
 
 
 def _row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
     """Each row's runs, a list per column (oldest first). A configuration one machine
-    ran in several frameworks is a row per framework (its setup names it), for every
-    machine; otherwise one row, whatever framework each machine used (a GPU in torch
-    beside a TPU in JAX)."""
+    ran in several frameworks or images is a row per framework or image (its setup
+    names which differ: 'jax', 'bench:xeon', 'native'), for every machine: two software
+    stacks are two measurements, never pooled. Otherwise one row, whatever framework
+    each machine used (a GPU in torch beside a TPU in JAX)."""
     found: dict[tuple[Any, ...], list[list[Run]]] = {}
     for i, machine in enumerate(ordered):
         for path, res in machine.results:
@@ -582,12 +585,15 @@ def _row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
                 found[key][i].append((path, res, p))
     rows: dict[tuple[Any, ...], list[list[Run]]] = {}
     for key, columns in found.items():
-        if all(len({res.config.framework for _, res, _ in runs}) < 2 for runs in columns):
+        if all(len({_stack(res) for _, res, _ in runs}) < 2 for runs in columns):
             rows[key] = columns
             continue
+        stacks = {_stack(res) for runs in columns for _, res, _ in runs}
+        differ = [len({stack[n] for stack in stacks}) > 1 for n in (0, 1)]
         for i, runs in enumerate(columns):
             for run in runs:
-                split = (*key[:5], _with_framework(key[5], run[1].config.framework))
+                named = [part for part, d in zip(_stack(run[1]), differ, strict=True) if d]
+                split = (*key[:5], " · ".join(part for part in (key[5], *named) if part))
                 if split not in rows:
                     rows[split] = [[] for _ in ordered]
                 rows[split][i].append(run)
