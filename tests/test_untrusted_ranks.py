@@ -94,6 +94,44 @@ def test_connections_are_bounded_and_a_silent_one_times_out(monkeypatch, thread_
     assert thread_errors == []
 
 
+def _drip_until_closed(conn: socket.socket, every_s: float, for_s: float) -> float | None:
+    """Send one byte every `every_s` until the peer closes: how long that took (None if it
+    never did within `for_s`)."""
+    started = time.monotonic()
+    while time.monotonic() - started < for_s:
+        try:
+            conn.sendall(b"h")
+        except OSError:
+            return time.monotonic() - started
+        if _closed_by_peer(conn, every_s):
+            return time.monotonic() - started
+    return None
+
+
+def test_a_hello_dripped_byte_by_byte_is_closed_by_a_total_deadline(monkeypatch, thread_errors):
+    """The review's: one byte every few seconds held a slot for up to HELLO_MAX x
+    HELLO_TIMEOUT_S, each read having the whole timeout. The hello now has it in all; a
+    rank's hello sent in pieces within it is still heard."""
+    monkeypatch.setattr(torchrun, "HELLO_TIMEOUT_S", 0.5)
+    listener, address, token = _listener(slots=2)
+    try:
+        with socket.create_connection(address) as drip:
+            took = _drip_until_closed(drip, every_s=0.1, for_s=3)
+        assert took is not None and took < 1.5, took
+        with socket.create_connection(address) as conn:  # a real rank, its hello in pieces
+            hello = f"hello {token} 0 0\nready\n".encode()
+            for piece in (hello[:3], hello[3:20], hello[20:]):
+                conn.sendall(piece)
+                time.sleep(0.1)
+            deadline = time.monotonic() + 2
+            while 0 not in listener.ranks.set_up and time.monotonic() < deadline:
+                time.sleep(0.01)
+    finally:
+        listener.close()
+    assert listener.ranks.set_up == {0}
+    assert thread_errors == []
+
+
 def test_closing_the_listener_returns_at_once_and_ends_its_thread():
     listener, address, _ = _listener()
     idle = socket.create_connection(address)  # a connection that never says hello

@@ -41,6 +41,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -116,14 +117,14 @@ def _serve_on_loopback() -> None:
 
 
 HELLO_MAX = 256  # bytes of a rank's hello line, at most
-HELLO_TIMEOUT_S = 30.0  # a connection that has not said hello by then is closed
+HELLO_TIMEOUT_S = 30.0  # a connection that has not said hello by then (in all) is closed
 SPARE_CONNECTIONS = 4  # connections waiting for their hello, beyond one per local rank
 
 
 class _RankStream(threading.Thread):
     """One rank's connection: 'hello TOKEN RANK LOCAL_RANK', progress lines, a response.
     Until its hello proves it a rank of this point, it holds one of the listener's
-    pending slots and is read in bytes, at most HELLO_MAX, for HELLO_TIMEOUT_S."""
+    pending slots and is read in bytes, at most HELLO_MAX, for HELLO_TIMEOUT_S in all."""
 
     def __init__(
         self, conn: socket.socket, token: bytes, on_progress: Progress, ranks: _Ranks,
@@ -155,9 +156,25 @@ class _RankStream(threading.Thread):
         finally:
             self._release()
 
+    def _hello_line(self, stream: Any) -> bytes:
+        """The hello line, at most HELLO_MAX bytes in HELLO_TIMEOUT_S in all: each read
+        gets only the time left, so a stranger dripping a byte at a time is closed on time.
+        Peeked, and read up to the newline only: what follows stays in `stream`."""
+        deadline = time.monotonic() + HELLO_TIMEOUT_S
+        line = b""
+        while len(line) < HELLO_MAX and not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b""
+            self.conn.settimeout(left)
+            chunk = stream.peek(1)[: HELLO_MAX - len(line)]
+            if not chunk:
+                break  # closed before its hello
+            line += stream.read(chunk.find(b"\n") + 1 or len(chunk))
+        return line
+
     def _hello(self, stream: Any) -> tuple[int, int] | None:
-        self.conn.settimeout(HELLO_TIMEOUT_S)
-        line = stream.readline(HELLO_MAX)
+        line = self._hello_line(stream)
         parts = line.split()
         if (
             not line.endswith(b"\n")
