@@ -1,12 +1,14 @@
 """compare / report / energy / cost, on result sets with known numbers."""
 
+import importlib.util
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from bench import catalog
+from bench import catalog, result
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.report import compare as cmp
@@ -608,3 +610,20 @@ def test_each_ratio_carries_the_verdict_bench_diff_gives_in_the_csv_and_json():
     assert record["verdict_text"] == (
         "cannot tell (95% CI 0.83x to 2.10x): about 9 repeats a side would likely settle it"
     )
+
+
+def test_time_and_cost_to_a_target_loss_are_a_table_and_two_curves():
+    from bench.report import tidy, views
+
+    fixture = Path(__file__).parent / "data" / "result-v12.json"
+    comparison = cmp.compare([(fixture, result.load(fixture))], None)
+    _, body = cmp.loss_grid(comparison)
+    [row] = body
+    assert re.fullmatch(r"to 5: [\d.]+ s · \$[\d.]+ · [\d.,]+ k tokens · evaluation \d+%", row[-1])
+    [record] = comparison.to_records()
+    assert record["target_loss"] == 5 and record["reached_repeats"] >= 1
+    curves = tidy.loss_curves(comparison)
+    assert len(curves) >= 2 and {"tokens", "wall_s", "loss", "target"} <= set(curves[0])
+    if importlib.util.find_spec("altair") is not None:
+        shown = {v.id for v in views.views(tidy.tidy(comparison))}
+        assert {"loss_tokens", "loss_time"} <= shown

@@ -142,6 +142,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ),
         (compare.LLM_CAPTION, compare.llm_grid(comparison)),
         ("time and cost to the target top-1, best top-1", compare.accuracy_grid(comparison)),
+        (compare.LOSS_CAPTION, compare.loss_grid(comparison)),
         ("largest batch that trains", compare.max_batch_grid(comparison)),
     )  # fmt: skip
     for caption, (headers, body) in grids:

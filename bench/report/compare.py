@@ -148,7 +148,7 @@ Run = tuple[Path, Result, Point]
 _PER_REPEAT: dict[str, Any] = {
     "warmup_times_s": (), "step_times_s": (), "epoch_times_s": (), "peak_memory_bytes": None,
     "loss_first": None, "loss_last": None, "energy": None, "power_before": None, "ranks": None,
-    "busy": None, "input_wait_s": (), "accuracy": None,
+    "busy": None, "input_wait_s": (), "accuracy": None, "loss": None,
 }  # fmt: skip
 
 
@@ -337,6 +337,7 @@ class Comparison:
                         "started": source[1].started or None if source else None,
                         "command": _command(source[1]) if source else None,
                         **_to_accuracy_record(p, machine),
+                        **_to_loss_record(p, machine),
                     }
                 )
         return records
@@ -379,6 +380,22 @@ def _to_accuracy_record(point: Point | None, machine: Machine) -> dict[str, Any]
         "energy_to_target_j": reached.energy_to_target_j,
         "cost_to_target_usd": reached.cost_to_target(machine.price_per_hour),
         "input_wait_fraction": point.input_wait_fraction if point else None,
+    }
+
+
+def _to_loss_record(point: Point | None, machine: Machine) -> dict[str, Any]:
+    reached = point.to_loss if point else None
+    if reached is None:
+        return {}
+    return {
+        "target_loss": reached.target,
+        "reached_repeats": reached.reached,
+        "best_loss": reached.best_loss,
+        "tokens_to_target": reached.tokens_to_target,
+        "time_to_target_s": reached.time_to_target_s,
+        "eval_share_to_target": reached.eval_share,
+        "energy_to_target_j": reached.energy_to_target_j,
+        "cost_to_target_usd": reached.cost_to_target(machine.price_per_hour),
     }
 
 
@@ -904,6 +921,48 @@ def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
             elif reached.target is not None:
                 parts.insert(0, "not reached")
             row.append(" · ".join(parts))
+        body.append(row)
+    return headers, body
+
+
+LOSS_CAPTION = (
+    "time and cost to the target validation loss (training plus evaluation), or the best "
+    "loss where it was not reached"
+)
+
+
+def _loss_text(reached: Any, price_per_hour: float | None) -> str:
+    if not reached.reached:
+        return (
+            f"not reached ({reached.target:g}) · best {reached.best_loss:.3f} at "
+            f"{human(reached.best_at_tokens)} tokens"
+        )
+    parts = [f"{reached.time_to_target_s:,.1f} s", f"{human(reached.tokens_to_target)} tokens"]
+    cost = reached.cost_to_target(price_per_hour)
+    if cost is not None:
+        parts.insert(1, f"${human(cost)}")
+    if reached.eval_share is not None:
+        parts.append(f"evaluation {reached.eval_share:.0%}")
+    if reached.reached < reached.repeats:
+        parts.append(f"{reached.reached} of {reached.repeats} repeats reached it")
+    return f"to {reached.target:g}: " + " · ".join(parts)
+
+
+def loss_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Training a decoder to a validation loss: per machine, time, cost and tokens to
+    the target, as MLPerf's LLM benchmark and the GPT-2 speedrun report them."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and c.point.to_loss for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_loss if cell.point else None
+            row.append(
+                cell.text if reached is None else _loss_text(reached, machine.price_per_hour)
+            )
         body.append(row)
     return headers, body
 

@@ -30,12 +30,14 @@ from bench import files, registry
 from bench.report import htmlpage, tidy, views
 from bench.report.compare import (
     LLM_CAPTION,
+    LOSS_CAPTION,
     Cell,
     Comparison,
     accuracy_grid,
     grid,
     legend,
     llm_grid,
+    loss_grid,
     markdown_table,
     max_batch_grid,
     throughput_grid,
@@ -546,6 +548,9 @@ def texts(
     accuracy = accuracy_grid(comparison)
     if accuracy[1]:
         tables.append(("Time and cost to the target top-1, best top-1", accuracy))
+    to_loss = loss_grid(comparison)
+    if to_loss[1]:
+        tables.append((LOSS_CAPTION[0].upper() + LOSS_CAPTION[1:], to_loss))
     tables.append(
         (
             f"Time and cost to train {train_epochs:g} epochs",

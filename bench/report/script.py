@@ -76,6 +76,11 @@ SCRIPT = r"""
     r.top1_text = pct(r.top1);
     r.panel = r.workload + " · " + r.config;
   }
+  for (const r of D.loss_curves) {
+    r.loss_text = r.loss.toFixed(3) + " (target " + r.target + ")";
+    r.at_text = human(r.tokens) + " tokens, " + human(r.wall_s) + " s";
+    r.panel = r.workload + " · " + r.config;
+  }
   for (const r of D.history) {
     r.series = r.machine + ": " + r.workload + " " + r.config;
     if (r.runs > 1) r.tp_text += " (mean of " + r.runs + " runs that day)";

@@ -46,6 +46,7 @@ class Tidy:
     history_note: str = ""  # what the history leaves out, if anything
     ladder: list[dict[str, Any]] = field(default_factory=list)
     curves: list[dict[str, Any]] = field(default_factory=list)
+    loss_curves: list[dict[str, Any]] = field(default_factory=list)
     max_batch: list[dict[str, Any]] = field(default_factory=list)
 
     def as_data(self) -> dict[str, Any]:
@@ -461,6 +462,30 @@ def curves(comparison: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
+def loss_curves(comparison: Comparison) -> list[dict[str, Any]]:
+    """Validation loss at each evaluation of points trained to a target loss (the first
+    repeat), against tokens trained and wall seconds (training plus evaluation)."""
+    rows = []
+    for key, cells in comparison.rows:
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_loss if cell.point else None
+            if reached is None:
+                continue
+            for entry in reached.curve:
+                row = {
+                    "machine": machine.label,
+                    "workload": key[0],
+                    "config": config_label(key),
+                    "precision": key[2],
+                    "tokens": entry["tokens"],
+                    "wall_s": entry["wall_s"],
+                    "loss": entry["loss"],
+                    "target": reached.target,
+                }
+                rows.append(_clean(row))
+    return rows
+
+
 def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
     rows = []
     for key, searches in comparison.max_batch:
@@ -507,5 +532,6 @@ def tidy(comparison: Comparison) -> Tidy:
         history_note=past_note,
         ladder=ladders(comparison),
         curves=curves(comparison),
+        loss_curves=loss_curves(comparison),
         max_batch=max_batches(comparison),
     )

@@ -476,6 +476,52 @@ def _accuracy(t: Tidy) -> View | None:
     )
 
 
+def _loss_along(t: Tidy, x: str, title: str, view_id: str, heading: str) -> View | None:
+    if not t.loss_curves:
+        return None
+    alt = _alt()
+    line = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{x}:Q", title=title),
+            y=alt.Y(
+                "loss:Q", title="validation loss (nats per token)", scale=alt.Scale(zero=False)
+            ),
+            color=alt.Color("machine:N", legend=_legend(), sort=None),
+            tooltip=_tooltip(("loss_text", "validation loss"), ("at_text", "at")),
+        )
+    )
+    target = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(y="mean(target):Q")
+    chart = (
+        alt.layer(line, target)
+        .properties(width=WIDTH, height=200)
+        .facet(
+            row=alt.Row("panel:N", header=_header(), sort=None), data=alt.NamedData("loss_curves")
+        )
+        .resolve_scale(x="independent")
+    )
+    return View(
+        view_id,
+        heading,
+        "The validation loss at each evaluation (dashed: the target), per point trained to "
+        "a target loss, as MLPerf's LLM benchmark and the GPT-2 speedrun report it; time, "
+        "tokens and cost to the target are in the tables below.",
+        "loss_curves",
+        _spec(chart),
+    )
+
+
+def _loss_vs_tokens(t: Tidy) -> View | None:
+    return _loss_along(t, "tokens", "tokens trained", "loss_tokens", "Loss against tokens")
+
+
+def _loss_vs_time(t: Tidy) -> View | None:
+    return _loss_along(
+        t, "wall_s", "seconds (training plus evaluation)", "loss_time", "Loss against time"
+    )
+
+
 def _ladder(t: Tidy) -> View | None:
     if not _has(t.ladder, "speedup"):
         return None
@@ -661,6 +707,8 @@ MAKERS = (
     _throughput_vs_batch,
     _usd_per_million,
     _accuracy,
+    _loss_vs_tokens,
+    _loss_vs_time,
     _ladder,
     _tokens_per_device,
     _mfu,
