@@ -80,7 +80,10 @@ def _mirror_problem(url: str) -> str | None:
     None for a plain http(s)://HOST[:PORT]/PATH. The reason never quotes the URL."""
     if any(not 0x21 <= ord(c) <= 0x7E for c in url):
         return "the URL holds whitespace, a control or a non-ASCII character"
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # a bracket of an IPv6 host opened and not closed, or not opened
+        return "the URL's host is not a name or a bracketed IPv6 address"
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not url.lower().startswith(f"{scheme}://"):
         return "the URL is not http://HOST/PATH or https://HOST/PATH"

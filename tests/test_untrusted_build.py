@@ -158,6 +158,8 @@ SECRET = "0123456789abcdefSECRETTOKEN123"
         "host.example/debian",
         "http:///debian",
         "http://host.example:port/debian",
+        "http://[::1/debian",  # the review's: a bracket unclosed was a ValueError traceback
+        "http://m]/d",  # and one never opened
     ],
 )
 def test_a_mirror_that_could_carry_a_secret_is_refused(mirror, monkeypatch):
