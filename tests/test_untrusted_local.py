@@ -192,6 +192,17 @@ def test_a_suite_state_that_is_not_a_state_is_one_line(out, runs, capsys):
         assert what in _one_line(capsys.readouterr().err)
 
 
+def test_a_suite_state_naming_a_path_no_file_can_have_is_one_line(out, runs, capsys):
+    """The review's: a NUL byte in a recorded path ended in 'ValueError: embedded null
+    byte' from os.path.realpath (a lone surrogate, in UnicodeEncodeError)."""
+    first, _ = _keys(out)
+    for recorded in (f"{out}/a\u0000b.json", f"{out}/a\ud800b.json"):
+        state = _plant(out, {first: recorded})
+        assert _suite(out) == 2 and not runs
+        line = _one_line(capsys.readouterr().err)
+        assert str(state) in line and "not a path" in line, line
+
+
 @as_root
 def test_another_users_suite_state_in_a_shared_folder_is_one_line(
     out, runs, shared_folder, monkeypatch

@@ -158,7 +158,15 @@ def _load_state(path: Path, name: str, output_dir: Path) -> _State:
         raise _refuse(path, "sha256: expected 64 hex digits for each run; move it away")
     folder = os.path.realpath(output_dir)
     for recorded in done.values():
-        if os.path.dirname(os.path.realpath(recorded)) != folder:
+        try:
+            where = os.path.dirname(os.path.realpath(recorded))
+        except ValueError:  # a NUL byte, or a character no file name can be encoded with
+            raise _refuse(
+                path,
+                f"names {recorded!r}, not a path a file can have: not a state bench wrote; "
+                "move it away to start the suite afresh",
+            ) from None
+        if where != folder:
             raise _refuse(
                 path,
                 f"names {recorded}, outside its folder {output_dir} (or a link out of it): "
