@@ -14,15 +14,21 @@ from typing import Any
 
 from rich.text import Text
 
-# C0 controls but tab and newline, DEL, C1 controls: shown as \\xNN, never sent raw.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, C1 controls: shown as \\xNN, never sent raw; lone
+# surrogates (a file name that is no UTF-8, which a strict stream refuses) as \\uNNNN.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def visible(text: str) -> str:
-    """Control characters written out as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Control characters written out as \\xNN, lone surrogates as \\uNNNN."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def plain(text: str | Text, style: str = "") -> Text:

@@ -339,3 +339,10 @@ def test_a_chart_never_grows_past_what_a_png_holds():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_a_lone_surrogate_is_shown_escaped_so_a_strict_stream_can_print_it():
+    # A file name that is no UTF-8 reaches Python as a lone surrogate (surrogateescape).
+    shown = plain("results/r\udcff.json").plain
+    assert shown == "results/r\\udcff.json"
+    shown.encode("utf-8")  # would raise UnicodeEncodeError before
