@@ -180,7 +180,13 @@ class Runner:
         """The config's points, in order, each saved once measured."""
         for point in self.config.points():
             if not self._measured_before(point):
-                self.result.points.append(self._measure(point))
+                try:
+                    measured = self._measure(point)
+                except launchers.Stopped as stop:  # the curve it trained before the stop
+                    if stop.point is not None:
+                        self.result.points.append(stop.point)
+                    raise
+                self.result.points.append(measured)
                 self._save()
 
     def run(self) -> Result:
@@ -235,10 +241,17 @@ class Runner:
             self.save_error = error
 
     def _spawn(self, point: PointConfig, task: str = "measure") -> Response:
-        response = self.spawn(point, task, self.reporter.progress)
+        try:
+            response = self.spawn(point, task, self.reporter.progress)
+        except launchers.Stopped as stop:
+            self._environment(stop.response)
+            raise
+        self._environment(response)
+        return response
+
+    def _environment(self, response: Response) -> None:
         if self.result.environment is None and response.get("environment"):
             self.result.environment = {**response["environment"], "command": self.result.command}
-        return response
 
     def _flops_per_sample(self, point: PointConfig) -> float | None:
         """Counted once per workload and input shape, in a child of its own (None if
@@ -277,7 +290,11 @@ class Runner:
             # On a dataset the child knows the steps (its size); the bar counts without a total.
             total = None if point.dataset else point.warmup_steps + point.measured_steps
             self.reporter.start(f"{label} (repeat {len(responses) + 1})", total)
-            responses.append(self._spawn(point))
+            try:
+                responses.append(self._spawn(point))
+            except launchers.Stopped as stop:  # a point training to a target, stopped
+                stop.point = Point.from_responses(axes, [*responses, stop.response], flops)
+                raise
             measured = Point.from_responses(axes, responses, flops)
             if measured.status != "ok":
                 break

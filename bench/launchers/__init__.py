@@ -8,8 +8,11 @@
 The runner calls spawn(); the point says which launcher it needs: more than one rank
 (--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
 allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
-Several machines share a secret (BENCH_RDZV_TOKEN, bench.ranks): only their
-ranks see it, through the environment; a one-machine point's child never does.
+On Ctrl-C or SIGTERM a point training to a target loss is asked to stop and answers with
+the curve it measured, raised as Stopped (a KeyboardInterrupt) for the runner to record;
+any other point is stopped at once. Several machines share a secret (BENCH_RDZV_TOKEN,
+bench.ranks): only their ranks see it, through the environment; a one-machine point's
+child never does.
 A fleet of cloud instances launches whole runs, not points, and lives with the fleet
 commands.
 """
@@ -26,6 +29,7 @@ from bench.launchers import process, torchrun
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
+Stopped = process.Stopped
 
 
 def name(point: PointConfig) -> str:
@@ -44,11 +48,19 @@ def spawn(
 ) -> Response:
     """Measure one point (task 'measure') or count its FLOPs ('count_flops')."""
     child = runtime.child_runtime(point.allocator, point.openmp, point.numa, dict(os.environ))
-    if name(point) == "torchrun":
-        response = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
-    else:
-        response = process.spawn_worker(point, task, on_progress, timeout_s, child)
+    try:
+        if name(point) == "torchrun":
+            response = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
+        else:
+            response = process.spawn_worker(point, task, on_progress, timeout_s, child)
+    except Stopped as stop:  # what the stopped point measured, with its runtime too
+        _record_runtime(stop.response, child)
+        raise
+    _record_runtime(response, child)
+    return response
+
+
+def _record_runtime(response: Response, child: runtime.ChildRuntime) -> None:
     if child.record:  # what was applied, and what the child had loaded (its evidence)
         loaded = (response.get("environment") or {}).get("runtime_libraries")
         response["runtime"] = {**child.record, "loaded": " ".join(loaded) if loaded else None}
-    return response

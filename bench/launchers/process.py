@@ -3,6 +3,12 @@
 The parent waits on the child (a blocking wait, no busy loop on a core the child could
 use), reads progress from the pipe, and turns a child that died without reporting into
 a status: out of memory only with evidence, an error otherwise.
+
+On Ctrl-C or SIGTERM a point training to a target loss is asked to stop (its child ends
+the interval it is in, evaluates and answers with its curve: bench.child.worker
+train_to_loss) and given ANSWER_GRACE_S to answer; what it answers comes back in
+Stopped, for the runner to record before the run ends. A second signal, and any other
+point, kill the child at once.
 """
 
 from __future__ import annotations
@@ -15,16 +21,76 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import IO, Any
 
-from bench import oomkill
+from bench import oomkill, stopping
 from bench.config import PointConfig
 from bench.ranks import TOKEN_ENV
 from bench.runtime import ChildRuntime
 
 Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
+ANSWER_GRACE_S = 120.0  # after a stop, a point training to a target's time to answer
+
+
+class Stopped(stopping.Interrupted):
+    """The run was stopped (`signum`) while a point trained to a target, and the point's
+    child answered with what it measured (`response`): the runner records the point
+    (`point`, once made) before the run ends as interrupted."""
+
+    def __init__(self, signum: int, response: Response) -> None:
+        super().__init__(signum)
+        self.response = response
+        self.point: Any = None
+
+
+def answers_a_stop(point: PointConfig, task: str) -> bool:
+    """Whether the point's child, asked to stop, ends its training with what it measured
+    (a decoder training to a target loss); any other is killed at once."""
+    return task == "measure" and point.train_to_loss is not None
+
+
+def grace_s(started: float, timeout_s: float | None) -> float:
+    """ANSWER_GRACE_S, or the point's --timeout left if that is less."""
+    if timeout_s is None:
+        return ANSWER_GRACE_S
+    return max(0.0, min(ANSWER_GRACE_S, timeout_s - (time.monotonic() - started)))
+
+
+class _Again(Exception):
+    """A second Ctrl-C, SIGTERM or SIGHUP while waiting for a stopped child's answer."""
+
+
+def wait_for_answer(child: subprocess.Popen[str], grace: float) -> int | None:
+    """Wait up to `grace` seconds for a child asked to stop to exit: its exit status, or
+    None if it did not, or a second stop signal came (the caller then kills it)."""
+
+    def again(signum: int, frame: FrameType | None) -> None:
+        raise _Again
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # else: no handler to set
+        previous = {signum: signal.signal(signum, again) for signum in stopping.SIGNALS}
+    try:
+        return child.wait(timeout=grace)
+    except (subprocess.TimeoutExpired, _Again):
+        return None
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def stopped(interrupt: KeyboardInterrupt, response: Response | None) -> KeyboardInterrupt:
+    """What to raise once a stopped child is gone: Stopped with its answer if it trained
+    (its loss record: the curve to the stop), else the interrupt itself."""
+    if response is None or not isinstance(response.get("loss"), dict):
+        return interrupt
+    stop = Stopped(getattr(interrupt, "signum", signal.SIGINT), response)
+    stop.__cause__ = interrupt
+    return stop
 
 
 def read_protocol(
@@ -106,6 +172,7 @@ def spawn_worker(
     pipe.start()
     output.start()
     oom_kills = oomkill.count()
+    started, interrupt = time.monotonic(), None
     try:
         # The request is one line; stdin then stays open as the child's lifeline (it
         # exits when it reads end-of-file). A child that died at start-up closed it.
@@ -117,15 +184,24 @@ def spawn_worker(
         child.kill()
         child.wait()
         return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
-    except BaseException:  # Ctrl-C, SIGTERM: stop the child before giving up the point
-        child.kill()
-        child.wait()
-        raise
+    except BaseException as stop:  # Ctrl-C, SIGTERM: stop the child before giving up the point
+        if not (isinstance(stop, KeyboardInterrupt) and answers_a_stop(point, task)):
+            child.kill()
+            child.wait()
+            raise
+        interrupt = stop  # its SIGTERM handler ends the training with what it measured
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+        if wait_for_answer(child, grace_s(started, timeout_s)) is None:
+            child.kill()
+            child.wait()
     finally:
         with contextlib.suppress(OSError):
             child.stdin.close()  # type: ignore[union-attr]
         pipe.join(timeout=5)
         output.join(timeout=5)
+    if interrupt is not None:
+        raise stopped(interrupt, pipe.response)
     if pipe.response is not None:
         return pipe.response
     killer = oomkill.evidence(oom_kills, oomkill.count()) if code == -signal.SIGKILL else None

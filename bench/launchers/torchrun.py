@@ -24,7 +24,9 @@ otherwise the first rank's error. The ranks torchrun stopped (SIGTERM) after one
 say so, or, still setting up (joining the group), end at once without a word: neither
 is taken for the cause. Nothing outlives the point: the parent holds the ranks' stdin as their
 lifeline, each rank dies with torchrun (PR_SET_PDEATHSIG), and a timeout or Ctrl-C
-stops torchrun, which stops its ranks.
+stops torchrun, which stops its ranks. A point training to a target loss is stopped
+gently instead: SIGINT to each rank, which ends its training after the next evaluation
+and answers with the curve (bench.launchers.process.Stopped).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any
 
 from bench import oomkill
 from bench.config import PointConfig
+from bench.launchers import process
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
 from bench.ranks import TOKEN_ENV, rdzv_token
 from bench.runtime import ChildRuntime
@@ -281,6 +284,38 @@ def _stop(child: subprocess.Popen) -> None:
         child.wait()
 
 
+def _children(pid: int) -> list[int]:
+    """The processes `pid` started (torchrun's: its ranks), from /proc; none without it."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if entry.isdigit():
+                    with open(f"/proc/{entry}/stat", "rb") as stat:
+                        fields = stat.read().rpartition(b")")[2].split()
+                    if int(fields[1]) == pid:
+                        found.append(int(entry))
+    return found
+
+
+def _ask_ranks_to_stop(child: subprocess.Popen, ranks: _Ranks, point: PointConfig) -> bool:
+    """SIGINT to each of this machine's ranks: they end their training after the next
+    evaluation (the stop is reduced with its loss: every rank, of every machine, at the
+    same step) and answer. Not through torchrun, whose signal to its ranks is SIGTERM, or
+    the one it got, with a 30 s grace. Nothing is sent (False) before every rank is set
+    up (a rank takes SIGINT as an error until then) or where its ranks cannot be found."""
+    local = point.devices or 1
+    with ranks.lock:
+        ready = len(ranks.set_up) == local
+    pids = _children(child.pid) if ready else []
+    if len(pids) != local:
+        return False
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+    return True
+
+
 def spawn_ranks(
     point: PointConfig,
     task: str,
@@ -318,6 +353,7 @@ def spawn_ranks(
     )
     output = _OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
     output.start()
+    started, interrupt = time.monotonic(), None
     try:
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -325,16 +361,28 @@ def spawn_ranks(
         output.join(timeout=5)
         timed_out = f"timed out after {timeout_s:g} s; torchrun said:\n{output.text()}"
         return {"status": "error", "error": timed_out, "devices": point.ranks}
-    except BaseException:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
-        _stop(child)
-        raise
+    except BaseException as stop:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
+        if not (
+            isinstance(stop, KeyboardInterrupt)
+            and process.answers_a_stop(point, task)
+            and _ask_ranks_to_stop(child, listener.ranks, point)
+        ):
+            _stop(child)
+            raise
+        interrupt = stop  # the ranks end their training with what they measured
+        if process.wait_for_answer(child, process.grace_s(started, timeout_s)) is None:
+            _stop(child)
+        code = child.wait()
     finally:
         with contextlib.suppress(OSError):
             child.stdin.close()  # type: ignore[union-attr]
         listener.close()
         output.join(timeout=5)
     killer = oomkill.evidence(oom_kills, oomkill.count())
-    return outcome(point, code, listener.ranks, output.text(), killer)
+    response = outcome(point, code, listener.ranks, output.text(), killer)
+    if interrupt is not None:
+        raise process.stopped(interrupt, response)
+    return response
 
 
 def outcome(
