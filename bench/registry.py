@@ -80,7 +80,6 @@ def require(what: str, *modules: str) -> None:
         raise MissingExtra(what, missing)
 
 
-@functools.cache  # asked for every point a result file holds: scan the folder once
 def _member_modules(package: str, *, packages: bool) -> tuple[str, ...]:
     pkg = importlib.import_module(package)
     return tuple(
@@ -166,7 +165,12 @@ def workload(name: str) -> WorkloadSpec:
 
 
 def framework_names() -> list[str]:
-    return list(_member_modules("bench.frameworks", packages=False))
+    return list(_framework_names())
+
+
+@functools.cache  # asked for every point a result file holds: scan the folder once
+def _framework_names() -> tuple[str, ...]:
+    return _member_modules("bench.frameworks", packages=False)
 
 
 def framework(name: str) -> Framework:
