@@ -222,7 +222,12 @@ class Cell:
             return "*"
         if self.point.status != "ok":
             return "error"
-        return "n/a" if self.relative is None else f"{self.relative:.2f}{self.mark}"
+        if self.relative is None:
+            return "n/a"
+        # Two decimals, or two significant digits below 0.1: a CPU at 0.0036x of an H100
+        # is not '0.00'.
+        shown = f"{self.relative:.2f}" if self.relative >= 0.1 else f"{self.relative:.2g}"
+        return f"{shown}{self.mark}"
 
 
 # Set apart, the JSON's words: the file and why, per group.

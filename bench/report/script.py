@@ -36,11 +36,12 @@ SCRIPT = r"""
     const ci = lo === undefined ? " (one run)" : " [" + human(lo) + "–" + human(hi) + "]";
     return human(v) + (unit ? " " + unit : "") + ci;
   }
+  // Two decimals, or two significant digits below 0.1 (a CPU at 0.0036x of a GPU).
+  function times(v) { return (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2)) + "x"; }
   function ratio(v, lo, hi) {
     if (v === undefined) return "";
-    const ci = lo === undefined
-      ? " (no interval)" : " [" + lo.toFixed(2) + "x–" + hi.toFixed(2) + "x]";
-    return v.toFixed(2) + "x" + ci;
+    const ci = lo === undefined ? " (no interval)" : " [" + times(lo) + "–" + times(hi) + "]";
+    return times(v) + ci;
   }
   function pct(v) { return v === undefined ? "" : (100 * v).toFixed(1) + "%"; }
   function gib(v) { return v === undefined ? "" : (v / 2 ** 30).toFixed(1) + " GiB"; }

@@ -53,6 +53,11 @@ class Tidy:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+def times(ratio: float) -> str:
+    """'1.25x', or two significant digits below 0.1 ('0.0036x': not '0.00x')."""
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
 def config_label(key: tuple[Any, ...]) -> str:
     """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line."""
     return visible(f"bs {key[1]} {variant_label(key)}")
@@ -282,7 +287,7 @@ def headline(
                 len(point.repeat_throughputs()), len(base_point.repeat_throughputs())
             )
             record["sentence"] = (
-                verdict.sentence() if verdict else f"{ratio:.2f}x: one run a side, no interval"
+                verdict.sentence() if verdict else f"{times(ratio)}: one run a side, no interval"
             )
         rows.append(_clean(record))
     rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
@@ -325,7 +330,7 @@ def geometric_mean(
             record["sentence"] = verdict.sentence()
         else:
             record["verdict"] = "no interval"
-            record["sentence"] = f"{ratio:.2f}x: a workload of one run, no interval"
+            record["sentence"] = f"{times(ratio)}: a workload of one run, no interval"
         out.append(_clean(record))
     return out
 
