@@ -1,23 +1,35 @@
 """`bench tune`: the fastest configuration of a grid within a time budget, by successive
-halving (Jamieson and Talwalkar, 2016), not by measuring the whole grid.
+halving (Jamieson and Talwalkar, 2016) with probes sized in seconds, not by measuring the
+whole grid.
 
-Round 1 gives every configuration of the run's grid (its sweep axes) a short probe: a
-fresh child like every point, FIRST_STEPS measured steps, one run. The best third go on
-to round 2 with three times the steps, and so on; once at most three are left, or the
-probes reach the run's --steps, the survivors are measured as the run asks (its --steps
-and --repeats, default 3) and ranked: those final points are the result's points, every
-probe of every round is in its `tune` record. A probe that fails (out of memory, an
-error) drops out with its reason.
+Bench's own halving, not a library's (Optuna's pruners): each probe is a fresh child
+whose cost varies a hundredfold across the grid, the budget is wall time, Ctrl-C and
+--resume must keep every probe, and each decision must be written into the result in
+words; a sampler built for cheap trials in one process brings none of that.
 
-The budget is soft and spent in order: round 1 probes the grid in a shuffled order
-(seeded and recorded, so a rerun probes the same ones) and takes no new probe once half
-the budget is gone, saying how many of the grid it probed; a later round starts only
-when its predicted time fits in what is left (each survivor's child overhead and step
-time from its last probe), else the ranking is the last finished round's.
+Round 1 probes the grid cheapest first (bench.probe: a configuration's predicted seconds,
+from the model's FLOPs per sample times its batch at the rate the probes so far reached;
+before the first probe, the smallest batch without a compiler): a fresh child, FIRST_STEPS
+measured steps, one run. It takes no new probe that is predicted to end past its half of
+the budget, or to leave too little for the final round. The best third go on to round 2
+with three times the steps, and so on; once at most three are left, or the probes reach
+the run's --steps, the survivors are measured as the run asks (its --steps, fewer when
+they do not fit in what is left, and --repeats, default 3) and ranked: those final points
+are the result's points, every probe of every round is in its `tune` record. A later
+round that does not fit is skipped: the best three go to the final round.
 
-Resumable (`bench tune ... --resume FILE`): the same grid is probed in the same order,
-and a probe the interrupted file holds (same round, steps and configuration) is taken
-from it, not measured again; the time it had spent (`spent_s`) counts toward the budget.
+Every child has a time cap (CAP_FACTOR times its predicted time, a share of the budget
+while nothing like it has run): a probe past it drops out with that reason and larger
+batches of its kind are left out. So is a configuration predicted not to fit in memory
+(bench.probe), with its reason; a probe that fails (out of memory, an error) drops out
+with its own. The record says, in the end, whether the final round ranked at least two
+configurations (`ranked`), how much of the grid was measured, left out or not reached
+(`coverage`), the time spent and why the search stopped where it did.
+
+The grid's order among equals is shuffled (seeded and recorded: a rerun probes the same
+ones). Resumable (`bench tune ... --resume FILE`): a probe the interrupted file holds (same
+round, steps and configuration) is taken from it with its wall time, not measured again;
+the time it had spent (`spent_s`) counts toward the budget.
 """
 
 from __future__ import annotations
@@ -29,20 +41,31 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import launchers, probe
 from bench.config import PointConfig
-from bench.result import Point, point_axes
-from bench.runner import Runner
+from bench.result import POINT_AXES, Point, point_axes
+from bench.runner import Response, Runner
 
 ETA = 3  # one in ETA goes on; the next round has ETA times the steps
 FIRST_STEPS = 3
 FIRST_WARMUP = 2
+MIN_WARMUP = 1  # a final round short of time keeps at least this warm-up
 SEED = 0
 DEFAULT_BUDGET_S = 20 * 60.0
 DEFAULT_BATCHES = (32, 64, 128, 256)
+ROUND_ONE_SHARE = 0.5  # of the budget
+CAP_FACTOR = 3.0  # a child may take this many times its predicted time
+FIRST_CAP_SHARE = 0.25  # of the budget, for a child whose kind has not run yet
+CAP_FLOOR_S = 30.0  # no cap is shorter (a busy machine's start-up varies)
+SOFT_OVERRUN = 0.1  # of the budget: the final round of two may end this far past it
 
 
 def _stopped(tune: dict[str, Any], why: str) -> None:
     tune["stopped"] = f"{tune['stopped']}; {why}" if tune["stopped"] else why
+
+
+def _timed_out(point: Point) -> bool:
+    return point.status == "error" and (point.error or "").startswith("timed out after")
 
 
 class TuneRunner(Runner):
@@ -52,17 +75,30 @@ class TuneRunner(Runner):
 
     def __init__(self, *args: Any, budget_s: float = DEFAULT_BUDGET_S, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if kwargs.get("spawn") is None:
+            self.spawn = self._capped
         self.budget_s = budget_s
-        self._before: dict[tuple[Any, ...], Point] = {}  # an interrupted tune's probes
+        self.cap_s: float | None = None  # the running child's time cap
+        self.cost = probe.CostModel(probe.memory_limit(self.config))
+        self._before: dict[tuple[Any, ...], tuple[Point, float | None]] = {}  # interrupted
         self._spent_before = 0.0
+        self._started = 0.0
+        self._tune: dict[str, Any] = {}  # the result's tune record, once the search starts
+
+    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> Response:
+        """launchers.spawn with the child's time cap (and the run's --timeout, if shorter)."""
+        caps = [c for c in (self.cap_s, self.config.timeout_s) if c]
+        return launchers.spawn(point, task, on_progress, min(caps) if caps else None)
 
     def resume(self, path: Path) -> None:
         super().resume(path)
         old = self.result.tune or {"rounds": []}  # None: stopped before its first probe
         for record in old["rounds"]:
-            for data in record["points"]:
-                probe = Point.from_json(data)
-                self._before[self._key(record["round"], record["steps"], probe)] = probe
+            walls = record.get("walls_s") or [None] * len(record["points"])
+            for data, wall in zip(record["points"], walls, strict=False):
+                taken = Point.from_json(data)
+                key = self._key(record["round"], record["steps"], taken)
+                self._before[key] = (taken, wall)
         self._spent_before = float(old.get("spent_s") or 0.0)
         self.result.points = []
 
@@ -70,92 +106,283 @@ class TuneRunner(Runner):
     def _key(round_no: int, steps: int, point: Any) -> tuple[Any, ...]:
         return (round_no, steps, *point_axes(point))
 
-    def _taken(self, round_no: int, point: PointConfig, repeats: int) -> Point | None:
-        """This round's probe of `point` from the interrupted file, or None."""
-        taken = self._before.get(self._key(round_no, point.steps, point))
-        return taken if taken is not None and len(taken.step_times_s) == repeats else None
+    def _taken(self, round_no: int, point: PointConfig, repeats: int) -> tuple[Point, float] | None:
+        """This round's probe of `point` from the interrupted file and its child's wall
+        time, or None."""
+        found = self._before.get(self._key(round_no, point.steps, point))
+        if found is None or (len(found[0].step_times_s) != repeats and found[0].status == "ok"):
+            return None
+        taken, wall = found
+        return taken, wall if wall is not None else self._estimate(taken)
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
 
     def _sweep(self) -> None:
         config = self.config
-        started = time.monotonic() - self._spent_before
+        self._started = time.monotonic() - self._spent_before
         tune: dict[str, Any] = {"budget_s": self.budget_s, "eta": ETA, "seed": SEED, "rounds": [],
-                                "stopped": None, "spent_s": self._spent_before}  # fmt: skip
-        self.result.tune = tune
+                                "stopped": None, "spent_s": self._spent_before, "skipped": [],
+                                "ranked": False, "not_ranked": None, "coverage": None}  # fmt: skip
+        self.result.tune = self._tune = tune
         grid = list(config.points())
         random.Random(SEED).shuffle(grid)
         survivors: list[PointConfig] = grid
-        steps, warmup = min(FIRST_STEPS, config.steps), min(FIRST_WARMUP, config.warmup_steps or 0)
-        last_wall: dict[PointConfig, tuple[float, int, int, Point]] = {}
+        schedule = min(FIRST_STEPS, config.steps)
+        final_ran = False
         while True:
-            final = len(survivors) <= ETA or steps >= config.steps
-            if final:
-                steps, warmup = config.steps, config.warmup_steps or 0
-            repeats = (config.repeats or config.min_repeats) if final else 1
-            if tune["rounds"]:  # does this round fit in what is left?
-                left = self.budget_s - (time.monotonic() - started)
-                need = sum(self._predict(last_wall[p], steps + warmup, repeats) for p in survivors)
-                if need > left:
-                    _stopped(
-                        tune,
-                        f"budget: round {len(tune['rounds']) + 1} would take about {need:.0f} s,"
-                        f" {max(left, 0):.0f} s were left; the ranking is round"
-                        f" {len(tune['rounds'])}'s",
-                    )
+            final = len(survivors) <= ETA or schedule >= config.steps
+            if tune["rounds"] or final:
+                size, survivors, final = self._size(survivors, schedule, final)
+                if size is None:
                     break
-            record: dict[str, Any] = {"round": len(tune["rounds"]) + 1, "steps": steps,
-                                      "warmup_steps": warmup, "repeats": repeats,
-                                      "of": len(survivors), "points": []}  # fmt: skip
-            tune["rounds"].append(record)
-            measured: list[tuple[PointConfig, Point]] = []
-            for point in survivors:
-                probe = dataclasses.replace(point, steps=steps, warmup_steps=warmup)
-                taken = self._taken(record["round"], probe, repeats)
-                if (
-                    record["round"] == 1
-                    and measured
-                    and taken is None  # what was measured before is kept, whatever the time
-                    and (time.monotonic() - started > self.budget_s / 2)
-                ):
-                    _stopped(
-                        tune,
-                        f"budget: round 1 probed {len(measured)} of the {len(grid)}"
-                        " configurations in half the budget; the others were not tried",
-                    )
-                    break
-                clock = time.monotonic()
-                done = taken or self._measure(probe, repeats=repeats)
-                wall = time.monotonic() - clock if taken is None else self._estimate(taken)
-                last_wall[point] = (wall, steps + warmup, repeats, done)
-                measured.append((point, done))
-                record["points"].append(done.to_json())
-                tune["spent_s"] = round(time.monotonic() - started, 3)
-                self._save()
+            else:
+                size = (schedule, min(FIRST_WARMUP, config.warmup_steps or 0), 1)
+            measured = self._round(survivors, size, first=not tune["rounds"] and not final)
             ranked = sorted(
                 (m for m in measured if m[1].throughput),
                 key=lambda m: m[1].throughput.value,  # type: ignore[union-attr]
                 reverse=True,
             )
             self.result.points = [m for _, m in ranked]
-            if final or not ranked:  # a lone survivor is still measured in full
+            final_ran = final
+            if final or not ranked:
                 break
             survivors = [p for p, _ in ranked[: max(1, math.ceil(len(ranked) / ETA))]]
-            steps = min(steps * ETA, config.steps)
+            schedule = min(schedule * ETA, config.steps)
+        self._conclude(grid, final_ran)
+
+    def _rounds_left(self, survivors: int, schedule: int) -> int:
+        """This round and those after it, the final one included."""
+        rounds = 1
+        while not (survivors <= ETA or schedule >= self.config.steps):
+            survivors, schedule = math.ceil(survivors / ETA), schedule * ETA
+            rounds += 1
+        return rounds
+
+    def _final_cost(self, points: list[PointConfig], steps: int, warmup: int) -> float | None:
+        repeats = self.config.repeats or self.config.min_repeats
+        costs = [self.cost.child_s(dataclasses.replace(p, steps=steps, warmup_steps=warmup))
+                 for p in points]  # fmt: skip
+        return None if None in costs else repeats * sum(costs)  # type: ignore[arg-type]
+
+    def _size(
+        self, survivors: list[PointConfig], schedule: int, final: bool
+    ) -> tuple[tuple[int, int, int] | None, list[PointConfig], bool]:
+        """The next round's (steps, warm-up, repeats) in the time left, and who goes in it;
+        (None, ...) when not even the final round of two fits."""
+        config, tune = self.config, self._tune
+        left = self.budget_s - self._elapsed()
+        number = len(tune["rounds"]) + 1
+        if not final:
+            warmup = min(FIRST_WARMUP, config.warmup_steps or 0)
+            reserve = self._final_cost(survivors[:ETA], 1, MIN_WARMUP) or 0.0
+            share = (left - reserve) / (self._rounds_left(len(survivors), schedule) - 1)
+            steps = self.cost.steps_that_fit(survivors, share, warmup, 1, schedule)
+            if steps is not None:
+                return (steps, warmup, 1), survivors, False
+            _stopped(
+                tune,
+                f"budget: round {number} would not fit in the {left:.0f} s left; "
+                f"the best {ETA} of round {number - 1} go to the final round",
+            )
+            survivors = survivors[:ETA]
+        repeats = config.repeats or config.min_repeats
+        warmups = sorted({config.warmup_steps or 0, min(MIN_WARMUP, config.warmup_steps or 0)})
+        for few in (survivors, survivors[:2]) if len(survivors) > 2 else (survivors,):
+            for warmup in reversed(warmups):
+                steps = self.cost.steps_that_fit(few, left, warmup, repeats, config.steps)
+                if steps is not None:
+                    if len(few) < len(survivors) or steps < config.steps:
+                        _stopped(
+                            tune,
+                            f"budget: the final round measures {len(few)} "
+                            f"configurations with {steps} steps, to fit in the "
+                            f"{max(left, 0):.0f} s left",
+                        )
+                    return (steps, warmup, repeats), few, True
+        few = survivors[:2]
+        soft = left + SOFT_OVERRUN * self.budget_s
+        steps = self.cost.steps_that_fit(few, soft, warmups[0], repeats, config.steps)
+        if steps is not None:
+            _stopped(
+                tune,
+                f"budget: the final round of {len(few)} with {steps} steps is "
+                f"predicted to end up to {SOFT_OVERRUN:.0%} of the budget past it",
+            )
+            return (steps, warmups[0], repeats), few, True
+        need = self._final_cost(few, 1, warmups[0]) or 0.0
+        _stopped(
+            tune,
+            f"budget: the final round would take about {need:.0f} s, "
+            f"{max(left, 0):.0f} s were left",
+        )
+        tune["needed_s"] = round(self._elapsed() + need, 1)
+        return None, survivors, True
+
+    def _cap(self, point: PointConfig) -> float:
+        """This child's time cap: CAP_FACTOR times its prediction once its kind has run,
+        else a share of the budget; within what is left (and a little more)."""
+        predicted, start = self.cost.child_s(point), self.cost.start_s(point)
+        cap = CAP_FACTOR * predicted if predicted is not None else 0.0
+        if predicted is None or start is None or not start[1]:
+            cap = max(cap, FIRST_CAP_SHARE * self.budget_s)
+        left = self.budget_s * (1 + SOFT_OVERRUN) - self._elapsed()
+        floor = min(CAP_FLOOR_S, FIRST_CAP_SHARE * self.budget_s)
+        return max(min(cap, left), floor)
+
+    def _next(self, remaining: list[PointConfig], order: dict[PointConfig, int]) -> PointConfig:
+        """The cheapest of `remaining` by the cost model; before it knows anything, the
+        smallest batch without a compiler or optimisation; ties in the seeded order."""
+
+        def key(point: PointConfig) -> tuple[Any, ...]:
+            predicted = self.cost.child_s(point)
+            plain = point.compile is None and point.optimize is None
+            return (predicted is None, predicted or 0.0, point.batch_size, not plain, order[point])
+
+        return min(remaining, key=key)
+
+    def _round(
+        self, survivors: list[PointConfig], size: tuple[int, int, int], first: bool
+    ) -> list[tuple[PointConfig, Point]]:
+        tune = self._tune
+        steps, warmup, repeats = size
+        record: dict[str, Any] = {"round": len(tune["rounds"]) + 1, "steps": steps,
+                                  "warmup_steps": warmup, "repeats": repeats,
+                                  "of": len(survivors), "points": [], "walls_s": [],
+                                  "caps_s": []}  # fmt: skip
+        tune["rounds"].append(record)
+        order = {p: i for i, p in enumerate(survivors)}
+        remaining = list(survivors)
+        measured: list[tuple[PointConfig, Point]] = []
+        while remaining:
+            point = self._next(remaining, order) if first else remaining[0]
+            remaining.remove(point)
+            sized = dataclasses.replace(point, steps=steps, warmup_steps=warmup)
+            taken = self._taken(record["round"], sized, repeats)
+            why = self.cost.left_out(point) if taken is None else None
+            if why is not None:
+                tune["skipped"].append({"label": self._label(point), "why": why})
+                continue
+            if first and taken is None and measured and not self._fits_round_one(sized):
+                _stopped(
+                    tune,
+                    f"budget: round 1 probed {len(measured)} of the "
+                    f"{len(survivors)} configurations, the cheapest first, in its "
+                    f"half of the budget; {len(remaining) + 1} were not reached",
+                )
+                break
+            cap = self._cap(sized)
+            self.cap_s = cap
+            clock = time.monotonic()
+            try:
+                done = taken[0] if taken else self._measure(sized, repeats=repeats)
+            finally:
+                self.cap_s = None
+            wall = taken[1] if taken else time.monotonic() - clock
+            if _timed_out(done):
+                self.cost.ran_past(point, cap)
+            else:
+                self.cost.learn(sized, done, wall / max(len(done.step_times_s), 1))
+            measured.append((point, done))
+            record["points"].append(done.to_json())
+            record["walls_s"].append(round(wall, 3))
+            record["caps_s"].append(round(cap, 1))
+            tune["spent_s"] = round(self._elapsed(), 3)
+            self._save()
+        return measured
+
+    def _fits_round_one(self, point: PointConfig) -> bool:
+        """Whether a round-1 probe of `point` is predicted to end within round 1's share
+        of the budget, leaving time for a final round of two (the best so far and it)."""
+        predicted = self.cost.child_s(point)
+        spend = predicted if predicted is not None else self._cap(point)
+        ranked = sorted(
+            (s for s in self.cost.seen if s.point.steps == point.steps),
+            key=lambda s: s.point.batch_size / s.step_s,
+            reverse=True,
+        )
+        best = [s.point for s in ranked[:1]]
+        final = self._final_cost([*best, point], 1, MIN_WARMUP) or 0.0
+        elapsed = self._elapsed()
+        return (
+            elapsed + spend <= ROUND_ONE_SHARE * self.budget_s
+            and elapsed + spend + final <= self.budget_s
+        )
+
+    @staticmethod
+    def _label(point: PointConfig) -> str:
+        axes = dict(zip(POINT_AXES, point_axes(point), strict=True))
+        return Point(**axes, devices=point.ranks).label
+
+    def _conclude(self, grid: list[PointConfig], final_ran: bool) -> None:
+        """Whether the search ranked, what it covered, and, when it could not rank, why
+        and what budget would let it."""
+        tune = self._tune
+        probed: dict[str, str] = {}  # label -> its best status
+        for record in tune["rounds"]:
+            for data in record["points"]:
+                point = Point.from_json(data)
+                if probed.get(point.label) != "ok":
+                    probed[point.label] = point.status
+        skipped = {s["label"] for s in tune["skipped"]}
+        ok = sum(status == "ok" for status in probed.values())
+        tune["coverage"] = {
+            "grid": len(grid),
+            "measured": ok,
+            "failed": len(probed) - ok,
+            "left_out": len(skipped - probed.keys()),
+            "not_reached": len(grid) - len(probed) - len(skipped - probed.keys()),
+        }
+        ranked = len(self.result.points)
+        tune["ranked"] = final_ran and ranked >= 2
+        tune["spent_s"] = round(self._elapsed(), 3)
+        if not tune["ranked"]:
+            tune["not_ranked"] = self._why_not_ranked(final_ran, ranked, ok)
+
+    def _why_not_ranked(self, final_ran: bool, ranked: int, ok: int) -> str:
+        tune = self._tune
+        if final_ran and ok <= 1:
+            return (
+                f"only {ranked} configuration trained to the end and nothing else of the "
+                "grid trained: nothing to rank it against (see each probe's error)"
+            )
+        if final_ran:
+            return (
+                f"only {ranked} configuration of the final round trained to the end: "
+                "nothing to rank it against (see each probe's error)"
+            )
+        need = tune.get("needed_s")
+        if need is None:  # round 1 did not finish two probes
+            caps = [c for r in tune["rounds"] for c in r["caps_s"]]
+            repeats = self.config.repeats or self.config.min_repeats
+            cheapest = min(
+                (s.child_s for s in self.cost.seen), default=min(caps, default=self.budget_s)
+            )
+            need = (2 + 2 * repeats) * cheapest / ROUND_ONE_SHARE
+            finished = {0: "no configuration", 1: "one configuration"}.get(
+                ok, f"{ok} configurations"
+            )
+            return (
+                f"could not rank: {finished} finished a probe in "
+                f"{probe.format_seconds(self._elapsed())} of a "
+                f"{probe.format_seconds(self.budget_s)} budget (the cheapest probe takes about "
+                f"{probe.format_seconds(cheapest)} or more), and a ranking needs two probed and "
+                f"measured again {repeats} times each; a budget of at least "
+                f"{probe.format_seconds(need)} would let it"
+            )
+        return (
+            f"could not rank: the final round of two did not fit in the "
+            f"{probe.format_seconds(self.budget_s)} budget; a budget of about "
+            f"{probe.format_seconds(need)} would let it"
+        )
 
     @staticmethod
     def _estimate(point: Point) -> float:
-        """The wall time of a probe taken from the interrupted file: the sum of its steps,
-        warm-up included (its children's start-up is not in the file: counted as none)."""
+        """The wall time of a probe taken from an interrupted file of an older bench that
+        did not keep it: the sum of its steps, warm-up included (its children's start-up
+        is not in the file: counted as none)."""
         return sum(map(sum, point.step_times_s)) + sum(map(sum, point.warmup_times_s))
-
-    @staticmethod
-    def _predict(last: tuple[float, int, int, Point], steps: int, repeats: int) -> float:
-        """Seconds for a probe of `steps` (warm-up included) x `repeats`, from the last:
-        its child overhead (wall time less its steps) plus the new steps at its pace."""
-        wall, last_steps, last_repeats, point = last
-        per_run = wall / last_repeats
-        step_s = point.step_time.mean if point.step_time else 0.0
-        overhead = max(per_run - last_steps * step_s, 0.0)
-        return repeats * (overhead + steps * step_s)
 
 
 def command_line(point: Point, config: Any) -> str:

@@ -1,15 +1,19 @@
 """bench tune: successive halving over a grid, decided by a fake child with known speeds,
 and one real search on the CPU."""
 
+import dataclasses
 import json
+import random
 
 import pytest
 
-from bench import registry, result, tune
+from bench import launchers, registry, result, tune
+from bench.cli import main
 from bench.commands.options import duration
 from bench.commands.tune import default_axes, versus_runner_up
 from bench.config import RunConfig
 from bench.errors import UsageError
+from bench.result import Point
 from bench.runner import Runner
 from bench.tune import TuneRunner, command_line
 
@@ -71,7 +75,9 @@ def test_halving_finds_the_fastest_of_the_grid(tmp_path):
     saved = result.load(runner.path)
     assert saved.tune == json.loads(json.dumps(outcome.tune)) and len(saved.points) == 4
     said = versus_runner_up(best, outcome.points[1])  # batch 128: 110 vs 120 samples/s
-    assert said.startswith("1.09x [") and said.endswith("the runner-up: faster beyond noise")
+    assert said.startswith("1.09x faster (95% CI 1.0") and said.endswith(
+        "against the runner-up (batch 128 bf16 compile=inductor)"
+    )
     assert command_line(best, outcome.config) == (
         "bench run tiny --framework torch --device cpu --batch-size 64 --precision bf16 "
         "--memory-format contiguous --compile inductor"
@@ -233,3 +239,181 @@ def test_only_a_tune_of_the_same_config_is_resumed(tmp_path):
     plain_file = plain.run() and plain.path
     with pytest.raises(UsageError, match="not a bench tune result; bench tune cannot go on"):
         TuneRunner(config, tmp_path, command=["bench", "tune"]).resume(plain_file)
+
+
+class Machine:
+    """A fake launcher on a fake clock (as pyperf tests its runner): each child costs
+    `start_s` plus its warm-up and steps at `step_s(point)` seconds each, and one that
+    would run past its timeout is stopped there, as bench.launchers.process does."""
+
+    def __init__(self, step_s, start_s=8.0, peak=None, oom=lambda point: False):
+        self.step_s, self.start_s, self.peak, self.oom = step_s, start_s, peak, oom
+        self.clock = 0.0
+        self.children = []
+
+    def __call__(self, point, task, on_progress, timeout_s=None):
+        if task == "count_flops":
+            self.clock += self.start_s
+            return {"status": "ok", "flops_per_sample": 2e6, "environment": {"host": {}}}
+        self.children.append(point)
+        if self.oom(point):
+            self.clock += self.start_s
+            return {"status": "oom", "error": "out of memory"}
+        step = self.step_s(point)
+        cost = self.start_s + (point.warmup_steps + point.steps) * step
+        if timeout_s is not None and cost > timeout_s:
+            self.clock += timeout_s
+            return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
+        self.clock += cost
+        response = ok_response(step)
+        response["warmup_times_s"] = [step] * point.warmup_steps
+        response["step_times_s"] = [step * (1 + 0.004 * (len(self.children) % 3 - 1))
+                                    for _ in range(point.steps)]  # fmt: skip
+        if self.peak is not None:
+            response["peak_memory_bytes"] = self.peak(point)
+        return response
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """Install a Machine as bench's launcher and clock: machine(step_s, ...)."""
+
+    def install(step_s, **kwargs):
+        fake = Machine(step_s, **kwargs)
+        monkeypatch.setattr(launchers, "spawn", fake)
+        monkeypatch.setattr(tune.time, "monotonic", lambda: fake.clock)
+        return fake
+
+    return install
+
+
+def shuffled_first(config):
+    """The configuration the search of bench 0.x probed first (its seeded shuffle)."""
+    grid = list(config.points())
+    random.Random(tune.SEED).shuffle(grid)
+    return grid[0]
+
+
+def test_one_configuration_a_hundred_times_slower_is_capped_and_the_rest_ranked(tmp_path, machine):
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **GRID)
+    slow = shuffled_first(config)  # probed first before: it took the whole budget
+
+    def step_s(point):
+        same = dataclasses.replace(point, steps=slow.steps, warmup_steps=slow.warmup_steps)
+        return point.batch_size / speed(point) * (100 if same == slow else 1)
+
+    fake = machine(step_s, start_s=5.0)
+    outcome = TuneRunner(config, tmp_path, budget_s=600.0).run()
+    record = outcome.tune
+    final = record["rounds"][-1]  # before: round 1 probed the slow one, then 2 others
+    assert len(record["rounds"][0]["points"]) >= 16 and final["repeats"] == 3
+    assert record["ranked"] and len(outcome.points) >= 2
+    assert fake.clock <= 600 * (1 + tune.SOFT_OVERRUN) and record["spent_s"] == pytest.approx(
+        fake.clock, abs=0.01
+    )
+    # the slow one ran into its cap once and was not tried again
+    assert sum(c == dataclasses.replace(slow, steps=c.steps, warmup_steps=c.warmup_steps)
+               for c in fake.children) == 1  # fmt: skip
+    probes = [Point.from_json(p) for p in record["rounds"][0]["points"]]
+    capped = [p for p in probes if p.status != "ok"]
+    assert len(capped) == 1 and capped[0].error.startswith("timed out after")
+    assert record["coverage"]["measured"] >= 16 and record["coverage"]["failed"] == 1
+    # the winner is the fastest the search measured, ranked with intervals
+    fastest = max((p for p in probes if p.status == "ok"), key=speed_of)
+    assert outcome.points[0].label == fastest.label
+    assert outcome.points[0].throughput.ci95_low is not None
+
+
+def speed_of(point):
+    return point.throughput.value
+
+
+RESNET_GRID = {
+    "batch_sizes": (32, 64, 128, 256),
+    "precisions": ("fp32", "bf16"),
+    "memory_formats": ("contiguous", "channels_last"),
+    "allocators": ("system", "tcmalloc"),
+}
+
+
+def resnet50_on_two_cores(point):
+    """The issue's machine: fp32 batch 256 takes 107 s a step, bf16 about half."""
+    per_sample = 0.42 * (0.5 if point.precision == "bf16" else 1.0)
+    per_sample *= 0.95 if point.memory_format == "channels_last" else 1.0
+    per_sample *= 0.97 if point.allocator == "tcmalloc" else 1.0
+    return point.batch_size * per_sample
+
+
+def test_a_step_of_a_hundred_seconds_still_ranks_within_the_budget(tmp_path, machine):
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **RESNET_GRID)
+    fake = machine(resnet50_on_two_cores)
+    outcome = TuneRunner(config, tmp_path, budget_s=12 * 60.0).run()
+    record = outcome.tune
+    assert len(record["rounds"][0]["points"]) >= 4  # before: 1 of 32, a batch 256 in fp32
+    assert record["ranked"] and len(outcome.points) >= 2
+    assert fake.clock <= 12 * 60 * (1 + tune.SOFT_OVERRUN)
+    assert record["coverage"]["measured"] >= 4
+    assert max(c.batch_size for c in fake.children) < 256
+    assert outcome.points[0].precision == "bf16"  # the fastest kind it could reach
+    final = record["rounds"][-1]
+    assert final["repeats"] == 3 and final["steps"] < 20  # shortened to fit, and said so
+    assert "the final round measures" in record["stopped"]
+
+
+def tune_cli(tmp_path, capsys, *flags):
+    code = main(["tune", "tiny", "--output-dir", str(tmp_path), "--compile", "none", "--openmp",
+                 "gnu", "--memory-format", "contiguous", "--threads", "1", *flags])  # fmt: skip
+    return code, capsys.readouterr().out
+
+
+def test_a_budget_too_small_to_rank_says_so_and_recommends_nothing(tmp_path, machine, capsys):
+    machine(resnet50_on_two_cores)
+    code, out = tune_cli(tmp_path, capsys, "--budget", "60s", "--batch-size", "32,64,128,256",
+                         "--precision", "fp32,bf16", "--allocator", "system,tcmalloc")  # fmt: skip
+    said = " ".join(out.split())
+    assert "not ranked: could not rank:" in said and "a budget of at least" in said
+    assert "no configuration is recommended" in said
+    assert "best:" not in said and "bench run" not in said
+    assert code in (0, 1)
+    saved = only_result(tmp_path)["tune"]
+    assert saved["ranked"] is False and saved["not_ranked"] in said
+
+
+def test_a_ranked_search_prints_coverage_ranking_and_the_winner(tmp_path, machine, capsys):
+    machine(lambda p: p.batch_size / speed(p), start_s=2.0)
+    code, out = tune_cli(tmp_path, capsys, "--budget", "10m", "--batch-size", "32,64,128",
+                         "--precision", "fp32,bf16", "--allocator", "system", "--steps",
+                         "10")  # fmt: skip
+    said = " ".join(out.split())
+    assert code == 0
+    assert (
+        "coverage: 6 of the 6 configurations measured, 0 failed, 0 left out, 0 not reached" in said
+    )
+    assert "1. batch 64 bf16" in said and "2. batch 128 bf16" in said
+    assert "best: batch 64 bf16" in said and "faster (95% CI" in said
+    assert "against the runner-up (batch 128 bf16" in said
+    assert "bench run tiny --framework torch --device cpu --batch-size 64 --precision bf16" in said
+
+
+def test_configurations_predicted_past_memory_are_left_out_with_the_reason(tmp_path, machine):
+    gib = 2**30
+    config = RunConfig(workload="tiny", steps=20, repeats=3, memory_limit_bytes=20 * gib, **GRID)
+
+    def oom(point):  # bf16 channels_last compiled runs out at batch 128
+        return (point.precision, point.memory_format, point.compile) == (
+            "bf16", "channels_last", "inductor") and point.batch_size >= 128  # fmt: skip
+
+    fake = machine(lambda p: p.batch_size / speed(p), start_s=1.0,
+                   peak=lambda p: gib + p.batch_size * 100 * 2**20, oom=oom)  # fmt: skip
+    outcome = TuneRunner(config, tmp_path, budget_s=3600.0).run()
+    skipped = {s["label"]: s["why"] for s in outcome.tune["skipped"]}
+    # batch 256 needs about 26 GiB on the line through batch 64 and 128: none is started
+    assert all(c.batch_size < 256 for c in fake.children)
+    assert len(skipped) == 8 and all(label.startswith("batch 256 ") for label in skipped)
+    assert skipped["batch 256 bf16 channels_last compile=inductor"].startswith(
+        "memory: batch 128 of the same precision, format and compiler ran out of memory"
+    )
+    line = skipped["batch 256 fp32"]
+    assert line.startswith("memory: about 26.00 GiB predicted (batch 64: 7.25 GiB, batch 128:")
+    assert line.endswith("above 90% of the 20.00 GiB this device has")
+    assert outcome.tune["coverage"]["left_out"] == 8 and outcome.tune["ranked"]

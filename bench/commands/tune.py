@@ -1,11 +1,12 @@
 """`bench tune WORKLOAD [--budget 20m] [RUN OPTIONS]`: the fastest configuration of a grid
-within a time budget, by successive halving (bench.tune). The grid is the run options'
-sweep axes; an axis not given takes every value that applies here (batch 32 to 256, the
-device's reduced precisions, both memory formats, the framework's compiler, and on a
-CPU the allocators and OpenMP runtimes installed, and IPEX where it is). One result
-file: the finalists are its points, every probe is in its `tune` record; it ends with
-the winner as a command.
-"""
+within a time budget, by successive halving with probes sized in seconds (bench.tune). The
+grid is the run options' sweep axes; an axis not given takes every value that applies here
+(batch 32 to 256, the device's reduced precisions, both memory formats, the framework's
+compiler, and on a CPU the allocators and OpenMP runtimes installed, and IPEX where it
+is). One result file: the finalists are its points, every probe is in its `tune` record.
+It ends with the grid's coverage and, when at least two configurations were measured to
+the end, their ranking with intervals and the winner as a command; else why it could not
+rank, what budget would let it, and no command."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from bench.commands import run_options
     from bench.text import plain
-    from bench.tune import TuneRunner, command_line
+    from bench.tune import TuneRunner
 
     known, options = own_options("bench tune", args, "--budget", "--resume")
     given = set(option_names(options))
@@ -98,23 +99,57 @@ def cmd_tune(args: argparse.Namespace) -> int:
     run_options.print_line(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
     runner = functools.partial(TuneRunner, budget_s=known.budget)
     code, outcome, _ = run_options.run_and_print(config, parsed, known.resume, runner_class=runner)
-    if outcome is not None and outcome.points and outcome.points[0].throughput:
-        best = outcome.points[0]
-        said = f"best: {best.label}, {best.throughput.value:,.1f} samples/s"  # type: ignore[union-attr]
-        if len(outcome.points) > 1:
-            said += f"; {versus_runner_up(best, outcome.points[1])}"
-        console.print(plain(said))
-        console.print(plain(f"  {command_line(best, config)}"))
+    if outcome is not None and outcome.tune is not None and outcome.status == "complete":
+        for line in conclusion(outcome):
+            console.print(plain(line), highlight=False)
     return code
 
 
+def conclusion(outcome: Any) -> list[str]:
+    """What the search covered, then its ranking with intervals and the winner as a
+    command; or, when it could not rank two configurations, why, and no command."""
+    from bench.probe import format_seconds
+    from bench.tune import command_line
+
+    tune = outcome.tune
+    lines = []
+    coverage = tune.get("coverage")
+    if coverage:  # older results have none
+        lines.append(
+            f"coverage: {coverage['measured']} of the {coverage['grid']} configurations "
+            f"measured, {coverage['failed']} failed, {coverage['left_out']} left out, "
+            f"{coverage['not_reached']} not reached; {format_seconds(tune['spent_s'])} of a "
+            f"{format_seconds(tune['budget_s'])} budget"
+        )
+    lines += [f"  left out: {s['label']}: {s['why']}" for s in tune.get("skipped", [])]
+    ranked = tune.get("ranked", len(outcome.points) > 1)
+    if not ranked or len(outcome.points) < 2:
+        why = tune.get("not_ranked") or "fewer than two configurations were measured to the end"
+        lines.append(f"not ranked: {why}; no configuration is recommended")
+        return lines
+    lines.append("ranking (the final round; 95% intervals over its repeats):")
+    for place, point in enumerate(outcome.points, 1):
+        tp = point.throughput
+        spread = f" [{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}]" if tp.ci95_low is not None else ""
+        lines.append(f"  {place}. {point.label}: {tp.value:,.1f}{spread} {tp.unit}")
+    best, second = outcome.points[:2]
+    lines.append(f"best: {best.label}: {versus_runner_up(best, second)}")
+    lines.append(f"  {command_line(best, outcome.config)}")
+    return lines
+
+
 def versus_runner_up(best: Any, second: Any) -> str:
-    """The winner's ratio to the runner-up, with its interval: is the order beyond noise?"""
+    """The winner against the runner-up in bench's words (bench.verdict): '1.09x faster
+    (95% CI 1.07x to 1.11x) than the runner-up', 'cannot tell ...'."""
+    import math
+
     from bench.stats import ratio_interval
+    from bench.verdict import judge
 
     ratio = best.throughput.value / second.throughput.value
-    interval = ratio_interval(best.repeat_throughputs(), second.repeat_throughputs())
+    a, b = best.repeat_throughputs(), second.repeat_throughputs()
+    interval = ratio_interval(a, b)
     if interval is None:
         return f"{ratio:.2f}x the runner-up (one run a side: untested)"
-    verdict = "faster beyond noise" if interval[0] > 1 else "not faster beyond noise"
-    return f"{ratio:.2f}x [{interval[0]:.2f}–{interval[1]:.2f}] the runner-up: {verdict}"
+    said = judge(math.sqrt(interval[0] * interval[1]), interval, min(len(a), len(b))).sentence()
+    return f"{said} against the runner-up ({second.label})"
