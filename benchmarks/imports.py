@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent / "bench"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
-    ("fleet", "ladder", "tune", "report"),
+    ("fleet", "ladder", "tune", "probe", "report"),
     ("runner", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
     ("parallel", "mfu", "memory_floor"),

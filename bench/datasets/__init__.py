@@ -127,8 +127,11 @@ def check(config: RunConfig) -> None:
     """Read the run's dataset once in the parent: an error is one line before any point
     runs, not the same error from every child."""
     ref = parse(config.data)
-    if ref is not None and ref.source == "tokens":
-        importlib.import_module("bench.datasets.tokens").check(config)  # as the kinds are
+    if ref is not None and ref.source == "tokens":  # modules imported as the kinds are
+        then = None
+        if config.train_to_loss is not None:  # the validation file too, beside the first
+            then = importlib.import_module("bench.datasets.loss_target").check
+        importlib.import_module("bench.datasets.tokens").check(config, then)
     elif ref is not None:
         from bench import registry
 

@@ -35,6 +35,7 @@ import hashlib
 import itertools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -305,11 +306,12 @@ def for_point(point: PointConfig) -> TokenFile:
     return file
 
 
-def check(config: RunConfig) -> None:
+def check(config: RunConfig, then: Callable[[RunConfig, TokenFile], None] | None = None) -> None:
     """In the parent, before any child: the header, the length, and every token of every
     window the run's points will train on (they share one order: the seed's); with
-    train_to_loss, the validation file too (bench.datasets.loss_target), and the training
-    windows of at most CHECKED_TOKENS (each child checks every batch it reads)."""
+    train_to_loss, the training windows of at most CHECKED_TOKENS (each child checks
+    every batch it reads), then `then` with the open file (the validation file's check,
+    bench.datasets.loss_target.check, which imports this module)."""
     points = list(config.points())
     file = for_point(max(points, key=lambda p: p.batch_size))
     taken = max(p.batch_size * (p.warmup_steps + p.measured_steps) for p in points)
@@ -321,9 +323,7 @@ def check(config: RunConfig) -> None:
     try:
         for first in range(0, end, chunk):
             file.read(first, min(chunk, end - first), spec)
-        if points[0].train_to_loss is not None:
-            from bench.datasets import loss_target
-
-            loss_target.check(config, file)
+        if then is not None:
+            then(config, file)
     finally:
         file.close()
