@@ -57,6 +57,7 @@ ROUND_ONE_SHARE = 0.5  # of the budget
 CAP_FACTOR = 3.0  # a child may take this many times its predicted time
 FIRST_CAP_SHARE = 0.25  # of the budget, for a child whose kind has not run yet
 CAP_FLOOR_S = 30.0  # no cap is shorter (a busy machine's start-up varies)
+COST_STEP = 1.5  # predicted costs within this factor of each other count as alike
 SOFT_OVERRUN = 0.1  # of the budget: the final round of two may end this far past it
 
 
@@ -84,6 +85,7 @@ class TuneRunner(Runner):
         self._spent_before = 0.0
         self._started = 0.0
         self._tune: dict[str, Any] = {}  # the result's tune record, once the search starts
+        self._unreached: list[PointConfig] = []  # what round 1 had no time for
 
     def _capped(self, point: PointConfig, task: str, on_progress: Any) -> Response:
         """launchers.spawn with the child's time cap (and the run's --timeout, if shorter)."""
@@ -147,6 +149,9 @@ class TuneRunner(Runner):
             self.result.points = [m for _, m in ranked]
             final_ran = final
             if final or not ranked:
+                break
+            if len(ranked) < 2 and self._unreached:  # the budget, not the grid, left one
+                self._too_short(ranked[0][0], self._unreached)
                 break
             survivors = [p for p, _ in ranked[: max(1, math.ceil(len(ranked) / ETA))]]
             schedule = min(schedule * ETA, config.steps)
@@ -220,6 +225,26 @@ class TuneRunner(Runner):
         tune["needed_s"] = round(self._elapsed() + need, 1)
         return None, survivors, True
 
+    def _too_short(self, best: PointConfig, unreached: list[PointConfig]) -> None:
+        """Round 1 measured one configuration in its share of the budget: no final round
+        (it would rank nothing); the budget that would have probed another and a final
+        round of the two."""
+        first = self._tune["rounds"][0]
+        sized = dataclasses.replace(
+            unreached[0], steps=first["steps"], warmup_steps=first["warmup_steps"]
+        )
+        probe_s = self.cost.child_s(sized) or 0.0
+        final = self._final_cost([best, unreached[0]], 1, MIN_WARMUP) or 0.0
+        need = (self._elapsed() + probe_s) / ROUND_ONE_SHARE + final
+        self._tune["needed_s"] = round(need, 1)
+        self._tune["not_ranked"] = (
+            f"could not rank: round 1 measured one configuration in its half of the "
+            f"{probe.format_seconds(self.budget_s)} budget, and a final round of one ranks "
+            f"nothing; a budget of about {probe.format_seconds(need)} would probe another "
+            "and measure both again"
+        )
+        _stopped(self._tune, "budget: one configuration measured, no final round")
+
     def _cap(self, point: PointConfig) -> float:
         """This child's time cap: CAP_FACTOR times its prediction once its kind has run,
         else a share of the budget; within what is left (and a little more)."""
@@ -232,13 +257,21 @@ class TuneRunner(Runner):
         return max(min(cap, left), floor)
 
     def _next(self, remaining: list[PointConfig], order: dict[PointConfig, int]) -> PointConfig:
-        """The cheapest of `remaining` by the cost model; before it knows anything, the
-        smallest batch without a compiler or optimisation; ties in the seeded order."""
+        """The next of `remaining` to probe: cheapest first by the cost model, in steps of
+        COST_STEP (so that configurations of about the same cost, where a child's start-up
+        outweighs its steps, are probed in the seeded order, all over the grid); before it
+        knows anything, the smallest batch without a compiler or optimisation."""
+        predicted = {p: self.cost.child_s(p) for p in remaining}
+        known = [c for c in predicted.values() if c is not None and c > 0]
+        cheapest = min(known, default=1.0)
 
         def key(point: PointConfig) -> tuple[Any, ...]:
-            predicted = self.cost.child_s(point)
-            plain = point.compile is None and point.optimize is None
-            return (predicted is None, predicted or 0.0, point.batch_size, not plain, order[point])
+            cost = predicted[point]
+            if cost is None:
+                plain = point.compile is None and point.optimize is None
+                return (1, point.batch_size, not plain, order[point])
+            step = math.floor(math.log(max(cost, cheapest) / cheapest, COST_STEP))
+            return (0, step, order[point])
 
         return min(remaining, key=key)
 
@@ -265,6 +298,7 @@ class TuneRunner(Runner):
                 tune["skipped"].append({"label": self._label(point), "why": why})
                 continue
             if first and taken is None and measured and not self._fits_round_one(sized):
+                self._unreached = [point, *remaining]
                 _stopped(
                     tune,
                     f"budget: round 1 probed {len(measured)} of the "
@@ -337,7 +371,7 @@ class TuneRunner(Runner):
         ranked = len(self.result.points)
         tune["ranked"] = final_ran and ranked >= 2
         tune["spent_s"] = round(self._elapsed(), 3)
-        if not tune["ranked"]:
+        if not tune["ranked"] and not tune["not_ranked"]:
             tune["not_ranked"] = self._why_not_ranked(final_ran, ranked, ok)
 
     def _why_not_ranked(self, final_ran: bool, ranked: int, ok: int) -> str:

@@ -150,6 +150,6 @@ def versus_runner_up(best: Any, second: Any) -> str:
     a, b = best.repeat_throughputs(), second.repeat_throughputs()
     interval = ratio_interval(a, b)
     if interval is None:
-        return f"{ratio:.2f}x the runner-up (one run a side: untested)"
+        return f"{ratio:.2f}x the runner-up (one run a side: untested)"  # no interval
     said = judge(math.sqrt(interval[0] * interval[1]), interval, min(len(a), len(b))).sentence()
-    return f"{said} against the runner-up ({second.label})"
+    return f"against the runner-up ({second.label}): {said}"
