@@ -78,6 +78,12 @@ def human(value: float | None, unit: str = "") -> str:
     return " ".join(part for part in (text, prefix, unit) if part)
 
 
+def ratio(value: float) -> str:
+    """A ratio as a table shows it: two decimals, or two significant digits below 0.1 (a
+    CPU at 0.0036 of an H100 is not '0.00')."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
 def axis_tick(value: float) -> str:
     """An axis label: as `human`, without the zeros that only pad to three digits."""
     if abs(value) < 9_995:

@@ -59,17 +59,10 @@ def _found(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     return found
 
 
-def is_bench_output(path: Path) -> bool:
-    """Whether a JSON file is one of bench's own outputs other than a result (what
-    `bench compare --format json -o` writes, which users keep beside their results)."""
-    try:
-        return is_bench_document(result.read_document(path))  # with a result's bounds
-    except result.ResultError:
-        return False
-
-
 def is_bench_document(data: Any) -> bool:
-    """Whether a document read from a file is one of bench's own non-result outputs."""
+    """Whether a document read from a file (read_document, with a result's bounds) is one
+    of bench's own outputs other than a result (what `bench compare --format json -o`
+    writes, which users keep beside their results)."""
     return isinstance(data, dict) and (
         data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND)
         or ("schema_version" not in data and {"baseline", "machines", "points"} <= set(data))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import catalog, datasets, registry
+from bench import catalog, datasets, registry, units
 from bench.errors import UsageError
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
@@ -224,10 +224,7 @@ class Cell:
             return "error"
         if self.relative is None:
             return "n/a"
-        # Two decimals, or two significant digits below 0.1: a CPU at 0.0036x of an H100
-        # is not '0.00'.
-        shown = f"{self.relative:.2f}" if self.relative >= 0.1 else f"{self.relative:.2g}"
-        return f"{shown}{self.mark}"
+        return f"{units.ratio(self.relative)}{self.mark}"
 
 
 # Set apart, the JSON's words: the file and why, per group.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import units
 from bench.report.compare import (
     Cell,
     Comparison,
@@ -55,7 +56,7 @@ class Tidy:
 
 def times(ratio: float) -> str:
     """'1.25x', or two significant digits below 0.1 ('0.0036x': not '0.00x')."""
-    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+    return f"{units.ratio(ratio)}x"
 
 
 def config_label(key: tuple[Any, ...]) -> str:
