@@ -254,7 +254,12 @@ session = SimpleNamespace(
 file = loss_target.open_val(point)
 made = loss_target.plan(point, file.windows)
 result = loss_target.TorchEvaluator(session, point, file, made).evaluate(stop=rank == 1)
-print(json.dumps([result.loss, result.tokens, result.stop]))
+print(json.dumps([result.loss, result.tokens, result.stop]), flush=True)
+# Out at once, as bench's ranks leave their group to the process's end: gloo's group torn
+# down at interpreter exit can abort ('terminate called without an active exception').
+import os
+
+os._exit(0)
 """
 
 
