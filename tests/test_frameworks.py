@@ -207,6 +207,9 @@ def test_jax_compiles_ahead_of_time_outside_the_steps(tmp_path):
         ("tensorflow", ["--precision", "tf32"], "precision 'tf32'"),
         ("jax", ["--device", "mps"], "device 'mps' is not available"),
         ("mxnet", [], "unknown framework 'mxnet'"),
+        ("torch", ["--compile", "inductor:fast"], "compile: 'inductor:fast'"),
+        ("torch", ["--compile", "aot_eager:reduce-overhead"], "inductor:reduce-overhead"),
+        ("torch", ["--optimize", "fuse"], "optimize: 'fuse'"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_value(framework, args, named):

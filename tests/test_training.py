@@ -222,6 +222,35 @@ def test_torch_compile_keeps_compilation_in_warmup(tmp_path):
     assert point["warmup_times_s"][0][0] > 10 * max(point["step_times_s"][0])
 
 
+def test_compile_modes_and_the_fused_optimizer_train_and_are_recorded(tmp_path):
+    # The levers of the GPU campaign's ResNet-50 table; on the CPU, reduce-overhead's CUDA
+    # graphs are skipped by inductor and the step still trains.
+    done = run_bench(
+        "tiny", "--device", "cpu", "--compile", "inductor:reduce-overhead",
+        "--optimize", "none,fused", "--steps", "3", "--warmup-steps", "2",
+        "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    points = only_result(tmp_path)["points"]
+    assert [(p["compile"], p["optimize"], p["status"]) for p in points] == [
+        ("inductor:reduce-overhead", None, "ok"), ("inductor:reduce-overhead", "fused", "ok"),
+    ]  # fmt: skip
+    optimizers = [p["details"]["optimizer"] for p in points]
+    assert "fused" not in optimizers[0] and "fused=True" in optimizers[1], optimizers
+
+
+def test_compile_arguments_name_the_backend_and_the_mode():
+    from bench.frameworks.torch import compile_arguments, uses_cuda_graphs
+
+    assert compile_arguments("inductor") == ("inductor", None)
+    assert compile_arguments("inductor:max-autotune") == ("inductor", "max-autotune")
+    assert uses_cuda_graphs("inductor:reduce-overhead") and uses_cuda_graphs(
+        "inductor:max-autotune"
+    )
+    assert not uses_cuda_graphs("inductor:max-autotune-no-cudagraphs")
+    assert not uses_cuda_graphs("inductor") and not uses_cuda_graphs(None)
+
+
 def test_a_child_past_its_timeout_is_stopped_and_reported():
     from bench.config import PointConfig
     from bench.launchers.process import spawn_worker

@@ -221,16 +221,19 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         const=(DEFAULT_COMPILER,),
         default=(None,),
         metavar="BACKEND",
-        help="torch: torch.compile with BACKEND (default inductor; ipex: IPEX's backend); "
-        "tensorflow: xla (jit_compile); jax always compiles; a list like none,inductor sweeps",
+        help="torch: torch.compile with BACKEND (default inductor; ipex: IPEX's backend), "
+        "or inductor:MODE (reduce-overhead: CUDA graphs on a GPU; max-autotune, "
+        "max-autotune-no-cudagraphs, default); tensorflow: xla (jit_compile); jax always "
+        "compiles; a list like none,inductor sweeps",
     )
     p.add_argument(
         "--optimize",
         type=_compilers,
         default=(None,),
         metavar="WHAT",
-        help="torch on the cpu: ipex applies ipex.optimize(model, optimizer, dtype) "
-        "(Intel Extension for PyTorch, in bench:xeon-ipex); none,ipex sweeps",
+        help="torch: fused trains with SGD's fused kernel where torch has one for the "
+        "device; on the cpu, ipex applies ipex.optimize(model, optimizer, dtype) (Intel "
+        "Extension for PyTorch, in bench:xeon-ipex); none,fused sweeps",
     )
     p.add_argument(
         "--activation-checkpointing",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
-from bench.errors import BenchError
+from bench.errors import BenchError, UsageError
 from bench.frameworks import _ipex
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
@@ -26,6 +26,26 @@ if TYPE_CHECKING:
     from bench.workloads.base import WorkloadSpec
 
 _OOM_MESSAGES = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+# torch.compile's modes, named after the backend (--compile inductor:reduce-overhead).
+# reduce-overhead and max-autotune replay the compiled forward and backward as CUDA graphs
+# on a GPU (one launch instead of hundreds); max-autotune also times kernel choices.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# --optimize fused: bench's SGD with momentum through torch's fused kernel (one kernel for
+# every parameter's update) where this torch has one for the device, else foreach.
+FUSED = "fused"
+
+
+def compile_arguments(compile: str) -> tuple[str, str | None]:
+    """torch.compile's backend and mode for a --compile value: 'BACKEND' or
+    'inductor:MODE' (checked by TorchFramework.check_compile); None: torch's default."""
+    backend, _, mode = compile.partition(":")
+    return backend, mode or None
+
+
+def uses_cuda_graphs(compile: str | None) -> bool:
+    return compile is not None and compile.partition(":")[2] in _CUDA_GRAPH_MODES
 
 
 def _set_tf32(enabled: bool) -> None:
@@ -103,6 +123,17 @@ def _describe(optimizer: Any) -> str:
         if optimizer.defaults.get(name)
     )
     return f"{type(optimizer).__name__}({settings})"
+
+
+def _sgd_kernel(point: PointConfig, model: Any) -> dict[str, bool]:
+    """SGD's implementation: fused with --optimize fused where this torch has the kernel
+    for every parameter's device (else torch's default, foreach on a GPU)."""
+    if point.optimize != FUSED:
+        return {}
+    from bench.workloads._torch import fused_devices
+
+    devices = fused_devices()
+    return {"fused": all(p.device.type in devices for p in model.parameters())}
 
 
 def _model_loss(impl: Any) -> Callable[[Any, Any, Any], Any]:
@@ -186,7 +217,7 @@ class TorchSession(Session):
             self.optimizer = torch.optim.SGD(
                 model.parameters(), lr=recipe.peak_lr(point.batch_size),
                 momentum=recipe.momentum, nesterov=recipe.nesterov,
-                weight_decay=recipe.weight_decay,
+                weight_decay=recipe.weight_decay, **_sgd_kernel(point, model),
             )  # fmt: skip
             smoothing = recipe.label_smoothing
             self.train_loss = lambda model, x, y: torch.nn.functional.cross_entropy(
@@ -195,7 +226,9 @@ class TorchSession(Session):
         elif make_optimizer:
             self.optimizer = make_optimizer(model.parameters())
         else:
-            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            self.optimizer = torch.optim.SGD(
+                model.parameters(), lr=0.01, momentum=0.9, **_sgd_kernel(point, model)
+            )
         ipex_applied = None
         if point.optimize == _ipex.NAME:  # on the bare model, before DDP wraps it
             model, self.optimizer, ipex_applied = _ipex.optimize(
@@ -212,7 +245,13 @@ class TorchSession(Session):
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         # fp16 gradients underflow without loss scaling; bf16 has fp32's range.
         self.scaler = torch.amp.GradScaler(self.device.type) if point.precision == "fp16" else None
-        self.model = torch.compile(model, backend=point.compile) if point.compile else model
+        self.model = model
+        if point.compile:
+            backend, mode = compile_arguments(point.compile)
+            self.model = torch.compile(model, backend=backend, mode=mode)
+        # CUDA graphs replay into the same output buffers: each step begins a new replay,
+        # and a step's loss is copied out before the next one overwrites it.
+        self.cuda_graphs = uses_cuda_graphs(point.compile) and self.device.type == "cuda"
         self.token_file: tokens.TokenFile | None = None
         if point.tokens is not None:  # checked whole in the parent; each batch again here
             self.token_file = tokens.for_point(point)
@@ -388,6 +427,8 @@ class TorchSession(Session):
         import torch
 
         inputs, targets = batch
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         self.optimizer.zero_grad(set_to_none=True)
         with torch.autocast(
             self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None
@@ -402,7 +443,7 @@ class TorchSession(Session):
             self.optimizer.step()
         if self.schedule is not None:
             self.schedule.step()
-        return loss.detach()
+        return loss.detach().clone() if self.cuda_graphs else loss.detach()
 
     def loss_value(self, handle: Any) -> float:
         return float(handle)
@@ -521,7 +562,7 @@ class TorchFramework(Framework):
     data_sources = ("synthetic", "loader", "dataset", "tokens")
     default_compiler = "inductor"
     launches_ranks = True
-    optimizations = (_ipex.NAME,)
+    optimizations = (_ipex.NAME, FUSED)
     activation_checkpointing = True
     float8 = True
 
@@ -532,6 +573,16 @@ class TorchFramework(Framework):
         optimizations: tuple[str | None, ...],
     ) -> None:
         _ipex.check_platform(platform, (*compilers, *optimizations))
+
+    def check_compile(self, compile: str | None) -> None:
+        if compile is None or ":" not in compile:
+            return
+        backend, _, mode = compile.partition(":")
+        if backend != "inductor" or mode not in COMPILE_MODES:
+            modes = ", ".join(f"inductor:{mode}" for mode in COMPILE_MODES)
+            raise UsageError(
+                f"compile: {compile!r} is not allowed; a backend alone (inductor) or one of {modes}"
+            )
 
     def preflight(self, points: Iterable[PointConfig]) -> None:
         points = list(points)

@@ -63,13 +63,13 @@ def adamw(parameters) -> torch.optim.Optimizer:
     already: the session builds, moves or shards the model before it asks for this, and
     torch would check the device only at the first step."""
     params = list(parameters)
-    devices = _fused_devices()
+    devices = fused_devices()
     if all(p.device.type in devices and torch.is_floating_point(p) for p in params):
         return torch.optim.AdamW(params, fused=True, **ADAMW)  # type: ignore[arg-type]
     return torch.optim.AdamW(params, foreach=True, **ADAMW)  # type: ignore[arg-type]
 
 
-def _fused_devices() -> list[str]:
+def fused_devices() -> list[str]:
     """The device types with fused optimizer kernels in this torch (its own list, as
     torch.optim reads it; CUDA alone where a torch lacks the list)."""
     from torch.utils import _foreach_utils
