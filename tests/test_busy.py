@@ -23,6 +23,14 @@ def test_quiet_short_and_missing_records_are_not_flagged():
     assert verdict({"window_s": 2, "others_cpus": None, "throttle": {"gpu0": []}}) is None
 
 
+def test_a_gpu_at_its_power_cap_is_not_a_busy_machine_but_heat_is():
+    # An H200 training at full load (680 of its 700 W) reports power_cap: every heavy
+    # point read 'busy machine' on the GPU campaign before this rule.
+    assert verdict({"window_s": 2, "throttle": {"gpu0": ["power_cap"]}}) is None
+    why = verdict({"window_s": 2, "throttle": {"gpu0": ["power_cap", "hw_thermal"]}})
+    assert why == "gpu0 clocks held back (hw_thermal)"
+
+
 def test_others_steal_and_throttled_gpus_are_each_named():
     record = {
         "window_s": 3.0,

@@ -99,6 +99,12 @@ class ToAccuracy:
         return {**dataclasses.asdict(self), "units": units}
 
 
+# A clock reason a GPU gives under any full load, not a sign of something else running:
+# a data-centre GPU training at full speed sits at its power limit (an H200 at 680 of 700
+# W). It stays in the record; heat, a hardware slowdown and the power brake still count.
+AT_FULL_LOAD = ("power_cap",)
+
+
 def busy_why(record: dict[str, Any] | None) -> str | None:
     """Why a repeat's machine counts as busy (its busy record, bench/trackers/busy.py:
     other processes or the hypervisor took more than BUSY_CPUS, a GPU was throttled),
@@ -112,8 +118,9 @@ def busy_why(record: dict[str, Any] | None) -> str | None:
     if long_enough and (record.get("steal_cpus") or 0) > BUSY_CPUS:
         reasons.append(f"the hypervisor stole {record['steal_cpus']:.2f} CPUs")
     for device, why in sorted((record.get("throttle") or {}).items()):
-        if why:
-            reasons.append(f"{device} clocks held back ({', '.join(why)})")
+        slowed = [reason for reason in why or () if reason not in AT_FULL_LOAD]
+        if slowed:
+            reasons.append(f"{device} clocks held back ({', '.join(slowed)})")
     return "; ".join(reasons) or None
 
 
