@@ -81,7 +81,7 @@ def human(value: float | None, unit: str = "") -> str:
 def ratio(value: float) -> str:
     """A ratio as a table shows it: two decimals, or two significant digits below 0.1 (a
     CPU at 0.0036 of an H100 is not '0.00')."""
-    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+    return f"{value:.2f}" if value >= 0.1 else f"{value:#.2g}"  # 0.0020 (JS toPrecision)
 
 
 def axis_tick(value: float) -> str:

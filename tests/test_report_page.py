@@ -192,3 +192,25 @@ def test_the_static_figures_draw_the_baseline_and_the_fastest_machines_only():
     assert "GPU 00" not in labels and "GPU 01" not in labels  # the slowest two left out
     assert all(len(cells) == 12 for _, cells in drawn.rows)
     assert note.startswith("12 of 14 machines: the baseline, then the fastest")
+
+
+def test_a_decoders_best_is_ranked_and_shown_in_tokens_per_second():
+    # One 8,192-token sequence is four of 2,048: 6 samples/s at 8,192 tokens (49 k
+    # tokens/s) beats 20 samples/s at 2,048 (41 k tokens/s), as LLM users count.
+    from bench.config import RunConfig
+    from bench.result import Result
+
+    def run(seq_len, samples_per_s):
+        p = dataclasses.replace(
+            point(1, [samples_per_s]), details={"per_sample": {"count": seq_len, "unit": "tokens"}}
+        )
+        env = {"accelerator": {"accelerator": A100, "accelerator_count": 1}, "cpu": {}}
+        config = RunConfig(workload="llama3-1b", seq_len=seq_len, steps=20)
+        return Result(config=config, environment=env, points=[p])
+
+    loaded = [(Path("short.json"), run(2048, 20.0)), (Path("long.json"), run(8192, 6.0))]
+    html, md = _report(loaded, baseline=None)
+    best = [r for r in _data(html)["headline"] if r["scope"] == "all"]
+    assert len(best) == 1 and "8192 tokens" in best[0]["config"], best
+    assert best[0]["unit"] == "tokens/s" and best[0]["unit_tp"] == pytest.approx(49_152)
+    assert "49.2 k tokens/s" in md

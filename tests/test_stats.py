@@ -107,3 +107,12 @@ def test_human_numbers():
     assert human(None) == "n/a" and human(float("nan")) == "n/a"
     assert "e" not in human(2.5e15) + human(1e-6)
     assert axis_tick(0.25) == "0.25" and axis_tick(50_000) == "50 k"
+
+
+def test_a_small_ratio_keeps_two_significant_digits_as_the_page_shows_it():
+    from bench.units import ratio
+
+    # The page (JavaScript's toPrecision(2)) and the Python tables say the same thing.
+    assert [ratio(v) for v in (1.2549, 0.1, 0.044, 0.0036, 0.00196)] == [
+        "1.25", "0.10", "0.044", "0.0036", "0.0020",
+    ]  # fmt: skip

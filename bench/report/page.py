@@ -457,8 +457,10 @@ def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
     headers += ["vs the baseline [95%]", "verdict"] if several else []
     body = []
     for r in rows:
-        line = [r["workload"], r["machine"], r["config"],
-                htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))]  # fmt: skip
+        tp = htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))
+        if "unit_tp" in r:  # the figure LLM users quote, beside samples/s
+            tp += f" · {human(r['unit_tp'])} {r['unit']}"
+        line = [r["workload"], r["machine"], r["config"], tp]
         body.append(line + ([htmlpage.ratio(r), r.get("sentence", "")] if several else []))
     return f"## Each machine's best configuration per workload\n\n{markdown_table(headers, body)}"
 

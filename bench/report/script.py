@@ -52,7 +52,8 @@ SCRIPT = r"""
       const made = r.point !== undefined ? D.points[r.point] : r; // a headline row: its point's
       const cmd = made.cmd;
       r.command = cmd === undefined ? "" : D.commands[cmd];
-      r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s");
+      r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s") +
+        (r.unit_tp === undefined ? "" : " · " + human(r.unit_tp) + " " + r.unit);
       r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
     }
   }

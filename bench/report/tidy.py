@@ -233,19 +233,28 @@ def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | No
 def _best(
     comparison: Comparison, precision: str | None
 ) -> dict[tuple[str, str], tuple[tuple[Any, ...], Cell]]:
-    """Each machine's fastest configuration of each workload (by throughput), of one
-    precision where one is given."""
+    """Each machine's fastest configuration of each workload, of one precision where one
+    is given: by the workload's own unit where it has one (a decoder's tokens/s: a
+    sample of 8,192 tokens is four of 2,048), else by samples/s."""
     best: dict[tuple[str, str], tuple[tuple[Any, ...], Cell]] = {}
     speed: dict[tuple[str, str], float] = {}
     for key, cells in comparison.rows:
         if precision is not None and key[2] != precision:
             continue
         for machine, cell in zip(comparison.machines, cells, strict=True):
-            tp = cell.throughput
+            rate = _rate(cell)
             at = (key[0], machine.label)
-            if tp is not None and tp.value > speed.get(at, -1.0):
-                best[at], speed[at] = (key, cell), tp.value
+            if rate is not None and rate > speed.get(at, -1.0):
+                best[at], speed[at] = (key, cell), rate
     return best
+
+
+def _rate(cell: Cell) -> float | None:
+    """What _best ranks by: the point's throughput in its workload's unit, or samples/s."""
+    if cell.throughput is None:
+        return None
+    unit = cell.point.unit_throughput if cell.point is not None else None
+    return unit[0] if unit else cell.throughput.value
 
 
 def headline(
@@ -276,6 +285,8 @@ def headline(
             "n": tp.n,
             "point": point_ids.get((label, key)),
         }
+        if point.unit_throughput is not None:  # a decoder's tokens/s beside its samples/s
+            record["unit_tp"], record["unit"] = point.unit_throughput
         base_best = best.get((workload, base.label))
         if label == base.label:
             record["verdict"] = "baseline"
