@@ -222,6 +222,7 @@ def test_torch_compile_keeps_compilation_in_warmup(tmp_path):
     assert point["warmup_times_s"][0][0] > 10 * max(point["step_times_s"][0])
 
 
+@pytest.mark.full  # two compilations: 15 s
 def test_compile_modes_and_the_fused_optimizer_train_and_are_recorded(tmp_path):
     # The levers of the GPU campaign's ResNet-50 table; on the CPU, reduce-overhead's CUDA
     # graphs are skipped by inductor and the step still trains.
