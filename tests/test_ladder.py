@@ -201,3 +201,25 @@ def test_an_interrupted_climb_goes_on_without_measuring_again(tmp_path, librarie
     plain.run()
     with pytest.raises(UsageError, match="not a bench ladder result; bench ladder cannot go on"):
         LadderRunner(config, tmp_path, command=["bench", "ladder"]).resume(plain.path)
+
+
+def test_a_batch_predicted_past_the_memory_is_skipped_with_the_cost_models_reason(
+    tmp_path, libraries
+):
+    # Peaks that double with the batch (ResNet-50 in fp32 on a 24 GiB VM: batch 256 took
+    # 21.7 GiB): batch 256's line through 64 and 128 is 32 GiB, past 90% of 20 GiB.
+    def peaked(point, n):
+        return {**answer(point, n), "peak_memory_bytes": point.batch_size * 2**27}
+
+    config = RunConfig(
+        workload="tiny", batch_sizes=(32, 64, 128, 256), repeats=3, memory_limit_bytes=20 * 2**30
+    )
+    child = FakeChild(peaked)
+    outcome = LadderRunner(config, tmp_path, spawn=child).run()
+    rung = next(r for r in outcome.ladder if r["rung"] == "batch 256")
+    assert rung["kept"] is None
+    assert rung["why"].startswith("skipped: memory: about 32.00 GiB predicted (batch 64: ")
+    assert 256 not in {point.batch_size for point, task in child.calls if task == "measure"}
+    assert [r["rung"] for r in outcome.ladder][:5] == [
+        "baseline", "batch 32", "batch 64", "batch 256", "bf16",
+    ]  # fmt: skip
