@@ -136,6 +136,7 @@ def test_an_unknown_instance_is_refused_before_measuring(tmp_path):
     assert not list(tmp_path.glob("results/*.json"))
 
 
+@pytest.mark.full  # a real run of seconds: the fast tier keeps its 8 minutes
 def test_a_label_names_the_run_in_its_file_and_table(tmp_path):
     done = run_bench(
         "tiny", "--device", "cpu", "--steps", "2", "--label", "before",

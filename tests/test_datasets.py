@@ -285,6 +285,7 @@ def test_two_ranks_train_to_a_target_and_count_the_whole_validation_split(cifar,
     assert point.ranks[0]["world_size"] == 2
 
 
+@pytest.mark.full  # a real run of seconds: the fast tier keeps its 8 minutes
 def test_a_broken_jpeg_in_a_run_is_one_line_naming_it(tmp_path):
     root = write_imagenet(tmp_path / "set", classes=2, train=10, val=2)
     broken = root / "train" / "n00000000" / "img_3.JPEG"

@@ -232,6 +232,7 @@ def test_the_image_toml_runtime_says_what_the_launcher_sets(image):
         assert f'BENCH_{axis.upper()}="${{BENCH_{axis.upper()}:-{value}}}"' in launcher, axis
 
 
+@pytest.mark.full  # a real run of seconds: the fast tier keeps its 8 minutes
 def test_a_run_with_numa_auto_on_this_machine_is_silent_about_numa(tmp_path):
     """The bench:xeon default on whatever machine runs the tests: no NUMA warning, and
     the point says whether it was bound and, if not, why."""
