@@ -51,6 +51,10 @@ from .conftest import run_bench
             ["tiny", "--device", "cpu", "--seq-len", "128"],
             "seq_len: workload 'tiny' takes no sequence length",
         ),
+        (
+            ["llama3-tiny", "--device", "cpu", "--seq-len", "64,128"],
+            "'64,128' is not allowed; one sequence length a run",
+        ),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
         (["tiny,resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?)"),
         (["tiny,tiny"], "workload: 'tiny,tiny' is not a list of distinct workloads"),

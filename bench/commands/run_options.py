@@ -75,6 +75,16 @@ def _whole(text: str) -> int:
         ) from None
 
 
+def _one_length(text: str) -> int:
+    """--seq-len: one length; a list (2048,8192) is refused saying how to sweep it."""
+    if "," in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; one sequence length a run (the result's rows are "
+            "per length): run bench once per length"
+        )
+    return _whole(text)
+
+
 def _choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
     def convert(item: str) -> str:
         if item not in choices:
@@ -286,7 +296,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--epoch-samples", type=_whole, help="samples per epoch (default: the dataset's size)"
     )
-    p.add_argument("--seq-len", type=_whole, help="sequence length, for language workloads")
+    p.add_argument(
+        "--seq-len", type=_one_length, help="sequence length, for language workloads (one a run)"
+    )
     p.add_argument(
         "--repeats",
         type=_repeats,
