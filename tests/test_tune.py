@@ -427,3 +427,26 @@ def test_one_probe_in_the_budget_runs_no_final_round_of_one(tmp_path, machine):
         "could not rank: round 1 measured one configuration in its half of the 5 min budget"
     )
     assert 5 * 60 < outcome.tune["needed_s"] < 12 * 60  # 12 minutes rank two (test above)
+
+
+def test_survivors_climb_to_a_larger_batch_that_round_one_never_reached(tmp_path, machine):
+    # A slow machine (8 s a step at batch 32, 16 s to start a child): round 1, cheapest
+    # first, reaches batch 32 only, and a sample costs 15% less at batch 64. The
+    # survivors' batch 64 goes into the next round beside them, and wins.
+    config = RunConfig(workload="tiny", steps=20, repeats=3, batch_sizes=(32, 64),
+                       precisions=("fp32",), memory_formats=("contiguous", "channels_last"),
+                       compilers=(None, "inductor"))  # fmt: skip
+
+    def step_s(point):
+        per_sample = 0.25 * (0.85 if point.batch_size >= 64 else 1.0)
+        per_sample *= 0.8 if point.compile else 1.0
+        per_sample *= 0.9 if point.memory_format == "channels_last" else 1.0
+        return point.batch_size * per_sample
+
+    fake = machine(step_s, start_s=16.0)
+    outcome = TuneRunner(config, tmp_path, budget_s=10 * 60.0).run()
+    first, last = outcome.tune["rounds"][0], outcome.tune["rounds"][-1]
+    assert {Point.from_json(p).batch_size for p in first["points"]} == {32}
+    assert last["batch_ups"] == ["batch 64 fp32 channels_last compile=inductor"]
+    assert outcome.tune["ranked"] and outcome.points[0].label == last["batch_ups"][0]
+    assert fake.clock <= 10 * 60 * (1 + tune.SOFT_OVERRUN)
