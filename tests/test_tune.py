@@ -450,3 +450,53 @@ def test_survivors_climb_to_a_larger_batch_that_round_one_never_reached(tmp_path
     assert last["batch_ups"] == ["batch 64 fp32 channels_last compile=inductor"]
     assert outcome.tune["ranked"] and outcome.points[0].label == last["batch_ups"][0]
     assert fake.clock <= 10 * 60 * (1 + tune.SOFT_OVERRUN)
+
+
+@pytest.fixture
+def libraries(tmp_path, monkeypatch):
+    """TCMalloc, jemalloc and Intel OpenMP 'installed' (the fake child preloads nothing)."""
+    from bench import runtime
+
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    for name in ("libtcmalloc.so.4", "libjemalloc.so.2", "libiomp5.so"):
+        (libs / name).write_bytes(b"")
+    monkeypatch.setattr(runtime, "_library_dirs", lambda: [libs])
+
+
+def _runtime_search(tmp_path, machine):
+    """ResNet-50 on 2 cores with the CPU runtime: 48 configurations, 8 s a step at batch
+    32 in fp32; the study's changes each make it faster, all of them 4x."""
+    config = RunConfig(workload="tiny", steps=20, repeats=3, batch_sizes=(32, 64),
+                       precisions=("fp32", "bf16"), memory_formats=("contiguous", "channels_last"),
+                       allocators=("system", "tcmalloc", "jemalloc"), openmps=("gnu", "intel"),
+                       threads=1)  # fmt: skip
+
+    def step_s(point):
+        speed = 2.5 if point.precision == "bf16" else 1.0
+        speed *= 1.1 if point.memory_format == "channels_last" else 1.0
+        speed *= 1.15 if point.allocator == "tcmalloc" else 1.0
+        speed *= 1.25 if point.openmp == "intel" else 1.0
+        return point.batch_size * 0.25 / speed
+
+    machine(step_s, start_s=16.0)
+    return TuneRunner(config, tmp_path, budget_s=12 * 60.0).run()
+
+
+def test_of_probes_alike_in_cost_those_with_the_studys_changes_go_first(
+    tmp_path, machine, monkeypatch, libraries
+):
+    outcome = _runtime_search(tmp_path / "prior", machine)
+    best = outcome.points[0]
+    assert outcome.tune["ranked"]
+    assert (best.precision, best.memory_format, best.allocator, best.openmp) == (
+        "bf16", "channels_last", "tcmalloc", "intel",
+    )  # fmt: skip
+    # The seeded shuffle alone, in the same budget, never probed it (the test's premise).
+    monkeypatch.setattr(tune, "study_prior", lambda point: 0)
+    shuffled = _runtime_search(tmp_path / "shuffle", machine)
+    assert shuffled.tune["coverage"]["not_reached"] > 0
+    found = shuffled.points[0]
+    assert (found.precision, found.memory_format, found.allocator, found.openmp) != (
+        "bf16", "channels_last", "tcmalloc", "intel",
+    )  # fmt: skip
