@@ -732,6 +732,24 @@ def smoke(session: nox.Session, image: str) -> None:
         if point["status"] != "ok" or point["devices"] != 2 or launches != 3:
             session.error(f"bench:{image}: two CPU ranks did not train one point")
         shutil.rmtree(ranks, ignore_errors=True)
+    if meta.get("framework", "torch") == "torch":
+        # torch.compile in the image: inductor builds C++ kernels with the image's
+        # compiler and Python's headers (bench:xeon lacked Python.h: every --compile point
+        # of tune and ladder failed with CppCompileError, and no smoke run compiled).
+        compiled = Path(tempfile.mkdtemp(prefix=f"bench-smoke-{image}-compile-"))
+        run = [
+            "docker",
+            "run",
+            *_run_args(image, compiled, devices=not gpu_image),
+            f"bench:{image}",
+        ]
+        session.run(*run, "tiny", "--device", "cpu", "--compile", "--warmup-steps", "1",
+                    "--steps", "2", external=True)  # fmt: skip
+        (point,) = json.loads(next(compiled.glob("*.json")).read_text())["points"]
+        session.log(f"torch.compile: status {point['status']}")
+        if point["status"] != "ok":
+            session.error(f"bench:{image}: torch.compile failed: {point.get('error')}")
+        shutil.rmtree(compiled, ignore_errors=True)
     shutil.rmtree(results, ignore_errors=True)
 
 
