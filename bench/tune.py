@@ -75,6 +75,10 @@ def study_prior(point: PointConfig) -> int:
                 point.optimize == "ipex"))  # fmt: skip
 
 
+def _steps(count: int) -> str:
+    return "1 step" if count == 1 else f"{count} steps"
+
+
 def _stopped(tune: dict[str, Any], why: str) -> None:
     tune["stopped"] = f"{tune['stopped']}; {why}" if tune["stopped"] else why
 
@@ -242,7 +246,7 @@ class TuneRunner(Runner):
                         _stopped(
                             tune,
                             f"budget: the final round measures {len(few)} "
-                            f"configurations with {steps} steps, to fit in the "
+                            f"configurations with {_steps(steps)}, to fit in the "
                             f"{max(left, 0):.0f} s left",
                         )
                     return (steps, warmup, repeats), few, True
@@ -252,7 +256,7 @@ class TuneRunner(Runner):
         if steps is not None:
             _stopped(
                 tune,
-                f"budget: the final round of {len(few)} with {steps} steps is "
+                f"budget: the final round of {len(few)} with {_steps(steps)} is "
                 f"predicted to end up to {SOFT_OVERRUN:.0%} of the budget past it",
             )
             return (steps, warmups[0], repeats), few, True
