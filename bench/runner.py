@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from bench import files, launchers, memory_floor, provenance, registry, result
+from bench import files, launchers, memory_floor, probe, provenance, registry, result
 from bench.config import PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.result import POINT_AXES, MaxBatch, Point, Probe, Result, point_axes
@@ -49,7 +49,12 @@ class SilentReporter:
 
 
 def search_largest(
-    fits: Callable[[int], str], limit: int, start: int = 1, step: int = 1, fine: int = 1
+    fits: Callable[[int], str],
+    limit: int,
+    start: int = 1,
+    step: int = 1,
+    fine: int = 1,
+    guess: Callable[[int], int | None] | None = None,
 ) -> tuple[int | None, int | None]:
     """Largest whole number (a batch, a sequence length) for which fits() says 'ok', and
     the first that does not.
@@ -62,7 +67,11 @@ def search_largest(
     halvings of `start`, powers of two from a power of two). fits() returns 'ok' or
     'oom'; it raises to stop the search. Returns (largest_ok, first_failing);
     largest_ok is None when even 1 fails, first_failing is None when `limit` was
-    reached without failing.
+    reached without failing. `guess(value)`, asked after each success while growing, may
+    name the next probe instead of the doubling (the runner's: from the line through the
+    probes' memory peaks, first the batch predicted to use 90% of the memory, then the
+    first predicted to exceed it): a guess narrows the bracket, every answer is still a
+    probe's.
     """
     value = max(1, min(start, limit))
     if fits(value) == "ok":
@@ -70,7 +79,10 @@ def search_largest(
         while True:
             if value >= limit:
                 return low, None
-            value = min(value * 2, limit)
+            ahead = guess(value) if guess is not None else None
+            if ahead is not None and ahead >= step:
+                ahead -= ahead % step  # probes above the step are its multiples
+            value = min(ahead if ahead is not None and ahead > value else value * 2, limit)
             if fits(value) != "ok":
                 high = value
                 break
@@ -314,6 +326,32 @@ class Runner:
         self.reporter.finish(label, measured.status, summary)
         return measured
 
+    def _next_guess(self, search: MaxBatch, unit: int, step: int, value: int) -> int | None:
+        """The micro-batch to probe after `value` trained, from the line through the
+        peaks of this search's two largest that trained (bench.probe's rule, as tune and
+        the ladder use it): the one predicted at HEADROOM of the memory a rank has, once
+        past it the first predicted above all of it; None without two peaks, a known
+        memory, or a prediction above `value` (the search doubles)."""
+        limit = probe.memory_limit(self.config)
+        trained = sorted(
+            (p.batch_size // unit, p.peak_memory_bytes)
+            for p in search.probes
+            if p.status == "ok" and isinstance(p.peak_memory_bytes, int) and p.peak_memory_bytes
+        )
+        if limit is None or len(trained) < 2:
+            return None
+        (low, low_peak), (high, high_peak) = trained[-2], trained[-1]
+        if high <= low or high_peak <= low_peak:
+            return None
+        slope = (high_peak - low_peak) / (high - low)
+        for share, past in ((probe.HEADROOM, 0), (1.0, step)):
+            predicted = int(high + (share * limit - high_peak) / slope) + past
+            if predicted >= step:  # the search probes multiples of its step above it
+                predicted -= predicted % step
+            if predicted > value:
+                return predicted
+        return None
+
     def _find_max(self) -> None:
         """The largest batch (--find-max-batch) or sequence length (--find-max-seq-len)
         that trains, for each precision, format and compiler: a search of probes, each a
@@ -361,18 +399,18 @@ class Runner:
 
                     def fits(value: int, search: MaxBatch = search) -> str:
                         sizes = (batch, value) if axis == "seq_len" else (value * unit, None)
-                        probe = config.probe(
+                        trial = config.probe(
                             sizes[0], search.precision, search.memory_format, search.compile,
                             seq_len=sizes[1],
                         )  # fmt: skip
                         self.reporter.start(
-                            f"max {what} {search.label}: probe {value * unit}", probe.steps
+                            f"max {what} {search.label}: probe {value * unit}", trial.steps
                         )
-                        response = self._spawn(probe)
+                        response = self._spawn(trial)
                         peak = response.get("peak_memory_bytes")
-                        tokens = spec.input_shape(probe.seq_len)[0] if spec.takes_seq_len else None
+                        tokens = spec.input_shape(trial.seq_len)[0] if spec.takes_seq_len else None
                         search.probes.append(
-                            Probe(probe.batch_size, response["status"], response.get("error"),
+                            Probe(trial.batch_size, response["status"], response.get("error"),
                                   peak, seq_len=tokens)
                         )  # fmt: skip
                         self._save()
@@ -380,8 +418,13 @@ class Runner:
                             raise _ProbeFailed(response.get("error") or "unknown error")
                         return response["status"]
 
+                    def guess(value: int, search: MaxBatch = search) -> int | None:
+                        if axis == "seq_len":  # memory grows with length otherwise than linearly
+                            return None
+                        return self._next_guess(search, unit, step, value)
+
                     try:
-                        largest, failing = search_largest(fits, limit, start, step, fine)
+                        largest, failing = search_largest(fits, limit, start, step, fine, guess)
                         search.largest_ok = largest * unit if largest else None
                         search.first_failing = failing * unit if failing else None
                         search.status = "done"

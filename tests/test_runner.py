@@ -466,3 +466,41 @@ def test_two_runs_never_go_on_with_one_file_at_once(tmp_path):
     claim = files.FileClaim(first.path)
     assert claim.acquire()  # free again for the next bench
     claim.release()
+
+
+def test_the_max_batch_search_jumps_along_the_line_through_its_probes_peaks(tmp_path):
+    # 1 GiB plus 64 MiB a sample, 16 GiB of memory: batch 240 is the largest that fits.
+    # Doubling from 1 takes 13 probes; from the peaks of 1 and 2 the search probes the
+    # batch predicted at 90% (214, as a multiple of the search's step of 8: 208), then
+    # the first predicted past all of it (248), and bisects to the step.
+    gib, mib = 2**30, 2**20
+
+    def answer(point, n):
+        peak = gib + point.batch_size * 64 * mib
+        if peak > 16 * gib:
+            return {"status": "oom", "error": "out of memory"}
+        return {**ok_response(), "peak_memory_bytes": peak}
+
+    config = RunConfig(workload="tiny", find_max_batch=True, memory_limit_bytes=16 * gib)
+    [search] = Runner(config, tmp_path, spawn=FakeChild(answer)).run().max_batch
+    probed = [p.batch_size for p in search.probes]
+    assert probed[:4] == [1, 2, 208, 248], probed
+    assert (search.largest_ok, search.first_failing) == (240, 248)
+    assert len(probed) == 7, probed  # doubling from 1: 13
+
+
+def test_a_guess_past_the_memory_still_ends_in_the_probed_boundary(tmp_path):
+    # Memory that runs out well before the line says (fragmentation, a second buffer):
+    # the jump fails, the search bisects below it, and the answer is a probe's.
+    gib, mib = 2**30, 2**20
+
+    def answer(point, n):
+        if point.batch_size > 100:
+            return {"status": "oom", "error": "out of memory"}
+        return {**ok_response(), "peak_memory_bytes": gib + point.batch_size * 64 * mib}
+
+    config = RunConfig(workload="tiny", find_max_batch=True, memory_limit_bytes=16 * gib)
+    [search] = Runner(config, tmp_path, spawn=FakeChild(answer)).run().max_batch
+    low, high = search.largest_ok, search.first_failing
+    assert low <= 100 < high and high - low <= search.resolution, search.probes
+    assert {p.batch_size: p.status for p in search.probes}[low] == "ok"
