@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent / "bench"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
-    ("fleet", "ladder", "tune", "probe", "report"),
-    ("runner", "launchers", "child", "runtime", "drift"),
+    ("fleet", "ladder", "tune", "report"),
+    ("runner", "probe", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
     ("parallel", "mfu", "memory_floor"),
     (
