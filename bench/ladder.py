@@ -108,8 +108,8 @@ class LadderRunner(Runner):
 
     def _try(self, name: str, candidate: PointConfig) -> Point | None:
         """The rung's measurement, or None where memory rules it out (said in its rung)."""
-        why = self.costs.left_out(candidate)
-        if why is not None and why.startswith("memory"):
+        why = self.costs.past_memory(candidate)
+        if why is not None:
             self._rung(name, candidate, None, f"skipped: {why}")
             return None
         return self._take(candidate)

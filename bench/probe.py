@@ -174,6 +174,16 @@ class CostModel:
     def left_out(self, point: PointConfig) -> str | None:
         """Why `point` is predicted not to fit in memory, or to run past its time cap;
         None: it may run."""
+        memory = self.past_memory(point)
+        if memory is not None:
+            return memory
+        over = self._over.get(kind(point))
+        if over is not None and point.batch_size >= over[0]:
+            return f"time: batch {over[0]} of the same kind ran past its cap of {over[1]:.0f} s"
+        return None
+
+    def past_memory(self, point: PointConfig) -> str | None:
+        """Why `point` is predicted not to fit in memory; None: it may fit."""
         mem = memory_kind(point)
         if mem in self._oom and point.batch_size >= self._oom[mem]:
             return (f"memory: batch {self._oom[mem]} of the same precision, format and "
@@ -188,9 +198,6 @@ class CostModel:
                 f"memory: about {format_bytes(predicted[0])} predicted ({predicted[1]}), above "
                 f"{HEADROOM:.0%} of the {format_bytes(self.limit_bytes)} this device has"
             )
-        over = self._over.get(kind(point))
-        if over is not None and point.batch_size >= over[0]:
-            return f"time: batch {over[0]} of the same kind ran past its cap of {over[1]:.0f} s"
         return None
 
     def peak_bytes(self, point: PointConfig) -> tuple[int, str] | None:
