@@ -202,6 +202,14 @@ class TorchSession(Session):
             )  # fmt: skip
             fsdp.materialize(model, self.device)
             self.amp_dtype = None
+        elif point.spec.sharding == "fsdp":
+            # One process: built on the meta device and filled where it trains (a 1B
+            # decoder's initialisation on the host took 20 s before its first step).
+            from bench.parallel import fsdp
+
+            with torch.device("meta"):
+                model = self._checkpointed(self.impl.build_model(point.spec, point))
+            fsdp.materialize(model, self.device)
         else:
             model = self._checkpointed(self.impl.build_model(point.spec, point))
             model = model.to(self.device)
