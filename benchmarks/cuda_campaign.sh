@@ -1,6 +1,6 @@
 #!/bin/bash
 # The runs behind docs/results/<gpu>/ and docs/performance.md's GPU table, on one NVIDIA GPU with
-# bench installed natively. Five parts of under ten minutes each:
+# bench installed natively. Parts of under ten minutes each:
 #   benchmarks/cuda_campaign.sh throughput RESULTS_DIR   # precision x format, compile, BERT
 #   benchmarks/cuda_campaign.sh fidelity RESULTS_DIR     # overhead, batch, epochs, max batch
 #   benchmarks/cuda_campaign.sh llm RESULTS_DIR          # Llama 3 on one GPU: tokens/s, MFU,
@@ -10,6 +10,14 @@
 #       bare FSDP2 loop
 #   benchmarks/cuda_campaign.sh levers RESULTS_DIR       # ResNet-50's levers: fused SGD,
 #       CUDA graphs (inductor:reduce-overhead), plain inductor
+#   benchmarks/cuda_campaign.sh checkpointing RESULTS_DIR  # llama3-1b with and without full
+#       activation checkpointing (3 repeats at 8k), its largest micro-batch
+#   benchmarks/cuda_campaign.sh caps RESULTS_DIR         # ResNet-50's largest batch at 80, 24
+#       and 16 GiB (--memory-limit)
+#   benchmarks/cuda_campaign.sh jax RESULTS_DIR          # llama3-1b in JAX; JAX ResNet-50
+#       against a bare JAX loop (JAX_ROUNDS rounds, default 1)
+#   benchmarks/cuda_campaign.sh to-loss RESULTS_DIR      # GPT-2 124M to a byte-level loss
+#   benchmarks/cuda_campaign.sh repeats RESULTS_DIR      # ResNet-50's headline, 3 repeats
 # Each step has a time limit (a part's limits add up to under 600 s, a lent GPU's longest
 # command); a step stopped by it keeps its finished points (SIGTERM).
 set -u
@@ -81,5 +89,50 @@ levers)
     step r50-inductor 80 "${r50[@]}" --batch-size 256 --precision bf16 --channels-last \
         --optimize fused --compile inductor
     ;;
-*) echo "usage: $0 throughput|fidelity|llm|llm-peers|levers RESULTS_DIR [LOGS_DIR]" >&2; exit 2 ;;
+checkpointing)
+    # Full activation checkpointing beside none, three repeats at 8,192 tokens (95%
+    # intervals), then the largest micro-batch at 2,048.
+    l1b=(python3 -m bench llama3-1b --device cuda --precision bf16 --batch-size 1)
+    step l1b-ac-2048 50 "${l1b[@]}" --seq-len 2048 --activation-checkpointing none,full
+    step l1b-ac-8192 110 "${l1b[@]}" --seq-len 8192 --activation-checkpointing none,full \
+        --repeats 3
+    step l1b-max-batch 100 python3 -m bench llama3-1b --device cuda --precision bf16 \
+        --seq-len 2048 --find-max-batch
+    ;;
+caps)
+    # The 2020 GPU comparison's question on one large GPU: the largest ResNet-50 batch
+    # (fp32, its default) on cards of 80, 24 and 16 GiB, emulated with --memory-limit.
+    for cap in 80GiB 24GiB 16GiB; do
+        step "r50-max-batch-$cap" 70 "${r50[@]}" --find-max-batch --memory-limit "$cap" \
+            --warmup-steps 3 --steps 10
+    done
+    ;;
+jax)
+    # JAX: Llama 3.2 1B (Flax), and bench's JAX ResNet-50 against a bare JAX loop.
+    step l1b-jax 120 python3 -m bench llama3-1b --device cuda --framework jax \
+        --precision bf16 --seq-len 2048 --batch-size 1
+    echo "=== jax overhead (bench against a bare JAX loop)"
+    timeout 130 python3 benchmarks/jax_overhead.py --device cuda --precision bf16 \
+        --batch-size 256 --warmup-steps 5 --steps 20 --rounds "${JAX_ROUNDS:-1}" 2>&1 | tail -6
+    ;;
+to-loss)
+    # Time to a target loss on data every machine has: the bytes of its Python's standard
+    # library (benchmarks/byte_tokens.py), GPT-2 124M, nats per byte.
+    data=${TMPDIR:-/tmp}/bytes
+    python3 benchmarks/byte_tokens.py "$(python3 -c 'import sysconfig
+print(sysconfig.get_paths()["stdlib"])')" "$data"
+    step gpt2-to-loss 100 python3 -m bench gpt2 --device cuda --precision bf16 \
+        --seq-len 1024 --batch-size 16 --data "tokens:$data/train.bin" \
+        --val-data "tokens:$data/val.bin" --train-to-loss 2.0 --max-tokens 16M \
+        --eval-every 1M --eval-sequences 256 --warmup-steps 0
+    ;;
+repeats)
+    step r50-repeats 50 "${r50[@]}" --batch-size 256 --precision bf16 --channels-last \
+        --repeats 3
+    ;;
+*)
+    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats" \
+        "RESULTS_DIR [LOGS_DIR]" >&2
+    exit 2
+    ;;
 esac
