@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
@@ -25,6 +26,7 @@ from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
 from bench.platforms.base import MemoryReading
+from bench.trackers.timing import CompletionTimer, StepTimer
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
@@ -277,6 +279,15 @@ class JaxSession(Session):
 
     def loss_value(self, handle: Any) -> float:
         return float(handle)
+
+    def timer(self, clock: Callable[[], float] = time.perf_counter) -> StepTimer:
+        """Steps timed as each one's loss is ready, the next already dispatched: the
+        device never idles while the host launches a step, as in a plain jax.jit loop
+        (synchronising around every step, bench measured 0.93x such a loop's ResNet-50
+        rate on an H200). The loss is an output of the step's one XLA computation."""
+        import jax
+
+        return CompletionTimer(self.synchronize, jax.block_until_ready, clock)
 
     def synchronize(self) -> None:
         # The step is one XLA computation: when its outputs (the new state and the
