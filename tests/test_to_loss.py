@@ -4,6 +4,8 @@ tiny llama reaching a target over two gloo ranks."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import math
 import os
@@ -230,6 +232,51 @@ def test_an_older_result_loads_without_a_loss_block_and_the_v12_fixture_with_one
     (point,) = new.points
     assert point.to_loss is not None and point.to_loss.reached == 2
     assert new.config.train_to_loss == 5.0 and new.config.eval_every_unit == "sequences"
+
+
+def _rendered(table: object) -> str:
+    from rich.console import Console
+
+    out = Console(width=250, file=io.StringIO())
+    out.print(table)
+    return out.file.getvalue()
+
+
+def test_the_terminal_shows_time_tokens_energy_and_cost_to_the_loss_or_that_it_was_missed():
+    """`bench run --train-to-loss` and `bench show`: beside the throughput table, one row
+    per point with its loss curve, best loss, and tokens, time, energy and cost to the
+    target; 'not reached' (and why: the budget, or a signal) where it was missed."""
+    from bench.report.table import loss_table, tables
+
+    energy = {"window_s": 5.0, "per_device_j": {"cpu": 50.0}, "sources": {"cpu": "rapl"},
+              "epoch_j": [360.0, 360.0, 360.0, 360.0]}  # fmt: skip
+    reached = Point(batch_size=4, precision="fp32", step_times_s=((0.1,) * 40,),
+                    loss=(_record([4.0, 3.5, 2.9, 2.5]),), energy=(energy,))  # fmt: skip
+    long = [4.0, 3.9, 3.8, 3.7, 3.6, 3.5]
+    missed = Point(batch_size=8, precision="fp32", step_times_s=((0.1,) * 60,),
+                   loss=(_record(long),))  # fmt: skip
+    stopped = Point(batch_size=16, precision="fp32", step_times_s=((0.1,) * 20,),
+                    loss=({**_record([4.0, 3.4]), "stopped": "SIGTERM"},))  # fmt: skip
+    config = _config("train.bin", "val.bin")
+    run = result.Result(config=config, points=[reached, missed, stopped],
+                        pricing={"usd_per_hour": 36.0})  # fmt: skip
+    assert any(str(t.title).startswith("loss:") for t in tables(run))
+    text = _rendered(loss_table(run))
+    assert "to 3 nats/token" in text and "val.bin" in text
+    row = next(line for line in text.splitlines() if "batch 4 fp32" in line)
+    for cell in ("4.000 → 3.500 → 2.900 → 2.500", "2.500 at 2,560", "1,920 (30 steps)",
+                 "3.8 s (evaluation 20%)", "0.0003 kWh", "$0.0375"):  # fmt: skip
+        assert cell in row, (cell, row)
+    row = next(line for line in text.splitlines() if "batch 8 fp32" in line)
+    assert "4.000 → 3.500 (6 evaluations)" in row and "3.500 at 3,840" in row
+    assert row.count("not reached") == 3 and "n/a" in row  # tokens, time, cost; no energy
+    assert "budget spent" in row
+    row = next(line for line in text.splitlines() if "batch 16 fp32" in line)
+    assert "not reached" in row and "stopped (SIGTERM) after 1,280 tokens" in row
+    unpriced = _rendered(loss_table(dataclasses.replace(run, pricing=None)))
+    assert "n/a (no price)" in unpriced
+    plain_run = result.Result(config=RunConfig("llama3-tiny"), points=[Point(4, "fp32")])
+    assert not any(str(t.title).startswith("loss:") for t in tables(plain_run))
 
 
 # --- the evaluation over ranks ------------------------------------------------------------

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from bench import registry
 from bench.result import Point, Result, point_axes
+from bench.result.point import ToLoss
 from bench.stats import Estimate
 from bench.text import plain
 from bench.units import format_bytes, human
@@ -377,6 +378,81 @@ def accuracy_table(result: Result) -> Table:
     return table
 
 
+def _curve_text(losses: list[float]) -> str:
+    """'4.000 → 3.500 → 2.900': each evaluation's loss, or beyond four the first and the
+    last with how many there were."""
+    if len(losses) <= 4:
+        return " → ".join(f"{loss:.3f}" for loss in losses)
+    return f"{losses[0]:.3f} → {losses[-1]:.3f} ({len(losses)} evaluations)"
+
+
+def _loss_note(point: Point, reached: ToLoss) -> str:
+    """Why a point missed its target (a signal, or the budget spent), and how many of its
+    repeats reached it where not all did."""
+    stops = [(r, record["stopped"]) for r, record in enumerate(point.loss, 1)
+             if record and record.get("stopped")]  # fmt: skip
+    parts = []
+    if stops:
+        repeat, signal = stops[0]
+        at = f" at repeat {repeat} of {reached.repeats}" if reached.repeats > 1 else ""
+        curve = (point.loss[repeat - 1] or {}).get("curve") or [{}]
+        parts.append(f"stopped ({signal}){at} after {human(curve[-1].get('tokens'))} tokens")
+    elif not reached.reached:
+        parts.append(f"budget spent ({human(reached.tokens_trained)} tokens)")
+    if 0 < reached.reached < reached.repeats:
+        parts.append(f"{reached.reached} of {reached.repeats} repeats reached it (their mean)")
+    return "; ".join(parts)
+
+
+def _to_target(reached: ToLoss) -> tuple[str, str]:
+    """Tokens (and steps) to the target, and the wall time to it with the evaluations'
+    share; 'not reached' for both where no repeat reached it."""
+    tokens, time, share = reached.tokens_to_target, reached.time_to_target_s, reached.eval_share
+    if tokens is None or time is None:
+        return "not reached", "not reached"
+    steps = f" ({reached.steps_to_target:,.0f} steps)" if reached.steps_to_target else ""
+    evaluation = f" (evaluation {share:.0%})" if share is not None else ""
+    return f"{human(tokens)}{steps}", f"{time:,.1f} s{evaluation}"
+
+
+def loss_table(result: Result) -> Table:
+    """Training a decoder to a validation loss (--train-to-loss): each evaluation's loss,
+    the best, and tokens, time (training plus evaluation, as MLPerf counts it), energy
+    and cost to the target; what accuracy_table is to images."""
+    price = (result.pricing or {}).get("usd_per_hour")
+    found = [(p, r) for p in result.points if (r := p.to_loss) is not None]
+    target = result.config.train_to_loss
+    target = target if target is not None else (found[0][1].target if found else None)
+    heading = f"to {target:g} nats/token" if target is not None else "validation loss"
+    on = result.config.val_data or result.config.data
+    table = Table(title=plain(f"loss: {heading} on {on}"), title_justify="left")
+    rows = []
+    for point, reached in found:
+        cost = reached.cost_to_target(price)
+        joules = reached.energy_to_target_j
+        rows.append([
+            point.label,
+            _curve_text([entry["loss"] for entry in reached.curve]),
+            f"{reached.best_loss:.3f} at {human(reached.best_at_tokens)}",
+            *_to_target(reached),
+            f"{joules / 3.6e6:,.4f} kWh" if joules is not None else "n/a",
+            f"${cost:,.4f}" if cost is not None
+            else ("n/a (no price)" if not price else "not reached"),
+            _loss_note(point, reached),
+        ])  # fmt: skip
+    headers = ["point", "validation loss by evaluation\n(nats/token)", "best\n(at tokens)",
+               "tokens to target", "time to target\n(training + evaluation)",
+               "energy to target", "cost to target", "note"]  # fmt: skip
+    if not any(row[-1] for row in rows):  # every point reached it, in every repeat
+        headers.pop()
+    for header in headers:
+        left = header in ("point", "note") or header.startswith("validation")
+        table.add_column(header, justify="left" if left else "right")
+    for row in rows:
+        table.add_row(*map(plain, row[: len(headers)]))
+    return table
+
+
 def is_rung(point: Point, config: dict) -> bool:
     return point_axes(point) == point_axes(config)
 
@@ -391,6 +467,8 @@ def tables(result: Result, width: int | None = None) -> list[Table]:
         found.append(points_table(result, width))
     if any(point.accuracy for point in result.points):
         found.append(accuracy_table(result))
+    if any(point.to_loss for point in result.points):
+        found.append(loss_table(result))
     if result.max_batch:
         found.append(max_batch_table(result))
     return found
