@@ -375,3 +375,36 @@ def test_a_busy_record_bench_wrote_with_float_noise_above_zero_loads(tmp_path, c
         crafted = _crafted(tmp_path, lambda d, b=busy: d["points"][0].update(busy=b))
         with pytest.raises(ResultError, match=r"busy"):
             result.load(crafted)
+
+
+def test_a_decoder_under_jax_shows_no_memory_format_and_an_image_workload_still_does(tmp_path):
+    """JAX records its only layout (NHWC, channels_last) for every point; a token
+    sequence has no layout, so a decoder's label and tables leave it out. The JSON field
+    stays, and an image workload still shows it."""
+    from bench.report.table import max_batch_table, notes, points_table, takes_images
+
+    def run(workload: str) -> Result:
+        ok = Point(batch_size=1, precision="bf16", memory_format="channels_last",
+                   step_times_s=((0.1, 0.1),))  # fmt: skip
+        failed = Point(batch_size=2, precision="bf16", memory_format="channels_last",
+                       status="oom", error="RESOURCE_EXHAUSTED")  # fmt: skip
+        search = MaxBatch(precision="bf16", memory_format="channels_last", largest_ok=1,
+                          first_failing=2, status="done", probes=[Probe(1, "ok")])  # fmt: skip
+        config = RunConfig(workload=workload, framework="jax")
+        return Result(config=config, points=[ok, failed], max_batch=[search])
+
+    decoder, images = run("llama3-tiny"), run("tiny")
+    assert not takes_images(decoder) and takes_images(images)
+    assert decoder.points[0].label_for(images=False) == "batch 1 bf16"
+    assert "memory format" not in [c.header for c in points_table(decoder).columns]
+    assert "memory format" not in [c.header for c in max_batch_table(decoder).columns]
+    assert notes(decoder) == "batch 2 bf16: oom: RESOURCE_EXHAUSTED"
+    assert "memory format" in [c.header for c in points_table(images).columns]
+    assert "memory format" in [c.header for c in max_batch_table(images).columns]
+    assert notes(images) == "batch 2 bf16 channels_last: oom: RESOURCE_EXHAUSTED"
+    assert images.points[0].label == "batch 1 bf16 channels_last"
+    path = result.create(decoder, tmp_path)
+    loaded = result.load(path)
+    assert json.loads(path.read_text())["points"][0]["memory_format"] == "channels_last"
+    assert loaded.points[0].memory_format == "channels_last"
+    assert "memory format" not in [c.header for c in points_table(loaded).columns]

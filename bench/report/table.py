@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import registry
+from bench.errors import UsageError
 from bench.result import Point, Result, point_axes
 from bench.result.point import ToLoss
 from bench.stats import Estimate
@@ -43,6 +44,16 @@ def title(result: Result) -> str:
     if result.status != "complete":
         parts.append(result.status.upper())
     return " · ".join(parts)
+
+
+def takes_images(result: Result) -> bool:
+    """Whether the result's workload takes images. A memory format is an image tensor's
+    layout: a token sequence has none, though JAX records its only one (NHWC) for every
+    point (bench.report.compare.row_key's rule). True for a workload this bench lacks."""
+    try:
+        return not registry.workload(result.config.workload).takes_seq_len
+    except UsageError:
+        return True
 
 
 # Columns a narrow terminal drops first (the rest always stay): details before figures.
@@ -88,8 +99,8 @@ def points_table(result: Result, width: int | None = None) -> Table:
     column("devices", [str(p.devices) for p in points], any(p.devices > 1 for p in points))
     column("batch", [str(p.batch_size) for p in points])
     column("precision", [p.precision for p in points])
-    column("memory format", [p.memory_format for p in points],
-           any(p.memory_format != "contiguous" for p in points))  # fmt: skip
+    layouts = takes_images(result) and any(p.memory_format != "contiguous" for p in points)
+    column("memory format", [p.memory_format for p in points], layouts)
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
     column("optimize", [p.optimize or "none" for p in points], any(p.optimize for p in points))
     column("activation\ncheckpointing", [p.activation_checkpointing for p in points],
@@ -172,13 +183,18 @@ def notes(result: Result) -> str | None:
     """What the table's cells cannot hold: why each failed point failed (first line of
     its error), which points stayed noisier than asked, why energy is missing, and any
     point whose power reading is suspect."""
+    images = takes_images(result)
     failures = [
-        f"{p.label}: {p.status}: {p.error_line[:200]}" for p in result.points if p.status != "ok"
+        f"{p.label_for(images)}: {p.status}: {p.error_line[:200]}"
+        for p in result.points
+        if p.status != "ok"
     ]
-    noisy = [f"{p.label}: noisy: {p.noise}" for p in result.points if p.noise]
-    noisy += [f"{p.label}: busy machine: {p.busy_note}" for p in result.points if p.busy_note]
+    noisy = [f"{p.label_for(images)}: noisy: {p.noise}" for p in result.points if p.noise]
+    noisy += [
+        f"{p.label_for(images)}: busy machine: {p.busy_note}" for p in result.points if p.busy_note
+    ]
     unbound = [
-        f"{p.label}: NUMA binding asked for, not applied: {why}"
+        f"{p.label_for(images)}: NUMA binding asked for, not applied: {why}"
         for p in result.points
         if (why := (p.runtime or {}).get("numa_reason"))
     ]
@@ -193,13 +209,14 @@ def notes(result: Result) -> str | None:
 
 def scaling_notes(result: Result) -> list[str]:
     """Whether each multi-device point beat its one-device point, and its slowest rank."""
-    lines = []
+    images, lines = takes_images(result), []
     for p, efficiency in zip(result.points, result.scaling_efficiencies(), strict=True):
+        label = p.label_for(images)
         if efficiency is not None:
             speedup = efficiency * p.devices
             verdict = "faster than" if speedup > 1 else "no faster than"
             lines.append(
-                f"{p.label}: {speedup:.2f}x the one-device point ({verdict} one device; "
+                f"{label}: {speedup:.2f}x the one-device point ({verdict} one device; "
                 f"scaling efficiency {efficiency:.0%})"
             )
         slowest = [r for r in p.ranks if r]
@@ -207,7 +224,7 @@ def scaling_notes(result: Result) -> list[str]:
             means = [m for m in slowest[0]["mean_step_s"] if m]
             if means and max(means) > 1.05 * min(means):
                 lines.append(
-                    f"{p.label}: rank {slowest[0]['slowest_rank']} was the slowest, mean step "
+                    f"{label}: rank {slowest[0]['slowest_rank']} was the slowest, mean step "
                     f"{max(means) * 1e3:,.1f} ms vs {min(means) * 1e3:,.1f} ms on the fastest"
                 )
     return lines
@@ -223,7 +240,9 @@ def energy_note(result: Result) -> str | None:
     for p in result.points:
         energy = p.energy_summary
         if energy and energy.power_check not in (None, "ok"):
-            notes.append(f"energy of {p.label} is suspect: {energy.power_check}")
+            notes.append(
+                f"energy of {p.label_for(takes_images(result))} is suspect: {energy.power_check}"
+            )
     return "\n".join(notes) or None
 
 
@@ -236,7 +255,8 @@ def max_batch_table(result: Result) -> Table:
     at = f" at batch {config.batch_sizes[0]}" if by_length else ""
     name = f"largest {what} that trains{at}"
     table = Table(title=plain(f"{title(result)} · {name}"), title_justify="left")
-    for column in ("precision", "memory format", "compile"):
+    images = takes_images(result)  # a token workload's searches have no memory format
+    for column in ("precision", "memory format", "compile") if images else ("precision", "compile"):
         table.add_column(column)
     table.add_column("largest seq len" if by_length else "largest batch", justify="right")
     table.add_column("first failing", justify="right")
@@ -269,7 +289,7 @@ def max_batch_table(result: Result) -> Table:
             note = f"searched in {steps}: the largest lies in between"
         row = [
             search.precision,
-            search.memory_format,
+            *([search.memory_format] if images else []),
             search.compile or "none",
             search.display,
             str(search.first_failing or ""),
@@ -329,13 +349,15 @@ def tune_table(result: Result) -> Table:
                   title_justify="left")  # fmt: skip
     for header in ("round", "steps", "runs", "probed", "ok", "best", "samples/s"):
         table.add_column(header, justify="left" if header == "best" else "right")
+    images = takes_images(result)
     for record in (result.tune or {}).get("rounds", []):
         points = [Point.from_json(p) for p in record["points"]]
         ok = [p for p in points if p.throughput]
         best = max(ok, key=lambda p: p.throughput.value, default=None)  # type: ignore[union-attr]
+        named = best.label_for(images) if best else ""
         cells = [record["round"], record["steps"], record.get("repeats", 1),
                  f"{len(points)} of {record.get('of', len(points))}", len(ok),
-                 best.label if best else "", f"{best.throughput.value:,.1f}" if best else ""]  # type: ignore[union-attr]  # fmt: skip
+                 named, f"{best.throughput.value:,.1f}" if best else ""]  # type: ignore[union-attr]  # fmt: skip
         table.add_row(*(plain(str(c)) for c in cells))
     return table
 
@@ -364,7 +386,7 @@ def accuracy_table(result: Result) -> Table:
         joules = reached.energy_to_target_j
         missed = "not reached" if target is not None else "–"
         cells = [
-            point.label,
+            point.label_for(takes_images(result)),
             " ".join(f"{top1:.1%}" for top1 in reached.curve),
             f"{reached.best_top1:.1%}",
             f"{reached.epochs_to_target:g}" if reached.epochs_to_target else missed,
@@ -431,7 +453,7 @@ def loss_table(result: Result) -> Table:
         cost = reached.cost_to_target(price)
         joules = reached.energy_to_target_j
         rows.append([
-            point.label,
+            point.label_for(takes_images(result)),
             _curve_text([entry["loss"] for entry in reached.curve]),
             f"{reached.best_loss:.3f} at {human(reached.best_at_tokens)}",
             *_to_target(reached),

@@ -132,12 +132,14 @@ def point_axes(point: Any) -> tuple[Any, ...]:
 
 def variant_label(
     precision: str, memory_format: str, compile: str | None, optimize: str | None = None,
-    checkpointing: str = "none",
+    checkpointing: str = "none", images: bool = True,
 ) -> str:  # fmt: skip
     """'bf16 channels_last compile=inductor optimize=ipex': the axes other than batch size
-    and the runtime's."""
+    and the runtime's. `images`: whether the workload takes images; a memory format is an
+    image tensor's layout, so a token workload's (JAX records NHWC, its only one) is left
+    out."""
     parts = [precision]
-    if memory_format != "contiguous":
+    if images and memory_format != "contiguous":
         parts.append(memory_format)
     if compile:
         parts.append(f"compile={compile}")
@@ -218,8 +220,13 @@ class Point:
 
     @property
     def label(self) -> str:
+        return self.label_for(images=True)
+
+    def label_for(self, images: bool) -> str:
+        """'batch 8 bf16 channels_last on 2 devices'; without the memory format where the
+        workload takes no images (bench.report.table.takes_images)."""
         variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize,
-                                self.activation_checkpointing)  # fmt: skip
+                                self.activation_checkpointing, images)  # fmt: skip
         spread = f" on {self.devices} devices" if self.devices > 1 else ""
         runtime = f" {self.runtime_label}" if self.runtime_label else ""
         return f"batch {self.batch_size} {variant}{runtime}{spread}"
