@@ -273,7 +273,6 @@ class Runner:
         if formula is not None:  # a published convention (LLMs): no model is built for it
             return float(formula["per_sample"])
         if key not in self._flops:
-            self.reporter.start(f"counting FLOPs of {point.workload}", 1)
             # Maybe another framework's child (the reference count): its environment
             # is not this run's, so it does not go through _spawn. One process: FLOPs
             # per sample do not depend on the ranks.
@@ -283,9 +282,15 @@ class Runner:
                 _synthetic(point), devices=None, nnodes=1, node_rank=0, rdzv_endpoint=None,
                 optimize=None, activation_checkpointing="none",
             )  # fmt: skip
-            counted = registry.framework(point.framework).flops_point(alone)
-            response = self.spawn(counted, "count_flops", self.reporter.progress)
-            self._flops[key] = response.get("flops_per_sample")
+            framework = registry.framework(point.framework)
+            known = framework.known_flops(alone)  # the reference table: no child at all
+            if known is None:
+                self.reporter.start(f"counting FLOPs of {point.workload}", 1)
+                counted = framework.flops_point(alone)
+                known = self.spawn(counted, "count_flops", self.reporter.progress).get(
+                    "flops_per_sample"
+                )
+            self._flops[key] = known
         return self._flops[key]
 
     def _measure(self, point: PointConfig, repeats: int | None = None) -> Point:

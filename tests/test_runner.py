@@ -1,5 +1,6 @@
 """The parent's logic with a fake child: sweeps, failures, interrupts, repeats, search."""
 
+import dataclasses
 import json
 
 import pytest
@@ -504,3 +505,27 @@ def test_a_guess_past_the_memory_still_ends_in_the_probed_boundary(tmp_path):
     low, high = search.largest_ok, search.first_failing
     assert low <= 100 < high and high - low <= search.resolution, search.probes
     assert {p.batch_size: p.status for p in search.probes}[low] == "ok"
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_an_xla_run_reads_the_reference_flops_table_without_a_child(
+    tmp_path, monkeypatch, framework
+):
+    """JAX and TensorFlow record PyTorch's count as their model FLOPs: where bench's table
+    has the workload at this shape, no child is started for it (a PyTorch child took ~9 s
+    on a CPU, a JAX one compiles the whole step); where it has not, the PyTorch child
+    still counts it."""
+    from bench import catalog
+
+    child = FakeChild(lambda p, n: ok_response(), flops=1.0)
+    config = RunConfig(workload="tiny", framework=framework, batch_sizes=(8,), steps=4)
+    runner = Runner(config, tmp_path, spawn=child)
+    point = next(iter(config.points()))
+    table = catalog.reference_flops("tiny", point.spec.input_shape())
+    assert table is not None and runner._flops_per_sample(point) == table
+    assert child.calls == []
+    monkeypatch.setattr(catalog, "reference_flops", lambda workload, shape: None)
+    other = dataclasses.replace(point, workload="cnn-s")
+    assert runner._flops_per_sample(other) == 1.0
+    ((counted, task),) = child.calls
+    assert task == "count_flops" and counted.workload == "cnn-s"

@@ -108,6 +108,11 @@ class Framework(ABC):
         """The point whose count_flops child gives this point's model FLOPs."""
         return point
 
+    def known_flops(self, point: PointConfig) -> float | None:
+        """This point's model FLOPs per sample where the parent knows them without any
+        child (a table bench ships); None: flops_point's child counts them."""
+        return None
+
     def check_compile(self, compile: str | None) -> None:  # noqa: B027 - any backend name may be valid
         """Raise UsageError unless `compile` (None: the default) means something here."""
 

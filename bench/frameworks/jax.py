@@ -330,6 +330,9 @@ class JaxFramework(Framework):
     def flops_point(self, point: PointConfig) -> PointConfig:
         return _xla.reference_point(point)
 
+    def known_flops(self, point: PointConfig) -> float | None:
+        return _xla.table_flops(point)
+
     def unavailable_reason(self, platform: Platform) -> str | None:
         plugins = ("jax_cuda13_plugin", "jax_cuda12_plugin")
         cuda_missing = None

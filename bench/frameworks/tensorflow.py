@@ -293,6 +293,9 @@ class TensorFlowFramework(Framework):
     def flops_point(self, point: PointConfig) -> PointConfig:
         return _xla.reference_point(point)
 
+    def known_flops(self, point: PointConfig) -> float | None:
+        return _xla.table_flops(point)
+
     def unavailable_reason(self, platform: Platform) -> str | None:
         return _xla.missing(
             "TensorFlow", "tensorflow", "pip install 'bench[tensorflow]'"
