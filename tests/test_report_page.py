@@ -214,3 +214,28 @@ def test_a_decoders_best_is_ranked_and_shown_in_tokens_per_second():
     assert len(best) == 1 and "8192 tokens" in best[0]["config"], best
     assert best[0]["unit"] == "tokens/s" and best[0]["unit_tp"] == pytest.approx(49_152)
     assert "49.2 k tokens/s" in md
+
+
+def test_a_machine_keeps_its_colour_on_every_chart_whichever_machines_a_chart_holds():
+    """Vega-Lite deals colours out per chart: with a machine missing from a chart (no
+    energy counter, one machine trained to a target), the others changed colour from
+    chart to chart. The page gives each machine one colour, and each chart's legend
+    names only the machines it draws."""
+    a = machine(V100, [point(64, [99, 100, 101], joules=1280)])
+    b = machine(A100, [point(64, [299, 300, 301])])  # no energy: not on the energy chart
+    html, _ = _report([(Path("a.json"), a), (Path("b.json"), b)])
+
+    def colours(spec):
+        found = {}
+        for match in re.finditer(r'"color": ?(\{"field": ?"machine".*?\}\})', json.dumps(spec)):
+            scale = json.loads(match.group(1))["scale"]
+            found.update(zip(scale["domain"], scale["range"], strict=True))
+        return found
+
+    charts = {v["id"]: colours(v["spec"]) for v in _data(html)["views"]}
+    assert set(charts["throughput"]) == {V100, A100}
+    assert set(charts["energy"]) == {V100}  # the legend names only what it draws
+    for chart in charts.values():
+        for name, colour in chart.items():
+            assert colour == charts["throughput"][name]
+    assert charts["throughput"][V100] != charts["throughput"][A100]

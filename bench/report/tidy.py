@@ -49,9 +49,13 @@ class Tidy:
     curves: list[dict[str, Any]] = field(default_factory=list)
     loss_curves: list[dict[str, Any]] = field(default_factory=list)
     max_batch: list[dict[str, Any]] = field(default_factory=list)
+    # Every machine of the page, in its order: each keeps one colour on every chart.
+    machines: list[str] = field(default_factory=list)
 
     def as_data(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {
+            name: getattr(self, name) for name in self.__dataclass_fields__ if name != "machines"
+        }
 
 
 def times(ratio: float) -> str:
@@ -551,4 +555,5 @@ def tidy(comparison: Comparison) -> Tidy:
         curves=curves(comparison),
         loss_curves=loss_curves(comparison),
         max_batch=max_batches(comparison),
+        machines=machines,
     )

@@ -36,6 +36,10 @@ BAR = 14  # pixels per bar
 RELATIVE_TITLE = "throughput / the baseline's (best configuration each)"
 VERDICTS = ["faster", "slower", "the same", "cannot tell", "one run", "baseline"]
 VERDICT_COLOURS = ["#2b8a3e", "#c92a2a", "#1c7ed6", "#adb5bd", "#ced4da", "#495057"]
+# Vega's tableau10, given by machine for the whole page: a machine has the same colour on
+# every chart, whichever machines a chart holds (Vega-Lite would deal them out per chart).
+MACHINE_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b",
+                   "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -595,11 +599,14 @@ def _mfu(t: Tidy) -> View | None:
                 "seq_len:Q", title="sequence length (tokens)", scale=alt.Scale(type="log", base=2)
             ),
             y=alt.Y("mfu:Q", title="MFU", axis=alt.Axis(format="%")),
-            color=alt.Color("series:N", legend=_legend(), sort=None),
+            color=alt.Color("machine:N", legend=_legend(), sort=None),
+            strokeDash=alt.StrokeDash("checkpointing:N", legend=None, sort=None),
+            shape=alt.Shape(
+                "checkpointing:N", legend=_legend("activation checkpointing"), sort=None
+            ),
             tooltip=_tooltip(("mfu_text", "MFU"), ("checkpointing", "checkpointing")),
         )
         .transform_filter("isValid(datum.mfu) && isValid(datum.seq_len)")
-        .transform_calculate(series="datum.machine + ' · ac=' + datum.checkpointing")
         .properties(width=WIDTH, height=200)
         .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData("points"))
     )
@@ -723,10 +730,31 @@ def views(t: Tidy) -> list[View]:
     """The views the data holds, in the page's order. A view's rows must hold the field
     it draws (`needs`): a chart is never handed rows it would draw nothing of."""
     made = [view for make in MAKERS if (view := make(t)) is not None]
-    return [
-        view if view.needs else replace(view, needs=view.spec.get("usermeta", {}).get("needs"))
-        for view in made
-    ]
+    colour = {m: MACHINE_COLOURS[i % len(MACHINE_COLOURS)] for i, m in enumerate(t.machines)}
+    coloured = []
+    for view in made:
+        needs = view.needs or view.spec.get("usermeta", {}).get("needs")
+        rows = getattr(t, view.data)
+        if needs and any(needs in r for r in rows):  # else the page's script derives it
+            rows = [r for r in rows if r.get(needs) is not None]
+        drawn = {r.get("machine") for r in rows}
+        shown = [m for m in t.machines if m in drawn]  # the legend names only these
+        scale = {"domain": shown, "range": [colour[m] for m in shown]} if shown else None
+        coloured.append(replace(view, needs=needs, spec=_machines_coloured(view.spec, scale)))
+    return coloured
+
+
+def _machines_coloured(spec: Any, scale: dict[str, Any] | None) -> Any:
+    """The spec with every colour by machine on the page's colours (a copy)."""
+    if isinstance(spec, list):
+        return [_machines_coloured(item, scale) for item in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {key: _machines_coloured(value, scale) for key, value in spec.items()}
+    colour = out.get("color")
+    if scale and isinstance(colour, dict) and colour.get("field") == "machine":
+        out["color"] = {**colour, "scale": scale}
+    return out
 
 
 @cache
