@@ -333,22 +333,21 @@ class Runner:
 
     def _next_guess(self, search: MaxBatch, unit: int, step: int, value: int) -> int | None:
         """The micro-batch to probe after `value` trained, from the line through the
-        peaks of this search's two largest that trained (bench.probe's rule, as tune and
+        peaks of this search's probes that trained (bench.probe.memory_line, as tune and
         the ladder use it): the one predicted at HEADROOM of the memory a rank has, once
-        past it the first predicted above all of it; None without two peaks, a known
+        past it the first predicted above all of it; None without a line, a known
         memory, or a prediction above `value` (the search doubles)."""
         limit = probe.memory_limit(self.config)
-        trained = sorted(
-            (p.batch_size // unit, p.peak_memory_bytes)
+        peaks = {
+            p.batch_size // unit: p.peak_memory_bytes
             for p in search.probes
             if p.status == "ok" and isinstance(p.peak_memory_bytes, int) and p.peak_memory_bytes
-        )
-        if limit is None or len(trained) < 2:
+        }
+        line = probe.memory_line(peaks)
+        if limit is None or line is None:
             return None
-        (low, low_peak), (high, high_peak) = trained[-2], trained[-1]
-        if high <= low or high_peak <= low_peak:
-            return None
-        slope = (high_peak - low_peak) / (high - low)
+        _, high, slope = line
+        high_peak = peaks[high]
         for share, past in ((probe.HEADROOM, 0), (1.0, step)):
             predicted = int(high + (share * limit - high_peak) / slope) + past
             if predicted >= step:  # the search probes multiples of its step above it

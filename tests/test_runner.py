@@ -490,6 +490,31 @@ def test_the_max_batch_search_jumps_along_the_line_through_its_probes_peaks(tmp_
     assert len(probed) == 7, probed  # doubling from 1: 13
 
 
+def test_a_larger_batch_that_peaked_lower_still_gives_the_search_a_line(tmp_path):
+    # On an H200 at a 16 GiB cap, ResNet-50 held 14.4 GiB at batch 112 and 13.6 at 136
+    # (cuDNN chose a smaller workspace at the larger batch): the line through the two
+    # largest fell, and the search doubled to 272, four probes of bisection from the
+    # answer. Through the smallest and the largest, the jump lands beside it.
+    gib, mib = 2**30, 2**20
+
+    def peak(batch):
+        workspace = int(1.5 * gib) if 100 <= batch <= 130 else 0
+        return int(4.5 * gib) + batch * 75 * mib + workspace
+
+    def answer(point, n):
+        if peak(point.batch_size) > 16 * gib:
+            return {"status": "oom", "error": "out of memory"}
+        return {**ok_response(), "peak_memory_bytes": peak(point.batch_size)}
+
+    config = RunConfig(workload="tiny", find_max_batch=True, memory_limit_bytes=16 * gib)
+    [search] = Runner(config, tmp_path, spawn=FakeChild(answer)).run().max_batch
+    probed = [p.batch_size for p in search.probes]
+    largest = max(b for b in range(1, 400) if peak(b) <= 16 * gib and b % 8 == 0)
+    assert (search.largest_ok, search.first_failing) == (largest, largest + 8), probed
+    assert max(probed) < 2 * 136, probed  # no doubling past the line
+    assert len(probed) <= 7, probed
+
+
 def test_a_guess_past_the_memory_still_ends_in_the_probed_boundary(tmp_path):
     # Memory that runs out well before the line says (fragmentation, a second buffer):
     # the jump fails, the search bisects below it, and the answer is a probe's.
