@@ -298,7 +298,7 @@ class Runner:
         automatic until the spread is small."""
         config = dataclasses.replace(self.config, repeats=repeats) if repeats else self.config
         axes = dict(zip(POINT_AXES, point_axes(point), strict=True))
-        label = Point(**axes, devices=point.ranks).label
+        label = Point(**axes, devices=point.ranks).label_for(not point.spec.takes_seq_len)
         flops = self._flops_per_sample(point)
         wanted = config.repeats or config.max_repeats
         responses: list[Response] = []
