@@ -554,3 +554,27 @@ def test_an_xla_run_reads_the_reference_flops_table_without_a_child(
     assert runner._flops_per_sample(other) == 1.0
     ((counted, task),) = child.calls
     assert task == "count_flops" and counted.workload == "cnn-s"
+
+
+def test_a_decoders_progress_lines_name_no_memory_format(tmp_path):
+    """JAX records its only layout (NHWC, channels_last) for every point: a decoder's
+    progress read '… batch 2 fp32 channels_last'. An image workload's still names it."""
+
+    class Recorder:
+        def __init__(self):
+            self.labels = []
+
+        def start(self, label, total_steps):
+            self.labels.append(label)
+
+        def progress(self, phase, done, total): ...
+
+        def finish(self, label, status, summary):
+            self.labels.append(label)
+
+    for workload, named in (("llama3-tiny", False), ("tiny", True)):
+        seen = Recorder()
+        config = RunConfig(workload=workload, framework="jax", batch_sizes=(2,), steps=2)
+        Runner(config, tmp_path, reporter=seen, spawn=FakeChild(lambda p, n: ok_response())).run()
+        measured = [label for label in seen.labels if label.startswith("batch 2")]
+        assert measured and all(("channels_last" in x) == named for x in measured), seen.labels
