@@ -230,20 +230,71 @@ def test_a_fleets_results_make_one_column_per_machine(tmp_path, capsys):
 
 
 def test_a_max_batch_search_beside_measured_points_is_compared_not_set_apart():
-    """A search alone may differ in its memory cap only; in all else it must agree, and
-    agreeing, it is a machine's column like any other result."""
+    """A search alone may differ in its memory cap and in --steps and --warmup-steps
+    (its probes run their own steps, none of them warm-up; the H200's memory-cap
+    searches with --steps 10 were set apart from every point); what it trains on must
+    agree, and agreeing, it is a machine's column like any other result."""
     from bench.result import MaxBatch
 
     measured = machine(V100, [point(64, [100, 101, 99])])
     search = machine(A100, [], max_batch=[MaxBatch("fp32", largest_ok=512, status="done")])
-    search.config = RunConfig(workload="resnet50", steps=20, memory_limit_bytes=2**34)
-    longer = machine(A100, [], steps=50, max_batch=[MaxBatch("fp32", largest_ok=9, status="done")])
-    loaded = [(Path("v.json"), measured), (Path("a.json"), search), (Path("l.json"), longer)]
+    search.config = RunConfig(
+        workload="resnet50", steps=10, warmup_steps=3, memory_limit_bytes=2**34
+    )
+    real = machine(
+        "NVIDIA H100 80GB HBM3", [], max_batch=[MaxBatch("fp32", largest_ok=9, status="done")]
+    )
+    real.config = RunConfig(workload="resnet50", data="imagenet:/data/imagenet", epochs=2)
+    loaded = [(Path("v.json"), measured), (Path("a.json"), search), (Path("r.json"), real)]
     comparison = cmp.compare(loaded, "v100")
-    assert [m.label for m in comparison.machines] == [V100, A100]
+    assert [m.label for m in comparison.machines] == [V100, f"{A100} · memory-limit 16GiB"]
     assert cmp.max_batch_grid(comparison)[1] == [
         ["resnet50", "fp32", "contiguous", "none", "", ">=512"]
     ]
     assert comparison.set_apart == [
-        "set apart: l.json (resnet50) measured differently from v.json: steps 50 (not 20)"
+        "set apart: r.json (resnet50) measured differently from v.json: data imagenet "
+        "(not synthetic)"
     ]
+
+
+def test_a_search_stopped_before_its_answer_shows_what_its_probes_trained():
+    """An H200's memory-cap searches were stopped by their time limit: the report read
+    'running' and drew nothing. The largest batch a probe trained is a lower bound."""
+    from bench.report import tidy
+    from bench.result import MaxBatch, Probe
+
+    probes = [Probe(1, "ok", None, 4_905_107_456), Probe(136, "ok", None, 14_654_688_256),
+              Probe(272, "oom", "CUDA out of memory", None)]  # fmt: skip
+    stopped = MaxBatch("fp32", probes=probes)  # status 'running': no answer yet
+    assert stopped.display == ">=136 so far"
+    assert MaxBatch("fp32").display == "running"  # no probe trained: nothing to say
+    measured = machine(V100, [point(64, [100, 101, 99])])
+    search = machine(A100, [], max_batch=[stopped])
+    comparison = cmp.compare([(Path("v.json"), measured), (Path("a.json"), search)], "v100")
+    [row] = tidy.max_batches(comparison)
+    assert (row["largest"], row["display"], row["limit"]) == (136, ">=136 so far", True)
+
+
+def test_each_memory_cap_is_a_column_of_its_own_and_grids_leave_out_empty_columns():
+    """Three unlabelled searches of one machine at 80, 24 and 16 GiB shared one column,
+    which showed one of them as the machine's answer; each is now its cap's column (as
+    bench suite labels them), and the point grids leave those columns out."""
+    from bench.result import MaxBatch
+
+    measured = machine(V100, [point(64, [100, 101, 99], joules=640)])
+    caps = []
+    for gib, largest in ((24, 192), (16, 136)):
+        res = machine(A100, [], max_batch=[MaxBatch("fp32", largest_ok=largest, status="done")])
+        res.config = RunConfig(workload="resnet50", memory_limit_bytes=gib * 2**30)
+        caps.append((Path(f"{gib}.json"), res))
+    comparison = cmp.compare([(Path("v.json"), measured), *caps], "v100")
+    labels = [m.label for m in comparison.machines]
+    assert labels == [V100, f"{A100} · memory-limit 24GiB", f"{A100} · memory-limit 16GiB"]
+    assert cmp.max_batch_grid(comparison)[1] == [
+        ["resnet50", "fp32", "contiguous", "none", "", ">=192", ">=136"]
+    ]
+    headers, _ = cmp.without_empty_columns(*cmp.throughput_grid(comparison))
+    assert not any("memory-limit" in h for h in headers)
+    ratios = [h for h in cmp.grid(comparison)[0] if " vs baseline: " in h]
+    assert not any("memory-limit" in h for h in ratios)
+    assert "memory-limit" not in cmp.markdown_table(*cmp.throughput_grid(comparison))

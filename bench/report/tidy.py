@@ -520,10 +520,12 @@ def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
                         "workload": key[0],
                         "precision": key[1],
                         "search": key[4] or "largest batch",
-                        "largest": search.largest_ok or 0,
+                        "largest": search.largest_ok or search.trained_so_far or 0,
                         "first_failing": search.first_failing,
                         "display": search.display,
-                        "limit": search.largest_ok is not None and not search.first_failing,
+                        # '>=N': the search reached its limit, or stopped before its answer
+                        "limit": (search.largest_ok is not None and not search.first_failing)
+                        or (search.status == "running" and bool(search.trained_so_far)),
                     }
                 )
             )

@@ -344,7 +344,8 @@ def _max_batch(t: Tidy) -> View | None:
         "max_batch",
         "Largest batch per model",
         "The largest batch each machine trains (the GPU-buying guide's table). '*': not "
-        "even the smallest fits (bar at 0); '>=N': the search stopped at its limit.",
+        "even the smallest fits (bar at 0); '>=N': the search stopped at its limit, or "
+        "before its answer ('so far': interrupted).",
         "max_batch",
         spec,
     )

@@ -49,7 +49,17 @@ class MaxBatch:
         return variant_label(self.precision, self.memory_format, self.compile)
 
     @property
+    def trained_so_far(self) -> int | None:
+        """The largest batch (or length) a probe trained: a lower bound while the search
+        runs, or where it was stopped (Ctrl-C, SIGTERM, a time limit) before its answer."""
+        values = [p.seq_len if self.axis == "seq_len" else p.batch_size
+                  for p in self.probes if p.status == "ok"]  # fmt: skip
+        return max((v for v in values if v is not None), default=None)
+
+    @property
     def display(self) -> str:
+        if self.status == "running" and self.trained_so_far is not None:
+            return f">={self.trained_so_far} so far"
         if self.status != "done":
             return self.status
         if self.largest_ok is None:
