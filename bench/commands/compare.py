@@ -146,6 +146,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ("largest batch that trains", compare.max_batch_grid(comparison)),
     )  # fmt: skip
     for caption, (headers, body) in grids:
+        headers, body = compare.without_empty_columns(headers, body)
         if body:
             table = Table(title=plain(caption), title_justify="left")
             for header in headers:

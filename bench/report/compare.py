@@ -38,6 +38,10 @@ from bench.verdict import Verdict, judge
 # The sequence length is a row's (setup): a decoder at 2k and at 8k tokens are two rows.
 MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
               "memory_limit_bytes", "train_to")  # fmt: skip
+# A max-batch search's probes run their own steps (RunConfig.probe_steps, no warm-up) at
+# any --steps: only what they train on must agree, and the memory cap is what a memory
+# ladder compares (each card a labelled column).
+SEARCH_MUST_MATCH = ("data", "num_workers")
 ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
 
 
@@ -495,16 +499,16 @@ def _setting(res: Result, name: str) -> Any:
 
 
 def _measured_like(res: Result) -> tuple[Any, ...]:
-    """What must agree; a result of max-batch searches alone may differ in its memory
-    cap: the cap is what the memory ladder compares (each card a labelled column)."""
-    names = MUST_MATCH if res.points else tuple(n for n in MUST_MATCH if n != "memory_limit_bytes")
+    """What must agree: MUST_MATCH, or for a result of max-batch searches alone
+    SEARCH_MUST_MATCH."""
+    names = MUST_MATCH if res.points else SEARCH_MUST_MATCH
     return tuple(_setting(res, name) for name in names)
 
 
 def _differs(res: Result, ref: Result) -> tuple[str, ...]:
-    """The MUST_MATCH fields in which `res` was measured unlike `ref` (the memory cap
-    only where both measured points)."""
-    names = [n for n in MUST_MATCH if n != "memory_limit_bytes" or (res.points and ref.points)]
+    """The fields in which `res` was measured unlike `ref`: MUST_MATCH where both
+    measured points, else SEARCH_MUST_MATCH."""
+    names = MUST_MATCH if res.points and ref.points else SEARCH_MUST_MATCH
     return tuple(n for n in names if _setting(res, n) != _setting(ref, n))
 
 
@@ -562,13 +566,24 @@ def _unreadable(files: list[tuple[Path, str]]) -> list[SetApart]:
     return [group]
 
 
+def _cap_label(res: Result) -> str | None:
+    """'memory-limit 16GiB', as bench suite labels a card emulated with --memory-limit:
+    the default column label of a capped run, so each cap is a column of its own."""
+    cap = res.config.memory_limit_bytes
+    if not cap:
+        return None
+    whole = cap % 2**30 == 0
+    return f"memory-limit {cap // 2**30}GiB" if whole else f"memory-limit {format_bytes(cap)}"
+
+
 def _columns(loaded: list[tuple[Path, Result]]) -> dict[str, Machine]:
-    """Results grouped into columns: by machine (its hardware) and --label. Runs of one
-    machine at other times, in other images or frameworks share its column."""
+    """Results grouped into columns: by machine (its hardware) and --label (a capped
+    run without one: its cap). Runs of one machine at other times, in other images or
+    frameworks share its column."""
     columns: dict[str, Machine] = {}
     for path, res in loaded:
         hardware = machine_label(res)
-        run_label = visible(res.label) if res.label else None
+        run_label = visible(res.label) if res.label else _cap_label(res)
         label = f"{hardware} · {run_label}" if run_label else hardware
         column = columns.get(label)
         if column is None:
@@ -813,8 +828,12 @@ def _axes_cells(key: tuple[Any, ...], with_setup: bool) -> list[str]:
 
 def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the wide table: rows x machines, then ratio columns (those of
-    energy and cost only where some cell has one)."""
-    others = [m for m in comparison.machines if m is not comparison.baseline]
+    energy and cost only where some cell has one, for machines with measured points)."""
+    others = [
+        m
+        for i, m in enumerate(comparison.machines)
+        if m is not comparison.baseline and any(row[i].point for _, row in comparison.rows)
+    ]
     cells = [c for _, row in comparison.rows for c in row]
     ratios = [
         (what, attr)
@@ -1002,7 +1021,18 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def without_empty_columns(
+    headers: list[str], body: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """The grid less the columns no row has a cell in (a machine column of a result
+    that holds searches alone, in a grid of measured points); the first always stays."""
+    keep = [i for i in range(len(headers)) if i == 0 or any(str(r[i]).strip() for r in body)]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in body]
+
+
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:
+    headers, body = without_empty_columns(headers, body)
+
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(markdown(c) for c in cells) + " |"
 
