@@ -105,8 +105,7 @@ caps)
     # On an H200 a probe is a fresh process of 15-20 s (40 s at batch 768): 70 s a cap
     # answered none; a search takes about 7 probes.
     for cap in 16GiB 24GiB 80GiB; do
-        step "r50-max-batch-$cap" 180 "${r50[@]}" --find-max-batch --memory-limit "$cap" \
-            --warmup-steps 3 --steps 10
+        step "r50-max-batch-$cap" 180 "${r50[@]}" --find-max-batch --memory-limit "$cap"
     done
     ;;
 jax)
