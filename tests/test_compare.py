@@ -1,5 +1,6 @@
 """compare / report / energy / cost, on result sets with known numbers."""
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -627,3 +628,24 @@ def test_time_and_cost_to_a_target_loss_are_a_table_and_two_curves():
     if importlib.util.find_spec("altair") is not None:
         shown = {v.id for v in views.views(tidy.tidy(comparison))}
         assert {"loss_tokens", "loss_time"} <= shown
+
+
+def test_a_run_to_a_target_loss_is_its_own_row_beside_the_same_machines_throughput_runs():
+    """The H200's GPT-2 run to a loss (token data, no warm-up) was set apart from its
+    synthetic throughput run of the same workload, so its loss curve never reached the
+    report: it is a row of its own ('to loss 5'), compared with runs to the same loss."""
+    from bench.report import tidy
+
+    fixture = Path(__file__).parent / "data" / "result-v12.json"
+    to_loss = result.load(fixture)
+    assert to_loss.config.train_to_loss == 5
+    plain = dataclasses.replace(
+        to_loss,
+        config=RunConfig(workload=to_loss.config.workload, batch_sizes=(4,), seq_len=64),
+        points=[dataclasses.replace(p, loss=()) for p in to_loss.points],
+    )
+    comparison = cmp.compare([(Path("plain.json"), plain), (fixture, to_loss)], None)
+    assert comparison.set_apart == []
+    setups = sorted(key[5] for key, _ in comparison.rows)
+    assert any("to loss 5" in s for s in setups) and any("to loss" not in s for s in setups)
+    assert tidy.loss_curves(comparison)

@@ -57,7 +57,9 @@ def sequence_length(res: Result) -> int | None:
 
 def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     """A row: the workload and a point's axes. `setup` holds the rest that tells a
-    result's points apart: the sequence length of a workload that takes one, the
+    result's points apart: a decoder's target loss (a run to a loss is a row of its
+    own, beside the same configuration's throughput runs), the sequence length of a
+    workload that takes one, the
     device count where the result swept it (a machine's 8 GPUs and another's 4 stay
     one row when each just used all of its own), and the whole-model optimisation
     (ipex) and the allocator / OpenMP / NUMA axes where set."""
@@ -67,7 +69,10 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
     optimize = f"optimize={p.optimize}" if p.optimize else ""
     ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
-    setup = " · ".join(part for part in (tokens, devices, optimize, ac, p.runtime_label) if part)
+    target = res.config.train_to_loss
+    to_loss = f"to loss {target:g}" if target is not None else ""
+    parts = (tokens, devices, optimize, ac, p.runtime_label, to_loss)
+    setup = " · ".join(part for part in parts if part)
     # A memory format is an image tensor's layout; token inputs have none, so a decoder
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
     layout = p.memory_format if length is None else "n/a"
@@ -520,12 +525,14 @@ def _set_apart(
     measuring points where any result has points, and a search alone agrees with it
     but for its memory cap; the others grouped by which fields differ, each file with
     its details."""
-    by_workload: dict[str, list[tuple[Path, Result]]] = defaultdict(list)
+    # A decoder trained to a target loss is its own measurement (its rows say so), not
+    # one measured unlike the workload's throughput runs: each target is a group.
+    by_workload: dict[tuple[str, float | None], list[tuple[Path, Result]]] = defaultdict(list)
     for path, res in loaded:
-        by_workload[res.config.workload].append((path, res))
+        by_workload[res.config.workload, res.config.train_to_loss].append((path, res))
     kept: list[tuple[Path, Result]] = []
     groups: dict[tuple[str, ...], SetApart] = {}
-    for workload, group in by_workload.items():
+    for (workload, _), group in by_workload.items():
         ways = defaultdict(list)
         for path, res in [pr for pr in group if pr[1].points] or group:
             ways[_measured_like(res)].append((path, res))
