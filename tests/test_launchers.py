@@ -462,7 +462,12 @@ session = TorchSession(PointConfig(workload="tiny", batch_size=4, device="cpu"),
 session.step()
 session.gather({"rank": 0})
 session.close()
-print("kept" if dist.is_initialized() else "destroyed")
+print("kept" if dist.is_initialized() else "destroyed", flush=True)
+# As bench.child.worker leaves: os._exit, not the interpreter's teardown, where a gloo
+# thread still joinable at exit can abort ("terminate called without an active
+# exception", exit -6: seen once in CI on the 2-vCPU build machine).
+import os
+os._exit(0)
 """
 
 
