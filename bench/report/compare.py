@@ -523,7 +523,7 @@ def _set_apart(
     """Per workload, keep the results measured like the baseline's (or like most of
     them, when the baseline has none of that workload): the reference is a way of
     measuring points where any result has points, and a search alone agrees with it
-    but for its memory cap; the others grouped by which fields differ, each file with
+    in SEARCH_MUST_MATCH; the others grouped by which fields differ, each file with
     its details."""
     # A decoder trained to a target loss is its own measurement (its rows say so), not
     # one measured unlike the workload's throughput runs: each target is a group.
