@@ -13,6 +13,7 @@ from bench import catalog, result
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.report import compare as cmp
+from bench.report import grids
 from bench.result import MaxBatch, Point, Result
 
 STEPS = 10
@@ -97,7 +98,7 @@ def test_a_ratio_whose_interval_holds_one_is_marked_not_significant():
     assert rows[64][1].mark == "~" and rows[64][1].text.endswith("~")
     low, high = rows[64][1].relative_ci95
     assert low < 1 < high
-    headers, _ = cmp.grid(comparison)  # no energy, no price: no columns of n/a
+    headers, _ = grids.grid(comparison)  # no energy, no price: no columns of n/a
     assert not [h for h in headers if "vs baseline" in h]
 
 
@@ -124,14 +125,14 @@ def test_a_device_sweep_keeps_each_count_in_its_own_row():
               for key, cells in comparison.rows}  # fmt: skip
     # never merged: the sweep's 1 and 2 devices are two rows; an unswept run is the default
     assert setups == {"1 device": [1, None], "2 devices": [2, None], "": [None, 4]}
-    headers, body = cmp.grid(comparison)
+    headers, body = grids.grid(comparison)
     assert headers[5] == "setup" and [row[5] for row in body] == ["default", "1 device",
                                                                    "2 devices"]  # fmt: skip
 
 
 def test_energy_and_cost_ratios(two_machines):
     comparison = cmp.compare(two_machines, baseline="v100")
-    headers, body = cmp.grid(comparison)
+    headers, body = grids.grid(comparison)
     assert headers[-2:] == [f"samples/J vs baseline: {A100}", f"samples/$ vs baseline: {A100}"]
     assert body[0][-2:] == ["4.00", "2.24"]  # (300 / 4.10) / (100 / 3.06)
     rows = cells_by_batch(comparison)
@@ -153,7 +154,7 @@ def test_mfu_against_the_catalogue_peak(two_machines):
 
 def test_max_batch_stars(two_machines):
     comparison = cmp.compare(two_machines, baseline="v100")
-    _, body = cmp.max_batch_grid(comparison)
+    _, body = grids.max_batch_grid(comparison)
     assert body == [["resnet50", "fp32", "contiguous", "none", "200", "*"]]
 
 
@@ -163,12 +164,12 @@ def test_a_sequence_length_search_is_a_row_of_its_own_beside_the_max_batch(two_m
         MaxBatch("fp32", largest_ok=256, first_failing=384, status="done", axis="seq_len")
     )
     comparison = cmp.compare(two_machines, baseline="v100")
-    _, body = cmp.max_batch_grid(comparison)
+    _, body = grids.max_batch_grid(comparison)
     assert ["resnet50", "fp32", "contiguous", "none", "200", "*"] in body
     batch = a.config.batch_sizes[0]
     assert [f"resnet50 (largest seq len at batch {batch})", "fp32", "contiguous", "none",
             "256", ""] in body  # fmt: skip
-    searches = cmp.as_dict(comparison)["max_batch"]
+    searches = grids.as_dict(comparison)["max_batch"]
     assert {s["search"] for s in searches} == {"largest batch", f"largest seq len at batch {batch}"}
 
 
@@ -180,7 +181,7 @@ def test_results_that_measured_differently_are_set_apart_not_merged(two_machines
     assert comparison.set_apart == [
         "set apart: c.json (resnet50) measured differently from a.json: steps 50 (not 20)"
     ]
-    [group] = cmp.as_dict(comparison)["set_apart"]  # grouped by reason, the files kept
+    [group] = grids.as_dict(comparison)["set_apart"]  # grouped by reason, the files kept
     assert [group["line"]] == comparison.set_apart and group["count"] == 1
     assert (
         group["files"][0]["file"] == "c.json"
@@ -227,15 +228,15 @@ def test_the_baseline_must_name_one_machine(two_machines, selector, message):
 
 def test_outputs_carry_the_same_numbers(two_machines, tmp_path):
     comparison = cmp.compare(two_machines, baseline="v100")
-    data = cmp.as_dict(comparison)
+    data = grids.as_dict(comparison)
     record = next(r for r in data["points"] if r["machine"] == A100 and r["batch_size"] == 64)
     assert (
         record["relative_throughput"] == pytest.approx(3.0)
         and record["throughput_unit"] == "samples/s"
     )
-    markdown = cmp.to_markdown(comparison)
+    markdown = grids.to_markdown(comparison)
     assert "| resnet50 | 64 | fp32 | contiguous | none | 1.00 | 3.00 |" in markdown
-    assert cmp.to_csv(comparison).count("\n") == 1 + 2 * 3
+    assert grids.to_csv(comparison).count("\n") == 1 + 2 * 3
 
 
 def test_time_and_cost_to_train(two_machines):
@@ -572,7 +573,7 @@ def test_the_llm_table_shows_tokens_per_device_mfu_memory_and_price_per_machine(
         (Path("a100.json"), _llm_run(A100, 8192, 2.0)),
         (Path("resnet.json"), machine(H100, [point(64, [100])])),  # no row of its own here
     ]
-    headers, body = cmp.llm_grid(cmp.compare(runs, baseline=A100))
+    headers, body = grids.llm_grid(cmp.compare(runs, baseline=A100))
     assert [row[0] for row in body] == ["llama3-1b"]
     cells = dict(zip(headers, body[0], strict=True))
     # 8 sequences of 8192 tokens a second over 8 devices: 8,192 tokens/s per device.
@@ -583,7 +584,7 @@ def test_the_llm_table_shows_tokens_per_device_mfu_memory_and_price_per_machine(
     assert f"${98.32 / (8 * 8192 * 3600) * 1e6:,.3g}/M tokens" in h100
     a100 = next(v for k, v in cells.items() if "A100" in k)
     assert a100.startswith("4,096 tokens/s") and "/M tokens" not in a100  # no price: none
-    assert "LLM training" in cmp.to_markdown(cmp.compare(runs, baseline=A100))
+    assert "LLM training" in grids.to_markdown(cmp.compare(runs, baseline=A100))
 
 
 def test_a_decoder_trained_in_torch_and_in_jax_shares_its_rows():
@@ -618,9 +619,10 @@ def test_time_and_cost_to_a_target_loss_are_a_table_and_two_curves():
 
     fixture = Path(__file__).parent / "data" / "result-v12.json"
     comparison = cmp.compare([(fixture, result.load(fixture))], None)
-    _, body = cmp.loss_grid(comparison)
+    _, body = grids.loss_grid(comparison)
     [row] = body
     assert re.fullmatch(r"to 5: [\d.]+ s · \$[\d.]+ · [\d.,]+ k tokens · evaluation \d+%", row[-1])
+    assert row[-1] in grids.to_markdown(comparison)  # bench compare --format markdown
     [record] = comparison.to_records()
     assert record["target_loss"] == 5 and record["reached_repeats"] >= 1
     curves = tidy.loss_curves(comparison)

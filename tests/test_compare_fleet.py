@@ -15,6 +15,7 @@ from bench import result
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.report import compare as cmp
+from bench.report import grids
 from bench.stats import ratio_interval
 from tests.test_compare import A100, V100, machine, point
 
@@ -90,7 +91,7 @@ def test_torch_and_jax_on_one_machine_are_one_column_and_two_rows():
     assert rows["torch"][1].relative == pytest.approx(1.0) and rows["jax"][1].point is None
     frameworks = {(r["setup"], r["machine"]): r["framework"] for r in comparison.to_records()}
     assert frameworks[("jax", H100)] == "jax" and frameworks[("jax", A100)] is None
-    headers, body = cmp.grid(comparison)
+    headers, body = grids.grid(comparison)
     assert "setup" in headers and sorted(row[5] for row in body) == ["jax", "torch"]
 
 
@@ -133,7 +134,7 @@ def test_results_set_apart_are_one_line_per_reason_with_a_count_and_their_files_
         "3 results measured differently (steps): set apart; "
         "their files are listed under set_apart in bench compare --format json",
     ]
-    data = cmp.as_dict(comparison)["set_apart"]
+    data = grids.as_dict(comparison)["set_apart"]
     assert [(g["reason"], g["count"]) for g in data] == [
         ("measured differently (memory_limit_bytes)", 40),
         ("measured differently (steps)", 3),
@@ -248,7 +249,7 @@ def test_a_max_batch_search_beside_measured_points_is_compared_not_set_apart():
     loaded = [(Path("v.json"), measured), (Path("a.json"), search), (Path("r.json"), real)]
     comparison = cmp.compare(loaded, "v100")
     assert [m.label for m in comparison.machines] == [V100, f"{A100} · memory-limit 16GiB"]
-    assert cmp.max_batch_grid(comparison)[1] == [
+    assert grids.max_batch_grid(comparison)[1] == [
         ["resnet50", "fp32", "contiguous", "none", "", ">=512"]
     ]
     assert comparison.set_apart == [
@@ -290,11 +291,11 @@ def test_each_memory_cap_is_a_column_of_its_own_and_grids_leave_out_empty_column
     comparison = cmp.compare([(Path("v.json"), measured), *caps], "v100")
     labels = [m.label for m in comparison.machines]
     assert labels == [V100, f"{A100} · memory-limit 24GiB", f"{A100} · memory-limit 16GiB"]
-    assert cmp.max_batch_grid(comparison)[1] == [
+    assert grids.max_batch_grid(comparison)[1] == [
         ["resnet50", "fp32", "contiguous", "none", "", ">=192", ">=136"]
     ]
-    headers, _ = cmp.without_empty_columns(*cmp.throughput_grid(comparison))
+    headers, _ = grids.without_empty_columns(*grids.throughput_grid(comparison))
     assert not any("memory-limit" in h for h in headers)
-    ratios = [h for h in cmp.grid(comparison)[0] if " vs baseline: " in h]
+    ratios = [h for h in grids.grid(comparison)[0] if " vs baseline: " in h]
     assert not any("memory-limit" in h for h in ratios)
-    assert "memory-limit" not in cmp.markdown_table(*cmp.throughput_grid(comparison))
+    assert "memory-limit" not in grids.markdown_table(*grids.throughput_grid(comparison))

@@ -115,15 +115,15 @@ def default_report_folder(paths: list[str]) -> Path:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.report import compare
+    from bench.report import grids
 
     if args.output:
         files.require_writable_file(args.output, "output")
     comparison = _comparison(args)
     text = {
-        "csv": lambda: compare.to_csv(comparison),
-        "markdown": lambda: compare.to_markdown(comparison),
-        "json": lambda: json_lines(compare.as_dict(comparison)),
+        "csv": lambda: grids.to_csv(comparison),
+        "markdown": lambda: grids.to_markdown(comparison),
+        "json": lambda: json_lines(grids.as_dict(comparison)),
     }.get(args.format)
     if text is not None:
         if args.output:
@@ -133,20 +133,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     terminal = console()
     several = len(comparison.machines) > 1  # one machine has no ratios: its own figures
-    ratios = compare.grid(comparison) if several else ([], [])
-    grids = (
+    ratios = grids.grid(comparison) if several else ([], [])
+    tables = (
         (f"baseline: {comparison.baseline.label}", ratios),
         (
             "throughput (samples/s, global): mean [95% interval]",
-            compare.throughput_grid(comparison),
+            grids.throughput_grid(comparison),
         ),
-        (compare.LLM_CAPTION, compare.llm_grid(comparison)),
-        ("time and cost to the target top-1, best top-1", compare.accuracy_grid(comparison)),
-        (compare.LOSS_CAPTION, compare.loss_grid(comparison)),
-        ("largest batch that trains", compare.max_batch_grid(comparison)),
+        (grids.LLM_CAPTION, grids.llm_grid(comparison)),
+        ("time and cost to the target top-1, best top-1", grids.accuracy_grid(comparison)),
+        (grids.LOSS_CAPTION, grids.loss_grid(comparison)),
+        ("largest batch that trains", grids.max_batch_grid(comparison)),
     )  # fmt: skip
-    for caption, (headers, body) in grids:
-        headers, body = compare.without_empty_columns(headers, body)
+    for caption, (headers, body) in tables:
+        headers, body = grids.without_empty_columns(headers, body)
         if body:
             table = Table(title=plain(caption), title_justify="left")
             for header in headers:
@@ -155,7 +155,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 table.add_row(*map(plain, row))
             terminal.print(table)
     if several:
-        terminal.print(plain(compare.legend()), highlight=False)
+        terminal.print(plain(grids.legend()), highlight=False)
     return 0
 
 

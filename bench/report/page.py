@@ -28,11 +28,10 @@ from matplotlib.ticker import FuncFormatter
 
 from bench import files, registry
 from bench.report import htmlpage, tidy, views
-from bench.report.compare import (
+from bench.report.compare import Cell, Comparison, training_cost
+from bench.report.grids import (
     LLM_CAPTION,
     LOSS_CAPTION,
-    Cell,
-    Comparison,
     accuracy_grid,
     grid,
     legend,
@@ -41,7 +40,6 @@ from bench.report.compare import (
     markdown_table,
     max_batch_grid,
     throughput_grid,
-    training_cost,
 )
 from bench.report.table import ladder_rows
 from bench.result import MaxBatch

@@ -1,0 +1,319 @@
+"""The comparison's tables, each a function of a Comparison (bench.report.compare):
+the wide grid of ratios to the baseline, the absolute throughput with its interval,
+the LLM figures, time to a target top-1 or loss, the largest batch; and the same
+comparison as markdown, CSV and the JSON of `bench compare --format json`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
+from bench.result import Point
+from bench.text import csv_cell, markdown
+from bench.units import format_bytes, human
+
+
+def legend() -> str:
+    return (
+        "Throughput relative to the baseline (= 1.00). '*': out of memory (or nothing fits); "
+        "'~': the ratio's 95% confidence interval holds 1, the difference may not be real; "
+        "'?': a single run, no interval to test (use --repeats)."
+    )
+
+
+def as_dict(comparison: Comparison) -> dict[str, Any]:
+    labels = [m.label for m in comparison.machines]
+    return {
+        "kind": "bench-comparison",  # so that folder scans skip it (bench.report.collect)
+        "baseline": comparison.baseline.label,
+        "baseline_note": comparison.baseline_note,
+        "set_apart": [group.to_dict() for group in comparison.set_apart_groups],
+        "machines": [
+            {
+                "label": m.label,
+                "usd_per_hour": m.price_per_hour,
+                "price_source": m.price_source,
+                "hardware": m.hardware,
+                "run_label": m.run_label,
+                "files": [str(p) for p, _ in m.results],
+            }
+            for m in comparison.machines
+        ],
+        "legend": legend(),
+        "points": comparison.to_records(),
+        "history": comparison.history_records(),
+        "max_batch": [
+            {
+                **dict(
+                    zip(
+                        ("workload", "precision", "memory_format", "compile", "search"),
+                        (*key[:4], key[4] or "largest batch"),
+                        strict=True,
+                    )
+                ),
+                **{label: s.display if s else None for label, s in zip(labels, found, strict=True)},
+            }
+            for key, found in comparison.max_batch
+        ],
+    }
+
+
+def _with_setup(comparison: Comparison) -> bool:
+    """Whether any row has a setup (a device count of a sweep, runtime axes): a column."""
+    return any(key[5] for key, _ in comparison.rows)
+
+
+def _axes_headers(with_setup: bool) -> list[str]:
+    setup = ["setup"] if with_setup else []
+    return ["workload", "batch", "precision", "format", "compile", *setup]
+
+
+def _axes_cells(key: tuple[Any, ...], with_setup: bool) -> list[str]:
+    workload, batch, precision, fmt, compiler, setup = key
+    cells = [workload, str(batch), precision, fmt, compiler or "none"]
+    return [*cells, setup or "default"] if with_setup else cells
+
+
+def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the wide table: rows x machines, then ratio columns (those of
+    energy and cost only where some cell has one, for machines with measured points)."""
+    others = [
+        m
+        for i, m in enumerate(comparison.machines)
+        if m is not comparison.baseline and any(row[i].point for _, row in comparison.rows)
+    ]
+    cells = [c for _, row in comparison.rows for c in row]
+    ratios = [
+        (what, attr)
+        for what, attr in (("samples/J", "energy_ratio"), ("samples/$", "cost_ratio"))
+        if any(getattr(c, attr) is not None for c in cells)
+    ]
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup)
+    headers += [
+        f"{m.label}{' (baseline)' if m is comparison.baseline else ''}" for m in comparison.machines
+    ]
+    headers += [f"{what} vs baseline: {m.label}" for what, _ in ratios for m in others]
+    body = []
+    for key, row_cells in comparison.rows:
+        row = _axes_cells(key, with_setup)
+        row += [cell.text for cell in row_cells]
+        by_machine = dict(zip((m.label for m in comparison.machines), row_cells, strict=True))
+        row += [_fmt(getattr(by_machine[m.label], attr)) for _, attr in ratios for m in others]
+        body.append(row)
+    return headers, body
+
+
+def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The absolute figures beside the ratios: mean samples/s (global) [95% interval]."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup)
+    headers += [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        row = _axes_cells(key, with_setup)
+        for cell in cells:
+            tp = cell.throughput
+            if tp is None:
+                row.append(cell.text)
+            elif tp.ci95_low is None or tp.ci95_high is None:
+                row.append(f"{human(tp.value)} (one run)")
+            else:
+                row.append(f"{human(tp.value)} [{human(tp.ci95_low)}–{human(tp.ci95_high)}]")
+        body.append(row)
+    return headers, body
+
+
+LLM_CAPTION = (
+    "LLM training: tokens/s per device, MFU, peak memory per device (and USD per million "
+    "tokens where priced)"
+)
+
+
+def _llm_cell(cell: Cell, machine: Machine) -> str:
+    point = cell.point
+    per_device = point.unit_throughput_per_device if point and point.status == "ok" else None
+    if point is None or per_device is None:
+        return cell.text
+    parts = [f"{human(per_device[0])} {per_device[1]}"]
+    mfu = point.mfu if point.mfu is not None else cell.mfu
+    parts.append(f"MFU {mfu:.1%}" if mfu is not None else "MFU n/a")
+    if point.peak_memory is not None:
+        parts.append(format_bytes(point.peak_memory))
+    total = point.unit_throughput
+    if machine.price_per_hour and total:
+        parts.append(f"${machine.price_per_hour / (total[0] * 3600) * 1e6:,.3g}/M tokens")
+    return " · ".join(parts)
+
+
+def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The figures LLM training is chosen by, per machine: the rows whose workload
+    counts its FLOPs by formula in tokens (bench/mfu.py: the decoders)."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and "mfu" in c.point.details and _in_tokens(c.point) for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        row += [_llm_cell(c, m) for m, c in zip(comparison.machines, cells, strict=True)]
+        body.append(row)
+    return headers, body
+
+
+def _in_tokens(point: Point) -> bool:
+    unit = point.unit_throughput
+    return unit is not None and unit[1] == "tokens/s"
+
+
+def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Training to a target on real data: per machine, time (and cost, where priced) to
+    the target and the best top-1, as the TPUv2 vs V100 comparison reported them."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and c.point.to_accuracy for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_accuracy if cell.point else None
+            if reached is None:
+                row.append(cell.text)
+                continue
+            parts = [f"best {reached.best_top1:.1%}"]
+            if reached.time_to_target_s is not None:
+                parts.insert(0, f"{reached.time_to_target_s:,.1f} s")
+                cost = reached.cost_to_target(machine.price_per_hour)
+                if cost is not None:
+                    parts.insert(1, f"${cost:,.2f}")
+            elif reached.target is not None:
+                parts.insert(0, "not reached")
+            row.append(" · ".join(parts))
+        body.append(row)
+    return headers, body
+
+
+LOSS_CAPTION = (
+    "time and cost to the target validation loss (training plus evaluation), or the best "
+    "loss where it was not reached"
+)
+
+
+def _loss_text(reached: Any, price_per_hour: float | None) -> str:
+    if not reached.reached:
+        return (
+            f"not reached ({reached.target:g}) · best {reached.best_loss:.3f} at "
+            f"{human(reached.best_at_tokens)} tokens"
+        )
+    parts = [f"{reached.time_to_target_s:,.1f} s", f"{human(reached.tokens_to_target)} tokens"]
+    cost = reached.cost_to_target(price_per_hour)
+    if cost is not None:
+        parts.insert(1, f"${human(cost)}")
+    if reached.eval_share is not None:
+        parts.append(f"evaluation {reached.eval_share:.0%}")
+    if reached.reached < reached.repeats:
+        parts.append(f"{reached.reached} of {reached.repeats} repeats reached it")
+    return f"to {reached.target:g}: " + " · ".join(parts)
+
+
+def loss_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Training a decoder to a validation loss: per machine, time, cost and tokens to
+    the target, as MLPerf's LLM benchmark and the GPT-2 speedrun report them."""
+    with_setup = _with_setup(comparison)
+    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
+    body = []
+    for key, cells in comparison.rows:
+        if not any(c.point and c.point.to_loss for c in cells):
+            continue
+        row = _axes_cells(key, with_setup)
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            reached = cell.point.to_loss if cell.point else None
+            row.append(
+                cell.text if reached is None else _loss_text(reached, machine.price_per_hour)
+            )
+        body.append(row)
+    return headers, body
+
+
+def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    headers = [
+        "workload",
+        "precision",
+        "format",
+        "compile",
+        *(m.label for m in comparison.machines),
+    ]
+    body = [
+        [
+            f"{key[0]} ({key[4]})" if key[4] else key[0],
+            key[1],
+            key[2],
+            key[3] or "none",
+            *(s.display if s else "" for s in searches),
+        ]
+        for key, searches in comparison.max_batch
+    ]
+    return headers, body
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def without_empty_columns(
+    headers: list[str], body: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """The grid less the columns no row has a cell in (a machine column of a result
+    that holds searches alone, in a grid of measured points); the first always stays."""
+    keep = [i for i in range(len(headers)) if i == 0 or any(str(r[i]).strip() for r in body)]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in body]
+
+
+def markdown_table(headers: list[str], body: list[list[str]]) -> str:
+    headers, body = without_empty_columns(headers, body)
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(markdown(c) for c in cells) + " |"
+
+    return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)])
+
+
+def to_markdown(comparison: Comparison) -> str:
+    parts = [
+        f"Baseline: **{markdown(comparison.baseline.label)}**. {markdown(legend())}",
+        markdown_table(*grid(comparison)),
+        "Throughput (samples/s, global): mean [95% interval]",
+        markdown_table(*throughput_grid(comparison)),
+    ]
+    llm = llm_grid(comparison)
+    if llm[1]:
+        parts += [f"{LLM_CAPTION}:", markdown_table(*llm)]
+    accuracy = accuracy_grid(comparison)
+    if accuracy[1]:
+        parts += ["Time and cost to the target top-1, best top-1:", markdown_table(*accuracy)]
+    loss = loss_grid(comparison)
+    if loss[1]:
+        parts += [f"{LOSS_CAPTION[0].upper()}{LOSS_CAPTION[1:]}:", markdown_table(*loss)]
+    if comparison.max_batch:
+        parts += [
+            "Largest batch that trains ('*': not even the smallest):",
+            markdown_table(*max_batch_grid(comparison)),
+        ]
+    return "\n\n".join(parts) + "\n"
+
+
+def to_csv(comparison: Comparison) -> str:
+    import csv
+    import io
+
+    records = [{k: csv_cell(v) for k, v in r.items()} for r in comparison.to_records()]
+    # Every record's columns, in order of first use: only points trained to a target
+    # accuracy have those columns, and the first record may not be one of them.
+    columns = dict.fromkeys(key for record in records for key in record) or dict.fromkeys(ROW_KEYS)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns))
+    writer.writeheader()
+    writer.writerows(records)
+    return text.getvalue()
