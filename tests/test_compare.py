@@ -435,7 +435,7 @@ def test_collect_writes_one_row_per_point_with_provenance(two_machines, tmp_path
     ],
 )  # fmt: skip
 def test_cpu_machines_are_told_apart_by_cores_and_instance_type(cpu, dmi, pricing, label):
-    from bench.report.compare import machine_label
+    from bench.report.machines import machine_label
 
     env = {"cpu": cpu, "accelerator": {"accelerator": None}, "host": {"dmi": dmi}}
     res = Result(config=RunConfig(workload="tiny"), environment=env, pricing=pricing)

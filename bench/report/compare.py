@@ -18,30 +18,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import catalog, datasets, registry, units
+from bench import catalog, registry, units
 from bench.errors import UsageError
+from bench.report.machines import Machine, image_name, machine_columns
+from bench.report.set_apart import SetApart, set_apart
+from bench.report.set_apart import unreadable as unreadable_files
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
 from bench.text import visible
-from bench.units import format_bytes
 from bench.verdict import Verdict, judge
 
-# Config fields that must agree between results compared in one row: they change
-# what a number means. Sweep axes are row keys; the device is the machine itself.
-# The sequence length is a row's (setup): a decoder at 2k and at 8k tokens are two rows.
-MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
-              "memory_limit_bytes", "train_to")  # fmt: skip
-# A max-batch search's probes run their own steps (RunConfig.probe_steps, no warm-up) at
-# any --steps: only what they train on must agree, and the memory cap is what a memory
-# ladder compares (each card a labelled column).
-SEARCH_MUST_MATCH = ("data", "num_workers")
 ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
 
 
@@ -77,71 +69,6 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
     layout = p.memory_format if length is None else "n/a"
     return (res.config.workload, p.batch_size, p.precision, layout, p.compile, setup)
-
-
-# A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
-# generic one ('Google Compute Engine', 'Virtual Machine', 'Standard PC (Q35 ...)').
-_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[0-9]*[a-z]+[0-9]*")
-
-
-def _instance_type(env: dict[str, Any]) -> str | None:
-    product = ((env.get("host") or {}).get("dmi") or {}).get("product_name")
-    return product if isinstance(product, str) and _INSTANCE_TYPE.fullmatch(product) else None
-
-
-def cpu_label(env: dict[str, Any]) -> str | None:
-    """'AMD EPYC (2 cores)': the model and the cores bench could use, so two VMs of one
-    generic model ('Intel(R) Xeon(R) Processor') are not the same machine."""
-    cpu = env.get("cpu") or {}
-    model = cpu.get("model")
-    if not model:
-        return None
-    cores = cpu.get("affinity_cores") or cpu.get("logical_cores")
-    if not isinstance(cores, int) or cores < 1:
-        return model
-    return f"{model} ({cores} core{'s' if cores > 1 else ''})"
-
-
-def machine_label(res: Result) -> str:
-    """The machine's hardware: its accelerators by model and count, or its CPU by model
-    and usable cores and the instance type where known. Not its image, framework or
-    date: those are facets of one machine's runs."""
-    env = res.environment or {}
-    accelerator = env.get("accelerator") or {}
-    if accelerator.get("accelerator"):
-        count = accelerator.get("accelerator_count") or 1
-        label = (
-            f"{count}x {accelerator['accelerator']}" if count > 1 else accelerator["accelerator"]
-        )
-    else:
-        label = cpu_label(env) or res.config.device
-        # VMs of one CPU model differ by size: the instance type where it is known.
-        instance = (res.pricing or {}).get("instance") or _instance_type(env)
-        if instance:
-            label += f" · {instance}"
-    return visible(label)  # control characters from a file never reach a terminal or chart
-
-
-def image_name(res: Result) -> str | None:
-    name = ((res.environment or {}).get("image") or {}).get("name")
-    return visible(name) if isinstance(name, str) and name else None
-
-
-@dataclass
-class Machine:
-    """One column: a machine (its hardware), or one --label of runs on it."""
-
-    label: str
-    results: list[tuple[Path, Result]] = field(default_factory=list)
-    price_per_hour: float | None = None
-    price_source: str | None = None
-    peak_tflops: float | None = None
-    hardware: str = ""  # machine_label of its results; `label` adds the run's --label
-    run_label: str | None = None  # the runs' --label, None for unlabelled runs
-
-    @property
-    def environment(self) -> dict[str, Any] | None:
-        return self.results[0][1].environment if self.results else None
 
 
 def ok_throughput(point: Point | None) -> Estimate | None:
@@ -234,31 +161,6 @@ class Cell:
         if self.relative is None:
             return "n/a"
         return f"{units.ratio(self.relative)}{self.mark}"
-
-
-# Set apart, the JSON's words: the file and why, per group.
-SET_APART_WHERE = "their files are listed under set_apart in bench compare --format json"
-
-
-@dataclass
-class SetApart:
-    """Results left out for one reason: 'measured differently (steps)', or 'could not
-    be read as results'; each file with its details (for the JSON)."""
-
-    reason: str
-    files: list[dict[str, Any]] = field(default_factory=list)
-    noun: str = "results"
-    single: str = ""  # the line for a group of one file: that file and why
-
-    @property
-    def line(self) -> str:
-        if len(self.files) == 1 and self.single:
-            return self.single
-        return f"{len(self.files)} {self.noun} {self.reason}: set apart; {SET_APART_WHERE}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "count": len(self.files), "line": self.line,
-                "files": self.files}  # fmt: skip
 
 
 def _command(res: Result) -> str | None:
@@ -496,111 +398,6 @@ def default_baseline(
     return base, f"baseline: {base.label} ({why}; {hint})"
 
 
-def _setting(res: Result, name: str) -> Any:
-    """A config field as compared: a dataset by its kind, wherever each machine keeps it."""
-    value = getattr(res.config, name)
-    ref = datasets.parse(value) if name == "data" else None
-    return ref.kind if ref else value
-
-
-def _measured_like(res: Result) -> tuple[Any, ...]:
-    """What must agree: MUST_MATCH, or for a result of max-batch searches alone
-    SEARCH_MUST_MATCH."""
-    names = MUST_MATCH if res.points else SEARCH_MUST_MATCH
-    return tuple(_setting(res, name) for name in names)
-
-
-def _differs(res: Result, ref: Result) -> tuple[str, ...]:
-    """The fields in which `res` was measured unlike `ref`: MUST_MATCH where both
-    measured points, else SEARCH_MUST_MATCH."""
-    names = MUST_MATCH if res.points and ref.points else SEARCH_MUST_MATCH
-    return tuple(n for n in names if _setting(res, n) != _setting(ref, n))
-
-
-def _set_apart(
-    loaded: list[tuple[Path, Result]], baseline: str | None
-) -> tuple[list[tuple[Path, Result]], list[SetApart]]:
-    """Per workload, keep the results measured like the baseline's (or like most of
-    them, when the baseline has none of that workload): the reference is a way of
-    measuring points where any result has points, and a search alone agrees with it
-    in SEARCH_MUST_MATCH; the others grouped by which fields differ, each file with
-    its details."""
-    # A decoder trained to a target loss is its own measurement (its rows say so), not
-    # one measured unlike the workload's throughput runs: each target is a group.
-    by_workload: dict[tuple[str, float | None], list[tuple[Path, Result]]] = defaultdict(list)
-    for path, res in loaded:
-        by_workload[res.config.workload, res.config.train_to_loss].append((path, res))
-    kept: list[tuple[Path, Result]] = []
-    groups: dict[tuple[str, ...], SetApart] = {}
-    for (workload, _), group in by_workload.items():
-        ways = defaultdict(list)
-        for path, res in [pr for pr in group if pr[1].points] or group:
-            ways[_measured_like(res)].append((path, res))
-        on_baseline = [
-            way
-            for way, members in ways.items()
-            if baseline
-            and any(baseline.lower() in machine_label(res).lower() for _, res in members)
-        ]
-        reference = (on_baseline or sorted(ways, key=lambda w: -len(ways[w])))[0]
-        ref_path, ref = ways[reference][0]
-        for path, res in group:
-            names = _differs(res, ref)
-            if not names:
-                kept.append((path, res))
-                continue
-            differs = ", ".join(
-                f"{name} {_setting(res, name)} (not {_setting(ref, name)})" for name in names
-            )
-            reason = f"measured differently ({', '.join(names)})"
-            held = groups.setdefault(names, SetApart(visible(reason)))
-            held.files.append({"file": visible(str(path)), "workload": visible(workload),
-                               "differs": visible(differs),
-                               "reference": visible(str(ref_path))})  # fmt: skip
-            held.single = visible(
-                f"set apart: {path} ({workload}) measured differently from {ref_path}: " + differs
-            )
-    return kept, list(groups.values())
-
-
-def _unreadable(files: list[tuple[Path, str]]) -> list[SetApart]:
-    """Files found in a folder that are no result bench can read: one group."""
-    if not files:
-        return []
-    group = SetApart("could not be read as results", noun="files")
-    group.files = [{"file": visible(str(path)), "error": visible(error)} for path, error in files]
-    group.single = visible(f"set apart: {files[0][1]}")
-    return [group]
-
-
-def _cap_label(res: Result) -> str | None:
-    """'memory-limit 16GiB', as bench suite labels a card emulated with --memory-limit:
-    the default column label of a capped run, so each cap is a column of its own."""
-    cap = res.config.memory_limit_bytes
-    if not cap:
-        return None
-    whole = cap % 2**30 == 0
-    return f"memory-limit {cap // 2**30}GiB" if whole else f"memory-limit {format_bytes(cap)}"
-
-
-def _columns(loaded: list[tuple[Path, Result]]) -> dict[str, Machine]:
-    """Results grouped into columns: by machine (its hardware) and --label (a capped
-    run without one: its cap). Runs of one machine at other times, in other images or
-    frameworks share its column."""
-    columns: dict[str, Machine] = {}
-    for path, res in loaded:
-        hardware = machine_label(res)
-        run_label = visible(res.label) if res.label else _cap_label(res)
-        label = f"{hardware} · {run_label}" if run_label else hardware
-        column = columns.get(label)
-        if column is None:
-            column = columns[label] = Machine(label, hardware=hardware, run_label=run_label)
-        column.results.append((path, res))
-    for column in columns.values():
-        column.results.sort(key=lambda pr: pr[1].started)
-    return columns
-
-
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
@@ -653,10 +450,10 @@ def compare(
     found that are no result (path, why), set apart in one group."""
     if not loaded:
         raise UsageError("nothing to compare")
-    loaded, groups = _set_apart(loaded, baseline)
-    groups = sorted([*groups, *_unreadable(unreadable or [])],
+    loaded, groups = set_apart(loaded, baseline)
+    groups = sorted([*groups, *unreadable_files(unreadable or [])],
                     key=lambda g: (-len(g.files), g.reason))  # fmt: skip
-    machines = _columns(loaded)
+    machines = machine_columns(loaded)
     for machine in machines.values():
         for _, res in machine.results:
             if res.pricing and machine.price_per_hour is None:
