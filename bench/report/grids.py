@@ -6,6 +6,7 @@ comparison as markdown, CSV and the JSON of `bench compare --format json`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
@@ -147,19 +148,26 @@ def _llm_cell(cell: Cell, machine: Machine) -> str:
     return " · ".join(parts)
 
 
-def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
-    """The figures LLM training is chosen by, per machine: the rows whose workload
-    counts its FLOPs by formula in tokens (bench/mfu.py: the decoders)."""
+def _rows_of(
+    comparison: Comparison, shows: Callable[[Point], Any], text: Callable[[Cell, Machine], str]
+) -> tuple[list[str], list[list[str]]]:
+    """A table of the rows where some machine's point `shows` something: a cell each
+    machine, `text` of it."""
     with_setup = _with_setup(comparison)
     headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
     body = []
     for key, cells in comparison.rows:
-        if not any(c.point and "mfu" in c.point.details and _in_tokens(c.point) for c in cells):
-            continue
-        row = _axes_cells(key, with_setup)
-        row += [_llm_cell(c, m) for m, c in zip(comparison.machines, cells, strict=True)]
-        body.append(row)
+        if any(c.point and shows(c.point) for c in cells):
+            row = _axes_cells(key, with_setup)
+            row += [text(c, m) for m, c in zip(comparison.machines, cells, strict=True)]
+            body.append(row)
     return headers, body
+
+
+def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The figures LLM training is chosen by, per machine: the rows whose workload
+    counts its FLOPs by formula in tokens (bench/mfu.py: the decoders)."""
+    return _rows_of(comparison, lambda p: "mfu" in p.details and _in_tokens(p), _llm_cell)
 
 
 def _in_tokens(point: Point) -> bool:
@@ -167,32 +175,25 @@ def _in_tokens(point: Point) -> bool:
     return unit is not None and unit[1] == "tokens/s"
 
 
+def _accuracy_cell(cell: Cell, machine: Machine) -> str:
+    reached = cell.point.to_accuracy if cell.point else None
+    if reached is None:
+        return cell.text
+    parts = [f"best {reached.best_top1:.1%}"]
+    if reached.time_to_target_s is not None:
+        parts.insert(0, f"{reached.time_to_target_s:,.1f} s")
+        cost = reached.cost_to_target(machine.price_per_hour)
+        if cost is not None:
+            parts.insert(1, f"${cost:,.2f}")
+    elif reached.target is not None:
+        parts.insert(0, "not reached")
+    return " · ".join(parts)
+
+
 def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Training to a target on real data: per machine, time (and cost, where priced) to
     the target and the best top-1, as the TPUv2 vs V100 comparison reported them."""
-    with_setup = _with_setup(comparison)
-    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
-    body = []
-    for key, cells in comparison.rows:
-        if not any(c.point and c.point.to_accuracy for c in cells):
-            continue
-        row = _axes_cells(key, with_setup)
-        for machine, cell in zip(comparison.machines, cells, strict=True):
-            reached = cell.point.to_accuracy if cell.point else None
-            if reached is None:
-                row.append(cell.text)
-                continue
-            parts = [f"best {reached.best_top1:.1%}"]
-            if reached.time_to_target_s is not None:
-                parts.insert(0, f"{reached.time_to_target_s:,.1f} s")
-                cost = reached.cost_to_target(machine.price_per_hour)
-                if cost is not None:
-                    parts.insert(1, f"${cost:,.2f}")
-            elif reached.target is not None:
-                parts.insert(0, "not reached")
-            row.append(" · ".join(parts))
-        body.append(row)
-    return headers, body
+    return _rows_of(comparison, lambda p: p.to_accuracy, _accuracy_cell)
 
 
 LOSS_CAPTION = (
@@ -218,23 +219,15 @@ def _loss_text(reached: Any, price_per_hour: float | None) -> str:
     return f"to {reached.target:g}: " + " · ".join(parts)
 
 
+def _loss_cell(cell: Cell, machine: Machine) -> str:
+    reached = cell.point.to_loss if cell.point else None
+    return cell.text if reached is None else _loss_text(reached, machine.price_per_hour)
+
+
 def loss_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Training a decoder to a validation loss: per machine, time, cost and tokens to
     the target, as MLPerf's LLM benchmark and the GPT-2 speedrun report them."""
-    with_setup = _with_setup(comparison)
-    headers = _axes_headers(with_setup) + [m.label for m in comparison.machines]
-    body = []
-    for key, cells in comparison.rows:
-        if not any(c.point and c.point.to_loss for c in cells):
-            continue
-        row = _axes_cells(key, with_setup)
-        for machine, cell in zip(comparison.machines, cells, strict=True):
-            reached = cell.point.to_loss if cell.point else None
-            row.append(
-                cell.text if reached is None else _loss_text(reached, machine.price_per_hour)
-            )
-        body.append(row)
-    return headers, body
+    return _rows_of(comparison, lambda p: p.to_loss, _loss_cell)
 
 
 def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
