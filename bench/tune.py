@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import launchers, probe
+from bench import launchers, probe, registry
 from bench.config import PointConfig
 from bench.result import POINT_AXES, Point, point_axes
 from bench.runner import Response, Runner
@@ -395,19 +395,22 @@ class TuneRunner(Runner):
 
     @staticmethod
     def _label(point: PointConfig) -> str:
+        """The point as its result's tables name it: no memory format for a decoder."""
         axes = dict(zip(POINT_AXES, point_axes(point), strict=True))
-        return Point(**axes, devices=point.ranks).label
+        return Point(**axes, devices=point.ranks).label_for(not point.spec.takes_seq_len)
 
     def _conclude(self, grid: list[PointConfig], final_ran: bool) -> None:
         """Whether the search ranked, what it covered, and, when it could not rank, why
         and what budget would let it."""
         tune = self._tune
         probed: dict[str, str] = {}  # label -> its best status
+        images = not registry.workload(self.config.workload).takes_seq_len
         for record in tune["rounds"]:
             for data in record["points"]:
                 point = Point.from_json(data)
-                if probed.get(point.label) != "ok":
-                    probed[point.label] = point.status
+                label = point.label_for(images)
+                if probed.get(label) != "ok":
+                    probed[label] = point.status
         skipped = {s["label"] for s in tune["skipped"]}
         ok = sum(status == "ok" for status in probed.values())
         tune["coverage"] = {
@@ -472,7 +475,11 @@ def command_line(point: Point, config: Any) -> str:
     """`bench run ...` for one configuration: what to paste to measure the winner again."""
     words = ["bench", "run", config.workload, "--framework", config.framework,
              "--device", config.device, "--batch-size", str(point.batch_size),
-             "--precision", point.precision, "--memory-format", point.memory_format]  # fmt: skip
+             "--precision", point.precision]  # fmt: skip
+    if registry.workload(config.workload).takes_seq_len:  # a decoder: its tokens, no layout
+        words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
+    else:
+        words += ["--memory-format", point.memory_format]
     if point.compile:
         words += ["--compile", point.compile]
     if point.optimize:

@@ -500,3 +500,22 @@ def test_of_probes_alike_in_cost_those_with_the_studys_changes_go_first(
     assert (found.precision, found.memory_format, found.allocator, found.openmp) != (
         "bf16", "channels_last", "tcmalloc", "intel",
     )  # fmt: skip
+
+
+def test_a_decoders_search_names_no_memory_format_in_what_it_prints(tmp_path):
+    """A token sequence has no memory format, though JAX records its one (NHWC) for
+    every point: the ranking and the left-out lines named 'channels_last' for a decoder."""
+    from bench.commands.tune import conclusion
+
+    gib = 2**30
+    config = RunConfig(workload="gpt2", steps=20, repeats=3, batch_sizes=(32, 64, 128),
+                       precisions=("fp32", "bf16"), memory_formats=("channels_last",),
+                       memory_limit_bytes=20 * gib, seq_len=256)  # fmt: skip
+    runner = TuneRunner(config, tmp_path, spawn=FakeChild(answer), budget_s=3600.0)
+    outcome = runner.run()
+    lines = conclusion(outcome)
+    assert any(line.startswith("best: batch") for line in lines), lines
+    assert not any("channels_last" in line for line in lines), lines
+    assert outcome.tune["coverage"]["measured"] == 6
+    # the winner's command measures it again: at the search's sequence length
+    assert lines[-1].strip().endswith("--precision bf16 --seq-len 256"), lines[-1]

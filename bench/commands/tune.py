@@ -109,6 +109,7 @@ def conclusion(outcome: Any) -> list[str]:
     """What the search covered, then its ranking with intervals and the winner as a
     command; or, when it could not rank two configurations, why, and no command."""
     from bench.probe import format_seconds
+    from bench.report.table import takes_images
     from bench.tune import command_line
 
     tune = outcome.tune
@@ -123,6 +124,7 @@ def conclusion(outcome: Any) -> list[str]:
         )
     lines += [f"  left out: {s['label']}: {s['why']}" for s in tune.get("skipped", [])]
     ranked = tune.get("ranked", len(outcome.points) > 1)
+    images = takes_images(outcome)
     if not ranked or len(outcome.points) < 2:
         why = tune.get("not_ranked") or "fewer than two configurations were measured to the end"
         lines.append(f"not ranked: {why}; no configuration is recommended")
@@ -131,14 +133,14 @@ def conclusion(outcome: Any) -> list[str]:
     for place, point in enumerate(outcome.points, 1):
         tp = point.throughput
         spread = f" [{tp.ci95_low:,.1f}–{tp.ci95_high:,.1f}]" if tp.ci95_low is not None else ""
-        lines.append(f"  {place}. {point.label}: {tp.value:,.1f}{spread} {tp.unit}")
+        lines.append(f"  {place}. {point.label_for(images)}: {tp.value:,.1f}{spread} {tp.unit}")
     best, second = outcome.points[:2]
-    lines.append(f"best: {best.label}: {versus_runner_up(best, second)}")
+    lines.append(f"best: {best.label_for(images)}: {versus_runner_up(best, second, images)}")
     lines.append(f"  {command_line(best, outcome.config)}")
     return lines
 
 
-def versus_runner_up(best: Any, second: Any) -> str:
+def versus_runner_up(best: Any, second: Any, images: bool = True) -> str:
     """The winner against the runner-up in bench's words (bench.verdict): '1.09x faster
     (95% CI 1.07x to 1.11x) than the runner-up', 'cannot tell ...'."""
     import math
@@ -152,4 +154,4 @@ def versus_runner_up(best: Any, second: Any) -> str:
     if interval is None:
         return f"{ratio:.2f}x the runner-up (one run a side: untested)"  # no interval
     said = judge(math.sqrt(interval[0] * interval[1]), interval, min(len(a), len(b))).sentence()
-    return f"against the runner-up ({second.label}): {said}"
+    return f"against the runner-up ({second.label_for(images)}): {said}"
