@@ -221,17 +221,30 @@ def points(
     return rows
 
 
+def _in_own_unit(point: Point) -> tuple[float, list[float]] | None:
+    """A point's throughput and each repeat's, in its workload's unit where it has one
+    (a decoder's tokens/s), else in samples/s."""
+    tp = point.throughput
+    if tp is None:
+        return None
+    unit = point.unit_throughput
+    scale = unit[0] / tp.value if unit and tp.value else 1.0  # tokens a sample, say
+    return tp.value * scale, [v * scale for v in point.repeat_throughputs()]
+
+
 def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | None, Verdict | None]:
-    """The ratio of two points' throughputs, its 95% interval and bench.verdict's words
+    """The ratio of two points' throughputs in their workload's unit (two decoders' best
+    points may differ in tokens a sample), its 95% interval and bench.verdict's words
     (compare's rule: the interval's centre in log space is the ratio judged)."""
-    tp, base_tp = point.throughput, base.throughput
-    if tp is None or base_tp is None:  # _best keeps points that trained only
+    own, other = _in_own_unit(point), _in_own_unit(base)
+    if own is None or other is None:  # _best keeps points that trained only
         return math.nan, None, None
-    ci = ratio_interval(point.repeat_throughputs(), base.repeat_throughputs())
+    (value, repeats), (base_value, base_repeats) = own, other
+    ci = ratio_interval(repeats, base_repeats)
     if ci is None:
-        return tp.value / base_tp.value, None, None
-    n = min(len(point.repeat_throughputs()), len(base.repeat_throughputs()))
-    return tp.value / base_tp.value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n)
+        return value / base_value, None, None
+    n = min(len(repeats), len(base_repeats))
+    return value / base_value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n)
 
 
 def _best(
