@@ -78,10 +78,23 @@ def human(value: float | None, unit: str = "") -> str:
     return " ".join(part for part in (text, prefix, unit) if part)
 
 
-def ratio(value: float) -> str:
+def ratio(value: float, extra: int = 0) -> str:
     """A ratio as a table shows it: two decimals, or two significant digits below 0.1 (a
-    CPU at 0.0036 of an H100 is not '0.00')."""
-    return f"{value:.2f}" if value >= 0.1 else f"{value:#.2g}"  # 0.0020 (JS toPrecision)
+    CPU at 0.0036 of an H100 is not '0.00'); `extra` digits more where asked."""
+    if value >= 0.1:
+        return f"{value:.{2 + extra}f}"
+    return f"{value:#.{2 + extra}g}"  # 0.0020 (JS toPrecision)
+
+
+def ratio_with_interval(value: float, low: float | None, high: float | None) -> str:
+    """'1.25x [1.21x–1.30x]', a digit more where two decimals would print the interval
+    as a point ('1.100x [1.097x–1.103x]', not '1.10x [1.10x–1.10x]'); '(no interval)'."""
+    if low is None or high is None:
+        return f"{ratio(value)}x (no interval)"
+    extra = 0
+    while extra < 2 and ratio(low, extra) == ratio(high, extra):
+        extra += 1
+    return f"{ratio(value, extra)}x [{ratio(low, extra)}x–{ratio(high, extra)}x]"
 
 
 def axis_tick(value: float) -> str:

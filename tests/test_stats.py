@@ -116,3 +116,17 @@ def test_a_small_ratio_keeps_two_significant_digits_as_the_page_shows_it():
     assert [ratio(v) for v in (1.2549, 0.1, 0.044, 0.0036, 0.00196)] == [
         "1.25", "0.10", "0.044", "0.0036", "0.0020",
     ]  # fmt: skip
+
+
+def test_a_ratio_and_its_interval_keep_the_digits_that_tell_them_apart():
+    """report.md printed a CPU at 0.0020x of a GPU as '0.00x', and a tight interval as
+    '1.10x [1.10x–1.10x]', which reads as no spread at all."""
+    from bench.report.htmlpage import ratio
+    from bench.units import ratio_with_interval
+
+    assert ratio({"rel": 0.00196}) == "0.0020x (no interval)"
+    assert ratio({"rel": 0.00196, "rel_lo": 0.0018, "rel_hi": 0.0021}) == (
+        "0.0020x [0.0018x–0.0021x]"
+    )
+    assert ratio_with_interval(1.1, 1.097, 1.103) == "1.100x [1.097x–1.103x]"
+    assert ratio_with_interval(1.25, 1.21, 1.30) == "1.25x [1.21x–1.30x]"

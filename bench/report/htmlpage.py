@@ -21,6 +21,7 @@ import json
 import re
 from typing import Any
 
+from bench import units
 from bench.report import views as vega_views
 from bench.report.compare import Comparison
 from bench.report.script import SCRIPT
@@ -86,8 +87,7 @@ def ratio(row: dict[str, Any]) -> str:
         return "the baseline"
     if "rel" not in row:
         return ""
-    ci = f" [{row['rel_lo']:.2f}x–{row['rel_hi']:.2f}x]" if "rel_lo" in row else " (no interval)"
-    return f"{row['rel']:.2f}x{ci}"
+    return units.ratio_with_interval(row["rel"], row.get("rel_lo"), row.get("rel_hi"))
 
 
 def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:

@@ -36,12 +36,17 @@ SCRIPT = r"""
     const ci = lo === undefined ? " (one run)" : " [" + human(lo) + "–" + human(hi) + "]";
     return human(v) + (unit ? " " + unit : "") + ci;
   }
-  // Two decimals, or two significant digits below 0.1 (a CPU at 0.0036x of a GPU).
-  function times(v) { return (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2)) + "x"; }
+  // Two decimals, or two significant digits below 0.1 (a CPU at 0.0036x of a GPU); a
+  // digit more where the interval would print as a point (bench.units.ratio_with_interval).
+  function times(v, extra = 0) {
+    return (v >= 0.1 ? v.toFixed(2 + extra) : v.toPrecision(2 + extra)) + "x";
+  }
   function ratio(v, lo, hi) {
     if (v === undefined) return "";
-    const ci = lo === undefined ? " (no interval)" : " [" + times(lo) + "–" + times(hi) + "]";
-    return times(v) + ci;
+    if (lo === undefined) return times(v) + " (no interval)";
+    let extra = 0;
+    while (extra < 2 && times(lo, extra) === times(hi, extra)) extra += 1;
+    return times(v, extra) + " [" + times(lo, extra) + "–" + times(hi, extra) + "]";
   }
   function pct(v) { return v === undefined ? "" : (100 * v).toFixed(1) + "%"; }
   function gib(v) { return v === undefined ? "" : (v / 2 ** 30).toFixed(1) + " GiB"; }
@@ -251,7 +256,7 @@ SCRIPT = r"""
       return;
     }
     const changes = c.view.changeset().remove(() => true).insert(shown);
-    await c.view.change(c.data, changes).runAsync();
+    await c.view.change(c.data, changes).resize().runAsync();  // shrinks as well as grows
   }
 
   function update() {
