@@ -87,7 +87,7 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
             assert "300 samples/s [298–302]" in first
 
             # Hovering a bar: its interval, configuration and command in the tooltip.
-            bar = tab.locator("#view-relative .mark-rect path").first
+            bar = tab.locator('#view-relative .mark-rect path[aria-label*="2.73x"]').first
             bar.hover()
             tip = tab.locator("#vg-tooltip-element")
             tip.wait_for(state="visible", timeout=5_000)
@@ -95,6 +95,11 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
             assert "2.73x [" in text and "bs 64 fp32" in text and "-r 3" in text
             assert HOSTILE_GPU in text and tip.locator("img").count() == 0
             assert tab.evaluate("window.owned") is None
+            assert "undefined" not in tab.evaluate(
+                "[...document.querySelectorAll('#view-relative .mark-rect path')]"
+                ".map((p) => p.getAttribute('aria-label')).join(' ')"
+            )  # the baseline's bar read 'verdict: undefined'
+
             assert HOSTILE_GPU in tab.inner_text("#table-headline")
 
             tab.screenshot(path=str(tmp_path / "report.png"))
@@ -104,3 +109,39 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
     assert all(u.startswith("file://") for u in requests), requests
     assert (tmp_path / "report.png").stat().st_size > 10_000
     print(f"report page ready in {loaded_s:.1f} s (report written and browser started)")
+
+
+def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_first(tmp_path):
+    """Fifteen machines and two workloads: the headline showed the rows of one
+    workload only, every legend named machines it did not draw, and colours repeated."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
+    pytest.importorskip("vl_convert")
+    from bench.report import page
+
+    runs = []
+    for i in range(15):
+        for workload in ("resnet50", "cnn-s"):
+            res = machine(f"GPU {i:02d}", [point(64, [100 + i, 101 + i]), point(128, [120 + i])])
+            config = dataclasses.replace(res.config, workload=workload)
+            res = dataclasses.replace(res, config=config)
+            runs.append((Path(f"{workload}-{i}.json"), res))
+    page.write_report(cmp.compare(runs, "GPU 00"), tmp_path / "report")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.goto((tmp_path / "report" / "report.html").as_uri())
+            tab.wait_for_function("document.body.dataset.ready", timeout=30_000)
+            workloads = tab.locator("#table-headline tbody tr td.c-workload").all_inner_texts()
+            assert sorted(set(workloads)) == ["cnn-s", "resnet50"] and len(workloads) == 20
+            assert "the 9 fastest of 15 machines" in tab.inner_text("#note-headline")
+            legend = "#view-vs_batch .role-legend"
+            labels = tab.locator(f"{legend}-label text").all_text_contents()
+            fills = [
+                tab.locator(f"{legend}-symbol path").nth(i).get_attribute("fill")
+                for i in range(tab.locator(f"{legend}-symbol path").count())
+            ]
+            assert len(labels) == 10 and "GPU 00" in labels and "GPU 14" in labels  # the fastest
+            assert len(set(fills)) == 10
+        finally:
+            browser.close()

@@ -213,6 +213,8 @@ def page(
     data = {
         **compact(t.as_data()),
         "several": several,
+        "colours": vega_views.machine_colours(t.machines),
+        "palette": vega_views.MACHINE_COLOURS,
         "views": [
             {
                 "id": v.id,
@@ -221,6 +223,7 @@ def page(
                 "spec": v.spec,
                 "needs": v.needs,
                 "along": v.along,
+                "panels": v.panels,
             }
             for v in views
         ],

@@ -123,6 +123,7 @@ SCRIPT = r"""
         ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"]],
     },
     geomean: {
+      cap: 25, // a fleet's ranking: its head first (sort a column for its tail)
       cols: [["machine", "machine"], ["workloads", "workloads"],
         ["rel", "geometric mean vs the baseline [95% interval]", "rel_text"],
         ["sentence", "verdict"]],
@@ -171,6 +172,21 @@ SCRIPT = r"""
     if (order) {
       rows = rows.slice().sort((a, b) => order.dir * compare(a, b, order.key));
     }
+    // A fleet's headline holds the machines the charts draw, every workload of each: a
+    // first screen of the 500 machines of one workload answered nothing.
+    let lead = "";
+    const all = new Set(rows.map((r) => r.machine)).size;
+    if (name === "headline" && all > CHART_MACHINES) {
+      rows = firstMachines(rows);
+      lead = "The baseline and the " + (CHART_MACHINES - 1) + " fastest of " + all +
+        " machines (by geometric mean), as the charts draw them: choose a machine to see another. ";
+    }
+    let why = rows.length ? "" : chosen.workload || chosen.machine || chosen.precision ||
+      chosen.framework ? "No rows under these filters." : "No rows.";
+    if (name === "geomean" && chosen.workload) { // a mean over workloads: not of one
+      rows = [];
+      why = "A mean over workloads: with one workload chosen, the table above is its answer.";
+    }
     table.replaceChildren();
     const head = document.createElement("tr");
     for (const [key, title] of spec.cols) {
@@ -187,7 +203,8 @@ SCRIPT = r"""
     const thead = document.createElement("thead");
     thead.appendChild(head);
     const tbody = document.createElement("tbody");
-    for (const r of rows.slice(0, TABLE_ROWS)) {
+    const cap = spec.cap || TABLE_ROWS;
+    for (const r of rows.slice(0, cap)) {
       const tr = document.createElement("tr");
       if (r.verdict) tr.dataset.verdict = r.verdict;
       for (const [key, , text] of spec.cols) cell(tr, r[text || key]).className = "c-" + key;
@@ -196,22 +213,56 @@ SCRIPT = r"""
     table.append(thead, tbody);
     const note = document.getElementById("note-" + name);
     if (note) {
-      note.textContent = rows.length > TABLE_ROWS
-        ? "Showing " + TABLE_ROWS + " of " + rows.length.toLocaleString("en-US") +
-          " rows: filter or search to narrow."
-        : rows.length ? "" : "No rows under these filters.";
+      const narrow = name === "points" ? "filter or search to narrow." : "filter to narrow.";
+      note.textContent = lead + (rows.length > cap
+        ? "Showing " + cap + " of " + rows.length.toLocaleString("en-US") + " rows: " +
+          (spec.cap ? "sort by a column to see the other end, or " : "") + narrow : why);
     }
   }
 
   // ---- charts: Vega-Lite specs, their named table replaced by the filtered rows
   const charts = [];
-  const CHART_MACHINES = 12; // machines a chart draws at most: its legend stays short
+  const CHART_MACHINES = D.palette.length; // machines a chart draws at most: each its colour
   const ranks = new Map();
   D.geomean.filter((r) => r.scope === "all").sort((a, b) => b.rel - a.rel)
     .forEach((r, n) => ranks.set(r.machine, n + 1));
   for (const r of D.headline) if (r.baseline) ranks.set(r.machine, 0);
   function rank(machine) {
     return ranks.has(machine) ? ranks.get(machine) : 1e9;
+  }
+  // The rows of the CHART_MACHINES machines ranked first: the baseline, then the fastest.
+  function firstMachines(rows) {
+    const machines = [...new Set(rows.map((r) => r.machine))];
+    const kept = new Set(machines.sort((a, b) => rank(a) - rank(b)).slice(0, CHART_MACHINES));
+    return rows.filter((r) => kept.has(r.machine));
+  }
+  // Colours: each machine its own on every chart (Python's) where the page has no more
+  // machines than colours; past that, dealt to the machines a chart draws by rank, the
+  // first ten keeping theirs, the others the first colour free.
+  const ORDER = new Map([...new Set(D.points.map((r) => r.machine))]
+    .sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
+  function recoloured(spec, drawn) {
+    const fleet = ORDER.size > D.palette.length;
+    const taken = new Set();
+    const range = drawn.map((m) => {
+      if (!fleet) return D.colours[m];
+      let i = (ORDER.has(m) ? ORDER.get(m) : 0) % D.palette.length;
+      while (taken.has(i)) i = (i + 1) % D.palette.length;
+      taken.add(i);
+      return D.palette[i];
+    });
+    const walk = (x) => {
+      if (Array.isArray(x)) return x.map(walk);
+      if (!x || typeof x !== "object") return x;
+      const out = {};
+      for (const [k, v] of Object.entries(x)) out[k] = walk(v);
+      const colour = out.color;
+      if (colour && colour.field === "machine" && colour.scale) {
+        out.color = Object.assign({}, colour, { scale: { domain: drawn, range: range } });
+      }
+      return out;
+    };
+    return walk(spec);
   }
   // A view is embedded when it first has rows (its spec given them as its named
   // dataset: Vega draws no empty scale), then fed each filter's rows.
@@ -233,12 +284,19 @@ SCRIPT = r"""
     if (c.needs) rows = rows.filter((r) => r[c.needs] !== undefined);
     if (c.along) rows = along(rows, c.along);
     const notes = [];
-    const machines = [...new Set(rows.map((r) => r.machine))];
-    if (machines.length > CHART_MACHINES) {
-      const drawn = new Set(machines.sort((a, b) => rank(a) - rank(b)).slice(0, CHART_MACHINES));
-      rows = rows.filter((r) => drawn.has(r.machine));
-      notes.push("Drawing " + CHART_MACHINES + " of " + machines.length + " machines (the " +
+    const machines = new Set(rows.map((r) => r.machine)).size;
+    if (machines > CHART_MACHINES) {
+      rows = firstMachines(rows);
+      notes.push("Drawing " + CHART_MACHINES + " of " + machines + " machines (the " +
         "baseline, then the fastest by geometric mean): choose a machine to see another.");
+    }
+    const [facet, most] = c.panels || [null, Infinity];
+    const panels = facet ? [...new Set(rows.map((r) => r[facet]))] : [];
+    if (panels.length > most) {
+      const kept = new Set(panels.slice(0, most));
+      rows = rows.filter((r) => kept.has(r[facet]));
+      notes.push("Drawing " + most + " of " + panels.length + " panels: choose a machine " +
+        "or a workload to see the others.");
     }
     const shown = rows.slice(0, c.cap);
     if (rows.length > c.cap) {
@@ -248,11 +306,18 @@ SCRIPT = r"""
     c.section.hidden = rows.length === 0;
     c.note.textContent = notes.length ? notes.join(" ") + " The tables hold all." : "";
     if (!rows.length) return;
-    if (!c.view) {
-      const spec = Object.assign({}, c.spec, { datasets: { [c.data]: shown } });
+    // The legend names the machines drawn, no others: a new set of them, a new view.
+    const order = (m) => ORDER.has(m) ? ORDER.get(m) : 1e9;
+    const drawn = [...new Set(shown.map((r) => r.machine).filter((m) => m !== undefined))]
+      .sort((a, b) => order(a) - order(b));
+    const key = drawn.join("\u0000");
+    if (!c.view || c.drawn !== key) {
+      if (c.view) c.view.finalize();
+      const spec = Object.assign(recoloured(c.spec, drawn), { datasets: { [c.data]: shown } });
       const out = await vegaEmbed(c.section.querySelector(".chart"), spec,
         { actions: false, renderer: "svg", tooltip: { theme: "light" } });
       c.view = out.view;
+      c.drawn = key;
       return;
     }
     const changes = c.view.changeset().remove(() => true).insert(shown);

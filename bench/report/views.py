@@ -53,6 +53,7 @@ class View:
     needs: str | None = None  # the field a row must hold to be drawn
     # A line's x: only panels where a machine has two values of it or more are drawn.
     along: str | None = None
+    panels: tuple[str, int] | None = None  # (the panels' field, how many a chart draws)
 
 
 def _alt() -> Any:
@@ -66,7 +67,13 @@ def _legend(title: str | None = None) -> Any:
     whole): a legend never runs off the page or over the chart."""
     alt = _alt()
     return alt.Legend(
-        orient="bottom", columns=2, labelLimit=360, title=title, symbolLimit=40, titleLimit=400
+        orient="bottom",
+        columns=2,
+        labelLimit=360,
+        title=title,
+        symbolLimit=40,
+        titleLimit=400,
+        symbolOpacity=1,  # a line chart's legend took its 0.2 from the shaded band
     )
 
 
@@ -246,7 +253,7 @@ def _relative_best(t: Tidy) -> View | None:
         scale=alt.Scale(domain=VERDICTS, range=VERDICT_COLOURS),
         legend=alt.Legend(orient="top", title=None),
     )
-    tips = _tooltip(_TP, _REL, _VERDICT)
+    tips = _tooltip(_TP, _REL, ("verdict_text", "verdict"))  # the baseline has no sentence
     bars = (
         alt.Chart()
         .mark_bar()
@@ -266,6 +273,7 @@ def _relative_best(t: Tidy) -> View | None:
     chart = (
         alt.layer(bars, whiskers, rule)
         .transform_calculate(rel_shown="datum.baseline ? 1 : datum.rel")
+        .transform_calculate(verdict_text="datum.sentence || datum.verdict")
         .transform_filter("isValid(datum.rel_shown)")
         .properties(width=WIDTH, height=alt.Step(18))
         .facet(
@@ -702,6 +710,7 @@ def _history(t: Tidy) -> View | None:
         "history",
         spec,
         cap=2000,
+        panels=("series", 12),  # a fleet's 72 flat lines made a chart 12,665 px tall
     )
 
 
@@ -731,7 +740,7 @@ def views(t: Tidy) -> list[View]:
     """The views the data holds, in the page's order. A view's rows must hold the field
     it draws (`needs`): a chart is never handed rows it would draw nothing of."""
     made = [view for make in MAKERS if (view := make(t)) is not None]
-    colour = {m: MACHINE_COLOURS[i % len(MACHINE_COLOURS)] for i, m in enumerate(t.machines)}
+    colour = machine_colours(t.machines)
     coloured = []
     for view in made:
         needs = view.needs or view.spec.get("usermeta", {}).get("needs")
@@ -743,6 +752,12 @@ def views(t: Tidy) -> list[View]:
         scale = {"domain": shown, "range": [colour[m] for m in shown]} if shown else None
         coloured.append(replace(view, needs=needs, spec=_machines_coloured(view.spec, scale)))
     return coloured
+
+
+def machine_colours(machines: list[str]) -> dict[str, str]:
+    """Each machine's colour on every chart of the page. Past the palette's ten, the
+    page's script deals colours to the machines each chart draws (ten at most)."""
+    return {m: MACHINE_COLOURS[i % len(MACHINE_COLOURS)] for i, m in enumerate(machines)}
 
 
 def _machines_coloured(spec: Any, scale: dict[str, Any] | None) -> Any:
