@@ -55,6 +55,13 @@ from .conftest import run_bench
             ["llama3-tiny", "--device", "cpu", "--seq-len", "64,128"],
             "'64,128' is not allowed; one sequence length a run",
         ),
+        # figures the result stores: a run that saved them was a file bench then refused
+        (
+            ["tiny", "--device", "cpu", "--peak-tflops", "0"],
+            "peak-tflops: '0' is not allowed; use a positive number from 1e-12 to 1e21",
+        ),
+        (["tiny", "--device", "cpu", "--price-per-hour", "1e30"], "price-per-hour: '1e30' is"),
+        (["tiny", "--device", "cpu", "--timeout", "1e30"], "timeout: '1e30' is not allowed"),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
         (["tiny,resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?)"),
         (["tiny,tiny"], "workload: 'tiny,tiny' is not a list of distinct workloads"),

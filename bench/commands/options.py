@@ -30,6 +30,20 @@ def number(text: str) -> float:
     return value
 
 
+def measure(text: str) -> float:
+    """A positive figure a result stores (seconds, a price, TFLOP/s): from 1e-12 to 1e21,
+    what bench's result reader accepts (bench.result.checks), so no run is saved into
+    a file bench itself then refuses."""
+    from bench.result.checks import HUGE, TINY
+
+    value = number(text)
+    if not TINY <= value <= HUGE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; use a positive number from 1e-12 to 1e21"
+        )
+    return value
+
+
 def require_extra(command: str, *modules: str, extra: str | None = None) -> None:
     """One line, not a traceback, when an optional library of an extra is missing:
     'bench diff needs scipy: pip install 'bench[report]''. The extra is looked up in

@@ -24,6 +24,7 @@ from bench.axes import (
     PRECISIONS,
 )
 from bench.commands.options import UsageParser
+from bench.commands.options import measure as _measure
 from bench.commands.options import number as _number
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
@@ -340,7 +341,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         type=_size,
         help="cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
     )
-    p.add_argument("--timeout", type=_number, dest="timeout_s", help="seconds per child process")
+    p.add_argument("--timeout", type=_measure, dest="timeout_s", help="seconds per child process")
     p.add_argument("--seed", type=_whole, default=0)
     add_machine_options(p)
     add_output_options(p)
@@ -398,10 +399,10 @@ def resolve_devices(
 
 def add_machine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instance", help="cloud instance type, priced from the catalogue (bench list)")
-    p.add_argument("--price-per-hour", type=_number, help="the machine's price in USD per hour")
+    p.add_argument("--price-per-hour", type=_measure, help="the machine's price in USD per hour")
     p.add_argument(
         "--peak-tflops",
-        type=_number,
+        type=_measure,
         help="peak TFLOP/s of all devices, for MFU where the catalogue has none",
     )
 
