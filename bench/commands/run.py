@@ -9,6 +9,7 @@ from bench.commands.run_options import (
     add_run_options,
     config_from_args,
     console_for,
+    preflight,
     print_line,
     run_and_print,
     workload_list,
@@ -30,6 +31,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(names) > 1 and args.json:
         raise UsageError("--json prints one result: give one workload (each run writes its file)")
     configs = [config_from_args(argparse.Namespace(**{**vars(args), "workload": n})) for n in names]
+    if len(configs) > 1:  # what any of them lacks, before the first runs
+        for config in configs:
+            preflight(config, args)
     worst = 0
     for i, config in enumerate(configs, 1):
         if len(configs) > 1:

@@ -538,6 +538,20 @@ def console_for(args: argparse.Namespace | None = None) -> Console:
     return console(stderr=bool(getattr(args, "json", False)))
 
 
+def preflight(config: RunConfig, args: argparse.Namespace) -> dict[str, Any] | None:
+    """What a run needs and this machine lacks, refused in one line before any child
+    starts (bench run A,B and bench suite ask it of every run before the first); the
+    run's pricing."""
+    pricing = catalog.pricing(args.instance, args.price_per_hour)
+    registry.require_installed(config.workload, config.framework)  # timm for nasnet-large
+    runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
+    # What the framework needs installed (torch: IPEX, for this torch), before any child.
+    registry.framework(config.framework).preflight(config.points())
+    datasets.check(config)  # a missing or malformed dataset too, before any child starts
+    memory_floor.check(config)  # weights, gradients and optimizer state that cannot fit
+    return pricing
+
+
 def run_and_print(
     config: RunConfig,
     args: argparse.Namespace,
@@ -548,13 +562,7 @@ def run_and_print(
     it is saved. `resume`: an interrupted result of this config to go on with;
     `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder)."""
     console = console_for(args)
-    pricing = catalog.pricing(args.instance, args.price_per_hour)
-    registry.require_installed(config.workload, config.framework)  # timm for nasnet-large
-    runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
-    # What the framework needs installed (torch: IPEX, for this torch), before any child.
-    registry.framework(config.framework).preflight(config.points())
-    datasets.check(config)  # a missing or malformed dataset too, before any child starts
-    memory_floor.check(config)  # weights, gradients and optimizer state that cannot fit
+    pricing = preflight(config, args)
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = runner_class(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]

@@ -255,6 +255,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
             planned.append((" ".join(argv[1:]), parsed, run_options.config_from_args(parsed)))
         except UsageError as error:
             raise UsageError(f"suite {suite.name}, run '{' '.join(run)}': {error}") from None
+    for key, parsed, config in planned:  # what any run lacks (an extra, a dataset): first
+        try:
+            run_options.preflight(config, parsed)
+        except UsageError as error:
+            raise UsageError(f"suite {suite.name}, run '{key}': {error}") from None
     output_dir = planned[0][1].output_dir
     files.require_writable_dir(output_dir, "output-dir")
     state_path = _state_path(output_dir, suite.name)
