@@ -33,6 +33,7 @@ class Reporter(Protocol):
     def start(self, label: str, total_steps: int | None) -> None: ...
     def progress(self, phase: str, done: int, total: int) -> None: ...
     def finish(self, label: str, status: str, summary: str) -> None: ...
+    def warn(self, line: str) -> None: ...
 
 
 def _synthetic(point: PointConfig) -> PointConfig:
@@ -46,6 +47,7 @@ class SilentReporter:
     def start(self, label: str, total_steps: int | None) -> None: ...
     def progress(self, phase: str, done: int, total: int) -> None: ...
     def finish(self, label: str, status: str, summary: str) -> None: ...
+    def warn(self, line: str) -> None: ...
 
 
 def search_largest(
@@ -250,6 +252,11 @@ class Runner:
             result.update(self.result, self.path)
             self.save_error = None
         except OSError as error:  # the previous complete file is still in place
+            if self.save_error is None:  # said once, as it happens, not only at the end
+                self.reporter.warn(
+                    f"could not save {self.path} ({error.strerror}): the points stay in "
+                    "memory; bench saves again after each point and prints them at the end"
+                )
             self.save_error = error
 
     def _spawn(self, point: PointConfig, task: str = "measure") -> Response:

@@ -160,6 +160,35 @@ def test_a_disk_still_full_at_the_end_prints_the_result_and_one_line(
     printed = json.loads(out[out.index("\n{") :])
     assert [p["batch_size"] for p in printed["points"]] == [4, 8]
     assert hidden_files(small_disk) == []
+    # said as it happened, not only at the end
+    assert out.count("bench: warning: could not save") == 1
+
+
+def test_a_stop_on_a_full_disk_exits_as_a_stop_with_the_result_printed(
+    small_disk, monkeypatch, capsys
+):
+    """Ctrl-C while the disk was full exited 1, as a failure: a script waiting for
+    130 (or 143) to tell a stop took it for a crash."""
+
+    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
+        if task == "count_flops":
+            return {"status": "ok", "flops_per_sample": 1.0}
+        if point.batch_size == 8:
+            fill(small_disk)
+        if point.batch_size == 16:
+            raise KeyboardInterrupt
+        return ok_response()
+
+    monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)
+    args = ["tiny", "--device", "cpu", "--batch-size", "4,8,16", "--output-dir", str(small_disk)]
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 130
+    [line] = err.strip().splitlines()
+    assert line.startswith("bench: interrupted; could not save") and "No space left" in line
+    printed = json.loads(out[out.index("\n{") :])
+    assert printed["status"] == "interrupted"
+    assert [p["batch_size"] for p in printed["points"]] == [4, 8]
 
 
 @pytest.mark.parametrize(
@@ -326,3 +355,24 @@ def test_a_child_killed_by_someone_is_an_error_not_out_of_memory(tmp_path):
     assert "SIGKILL" in saved.points[1].error and "not counted as out of memory" in (
         saved.points[1].error
     )
+
+
+def test_a_stop_before_the_first_point_says_nothing_finished_and_show_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    """It said 'finished points are saved in F', and bench show F printed nothing."""
+
+    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
+        if task == "count_flops":
+            return {"status": "ok", "flops_per_sample": 1.0}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)
+    assert main(["tiny", "--device", "cpu", "--output-dir", str(tmp_path)]) == 130
+    out = " ".join(capsys.readouterr().out.split())
+    assert "bench: interrupted (SIGINT); no point had finished;" in out
+    assert "records the stopped run" in out and "finished points" not in out
+    [saved] = tmp_path.glob("tiny-*.json")
+    assert main(["show", str(saved)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "tiny, interrupted: no point measured (started 20" in said

@@ -44,8 +44,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     for path, loaded in runs:
         if len(runs) > 1:
             print_line(console, str(path))
-        for table in tables(loaded, console.width):
+        shown = tables(loaded, console.width)
+        for table in shown:
             console.print(table)
+        if not shown:  # a run stopped before its first point: say so, not nothing
+            print_line(console, f"{path}: {loaded.config.workload}, {loaded.status}: no point "
+                       f"measured (started {loaded.started[:19]})")  # fmt: skip
         note = notes(loaded)
         if note:
             print_line(console, note)

@@ -33,7 +33,7 @@ from bench.report.table import console, notes, tables
 from bench.result import Result
 from bench.result.schema import MAX_TOKENS  # a quadrillion tokens: past any training run
 from bench.runner import Runner
-from bench.text import plain
+from bench.text import plain, visible
 from bench.units import parse_size
 
 EXIT_INTERRUPTED = 130
@@ -580,10 +580,12 @@ def run_and_print(
                 print_line(console, f"bench: interrupted ({signame}); nothing was measured")
                 return code, None, None
             if runner.save_error is None:
-                print_line(
-                    console,
-                    f"bench: interrupted ({signame}); finished points are saved in {runner.path}",
+                saved = (
+                    f"finished points are saved in {runner.path}"
+                    if outcome.points
+                    else f"no point had finished; {runner.path} records the stopped run"
                 )
+                print_line(console, f"bench: interrupted ({signame}); {saved}")
                 return code, outcome, runner.path
         else:
             code = 1 if outcome.failed else 0
@@ -601,10 +603,14 @@ def run_and_print(
     if runner.save_error is not None:
         # Nothing measured is lost: the figures above, and the whole result on stdout.
         print(result.dumps(outcome))
-        raise BenchError(
+        unsaved = (
             f"could not save {runner.path} ({runner.save_error.strerror}): the result "
             f"is printed above as JSON; {runner.path} still holds the last complete save"
         )
+        if code >= 128:  # stopped by a signal: its exit status, as a saved stop gives
+            print(visible(f"bench: interrupted; {unsaved}"), file=sys.stderr)
+            return code, None, None
+        raise BenchError(unsaved)
     print_line(console, f"result: {runner.path}")
     if args.json:
         print(result.dumps(outcome))

@@ -62,3 +62,6 @@ class LiveReporter:
         # The summary may be a child's error message: text, never markup.
         mark = Text.from_markup(_MARK[status]) if status in _MARK else plain(status)
         self.console.print(mark, plain(f"{label}: {summary}"), highlight=False)
+
+    def warn(self, line: str) -> None:
+        self.console.print(plain(f"bench: warning: {line}"), highlight=False)
