@@ -55,6 +55,8 @@ def write(tmp_path, text: str, results: str = "results", baseline: str = "c7i") 
         (("commands = [", "commands = [] #"), "fleet.commands: give a non-empty list"),
         (("--steps 3", "--steps many"), "fleet.commands[0] ('run tiny --device cpu --steps many"),
         (("--steps 3", "--output-dir /tmp"), "--output-dir is set by the fleet per target"),
+        # an abbreviation of an option the fleet sets: argparse took it for the whole name
+        (("--steps 3", "--price-per 0.0001"), "unrecognized arguments: --price-per 0.0001"),
         (("run tiny", "run nosuchmodel"), "unknown workload 'nosuchmodel'"),
         (('name = "m7i"', 'name = "c7i"'), "the name 'c7i' is given twice"),
         (('name = "m7i"', 'name = "M7 I"'), "target[1].name: 'M7 I' is not allowed"),

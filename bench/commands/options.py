@@ -6,12 +6,21 @@ import argparse
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from bench import registry
 from bench.errors import UsageError
 
 
 class UsageParser(argparse.ArgumentParser):
+    """One-line errors; no abbreviated options: '--price-per' was --price-per-hour, past
+    every check that names the options a fleet, tune or ladder keeps for itself (and an
+    abbreviation's meaning changes as options are added)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         # One line, not argparse's usage block; the caller prints it and exits 2.
         raise UsageError(f"{message} (see: {self.prog} --help)")
@@ -90,7 +99,7 @@ def own_options(
 ) -> tuple[argparse.Namespace, list[str]]:
     """A command's own options (`names`, registered on its parser as `args` holds them),
     also when they come after the workload, among the run options; and the rest."""
-    own = argparse.ArgumentParser(prog=prog, add_help=False)
+    own = UsageParser(prog=prog, add_help=False)
     if "--budget" in names:
         own.add_argument("--budget", type=duration, default=args.budget)
     if "--resume" in names:
