@@ -575,12 +575,15 @@ def rerun(session: nox.Session) -> None:
     if not session.posargs:
         session.error("usage: nox -s rerun -- OLD.json [bench rerun options]")
     old, options = Path(session.posargs[0]), session.posargs[1:]
-    try:
-        if old.stat().st_size > 64 * 2**20:
-            session.error(f"{old}: over 64 MiB, not a bench result")
-        recorded = json.loads(old.read_text())["environment"]["image"] or {}
+    from bench.errors import BenchError
+    from bench.result.io import read_document
+
+    try:  # bench's bounded reader: a regular file, its size, values and depth
+        recorded = read_document(old)["environment"]["image"] or {}
         recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256")}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    except BenchError as error:
+        session.error(str(error))
+    except (KeyError, TypeError, AttributeError) as error:
         session.error(f"{old}: not a bench result ({type(error).__name__})")
     ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded["digest"]
     if not os.environ.get("BENCH_RERUN_IMAGE") and not archives.is_image_id(ref):

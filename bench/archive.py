@@ -23,6 +23,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from bench import files
+
 SUFFIXES = (".tar", ".tar.gz", ".manifest.json")
 # A Docker image id or digest as bench records it, and a bare sha256 the user holds.
 IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
@@ -38,6 +40,9 @@ class ArchiveError(ValueError):
     """An archive that is not the one the user holds, or a member that must not be unpacked."""
 
 
+MAX_MANIFEST_BYTES = 2**20
+
+
 def is_archive(path: Path) -> bool:
     return path.name.endswith(SUFFIXES)
 
@@ -48,7 +53,7 @@ def manifest_path(archive: Path) -> Path:
 
 
 def sha256(path: Path) -> str:
-    with path.open("rb") as file:  # several GB: read in chunks
+    with os.fdopen(files.open_regular(path), "rb") as file:  # several GB: in chunks
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
@@ -61,10 +66,14 @@ def verify(path: Path) -> tuple[bool, str]:
         else:
             archive, manifest = path, _manifest(manifest_path(path))
         actual = sha256(archive)
+        sidecar = archive.with_name(f"{archive.name}.sha256")
+        said = (
+            files.read_small(sidecar, 4096).decode(errors="replace").split()[:1]
+            if sidecar.is_file()
+            else [actual]
+        )
     except (OSError, ValueError) as error:
         return False, f"UNREADABLE: {error}"
-    sidecar = archive.with_name(f"{archive.name}.sha256")
-    said = sidecar.read_text().split()[:1] if sidecar.is_file() else [actual]
     if actual != manifest.get("archive_sha256") or said != [actual]:
         return False, f"EDITED: {archive.name}'s sha256 is not the one its manifest gives"
     lock = str(manifest.get("lock_sha256") or "none")[:12]
@@ -72,12 +81,14 @@ def verify(path: Path) -> tuple[bool, str]:
 
 
 def _manifest(path: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads(path.read_text())
+    try:  # a manifest is a few hundred bytes; one beside an archive is anyone's
+        manifest = json.loads(files.read_small(path, MAX_MANIFEST_BYTES))
     except FileNotFoundError:
         raise ValueError(f"no manifest {path.name} beside it") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path.name} is not JSON ({error.msg})") from None
+    except (RecursionError, UnicodeDecodeError):
+        raise ValueError(f"{path.name} is not a manifest") from None
     if not isinstance(manifest, dict):
         raise ValueError(f"{path.name} is not a manifest")
     return manifest

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
@@ -17,6 +18,7 @@ from typing import Any, Self
 from bench import data_ref, registry
 from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS, RUNTIME
 from bench.errors import UsageError
+from bench.text import visible
 
 __all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
 DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.data_ref)
@@ -41,6 +43,9 @@ def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
         raise UsageError(f"{name}: {value!r} is not allowed; choose from: {', '.join(allowed)}")
 
 
+_COMPILER = re.compile(r"[A-Za-z0-9_-]{1,40}(:[A-Za-z0-9_-]{1,40})?")
+
+
 def _check_variant(framework_name: str, memory_format: str, compile: str | None) -> None:
     """The memory format and compiler of one point, against what the framework offers."""
     framework = registry.framework(framework_name)
@@ -49,6 +54,11 @@ def _check_variant(framework_name: str, memory_format: str, compile: str | None)
         raise UsageError(
             f"memory_format: {memory_format!r} is not available with {framework.name}; "
             f"choose from: {', '.join(framework.memory_formats)}"
+        )
+    if compile is not None and not _COMPILER.fullmatch(compile):  # a name, from any file
+        raise UsageError(
+            f"compile: {visible(compile)!r} is not a compiler's name (letters, digits, '_', "
+            "'-', and ':MODE')"
         )
     framework.check_compile(compile)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,26 @@ _DOCKER_HINT = (
     'in Docker, run as your own user (--user "$(id -u):$(id -g)") and mount a folder '
     "you own, or choose another folder"
 )
+
+
+def open_regular(path: Path) -> int:
+    """A descriptor of `path` for reading, a regular file: a FIFO opens at once (and is
+    refused) instead of blocking, a device is refused instead of read without end.
+    OSError (ENOENT, EACCES, or EINVAL for what is no regular file) otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(22, "not a regular file", str(path))
+    return fd
+
+
+def read_small(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; OSError (EFBIG) when larger."""
+    with os.fdopen(open_regular(path), "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(27, f"larger than {limit:,} bytes", str(path))
+    return data
 
 
 def _umask() -> int:

@@ -3,6 +3,7 @@ then unpacked member by member, whatever the Python version's tarfile filters en
 
 import hashlib
 import io
+import os
 import tarfile
 
 import pytest
@@ -127,3 +128,25 @@ def test_one_member_is_read_without_unpacking(tmp_path):
 )  # fmt: skip
 def test_an_image_id_is_checked_before_docker_sees_it(text, ok):
     assert archive.is_image_id(text) is ok
+
+
+def test_verify_reads_what_lies_beside_an_archive_with_bounds(tmp_path):
+    """bench verify read a manifest whole (one linked to /dev/zero took every byte of
+    memory), hashed a FIFO named X.tar for ever, and a deeply nested manifest raised."""
+    fifo = tmp_path / "x.tar"
+    os.mkfifo(fifo)
+    (tmp_path / "x.manifest.json").write_text("{}")
+    ok, said = archive.verify(fifo)
+    assert not ok and said.startswith("UNREADABLE") and "not a regular file" in said
+    tar = tmp_path / "y.tar"
+    tar.write_bytes(b"tar")
+    (tmp_path / "y.manifest.json").symlink_to("/dev/zero")
+    ok, said = archive.verify(tar)
+    assert not ok and "not a regular file" in said
+    (tmp_path / "y.manifest.json").unlink()
+    (tmp_path / "y.manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    ok, said = archive.verify(tar)
+    assert not ok and "is not a manifest" in said
+    (tmp_path / "y.manifest.json").write_text(" " * (archive.MAX_MANIFEST_BYTES + 1))
+    ok, said = archive.verify(tar)
+    assert not ok and "larger than" in said

@@ -346,3 +346,38 @@ def test_a_lone_surrogate_is_shown_escaped_so_a_strict_stream_can_print_it():
     shown = plain("results/r\udcff.json").plain
     assert shown == "results/r\\udcff.json"
     shown.encode("utf-8")  # would raise UnicodeEncodeError before
+
+
+def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw(
+    tmp_path, capsys
+):
+    """A unit of a file's point went raw into bench show's header (escape sequences,
+    and rich markup: '[link=...]' became a hyperlink, '[/x]' a traceback); a rerun
+    file's compiler went raw into the progress line; a 16 MiB label held show for 53 s."""
+    import io
+
+    from rich.console import Console
+
+    from bench.config import RunConfig
+    from bench.errors import UsageError
+    from bench.report.live import LiveReporter
+    from bench.result.checks import MAX_TEXT
+
+    for unit in (HOSTILE, "[/x]tokens"):
+        hostile = machine(V100, [point(64, [100])])
+        hostile.points[0].details["per_sample"] = {"unit": unit, "count": 128}
+        path = result.create(hostile, tmp_path / unit[:4].replace("/", "_"))
+        code, out, _ = _in_process(capsys, "show", str(path))
+        assert code == 0 and not RAW.search(out) and "evil" not in out, out
+        assert "throughput" in out
+    with pytest.raises(UsageError, match="is not a compiler's name"):
+        RunConfig(workload="tiny", compilers=("x\x1b]8;;evil\x1b\\",))
+    screen = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with LiveReporter(screen) as live:
+        live.start(f"batch 8 {TITLE}", 2)
+        live.progress("measure\x1b[2J", 1, 2)
+    assert TITLE not in screen.file.getvalue() and "\x1b[2J" not in screen.file.getvalue()
+    data = _fixture_with(lambda d: d.update(label="L" * (MAX_TEXT + 1)))
+    (tmp_path / "long.json").write_text(json.dumps(data))
+    with pytest.raises(ResultError, match="label: text of more than 262,144 characters"):
+        result.load(tmp_path / "long.json")

@@ -129,6 +129,9 @@ class _ChildPipe(threading.Thread):
         self.response = response
 
 
+LINE_CHARS = 2000  # of each line of a child's output kept for its error
+
+
 class _OutputTail(threading.Thread):
     """Drains the child's stdout and stderr (so it never blocks) and keeps the end."""
 
@@ -138,8 +141,8 @@ class _OutputTail(threading.Thread):
         self.lines: collections.deque[str] = collections.deque(maxlen=lines)
 
     def run(self) -> None:
-        for line in self.stream:
-            self.lines.append(line.rstrip())
+        for line in self.stream:  # a line's end: a result's text stays far below MAX_TEXT
+            self.lines.append(line.rstrip()[-LINE_CHARS:])
 
     def text(self) -> str:
         return "\n".join(self.lines)

@@ -14,7 +14,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from bench.text import plain
+from bench.text import plain, visible
 
 _MARK = {
     "ok": "[green]✓[/]",
@@ -49,14 +49,15 @@ class LiveReporter:
     def start(self, label: str, total_steps: int | None) -> None:
         if self.task is not None:
             self.bar.remove_task(self.task)
-        self.task = self.bar.add_task(label, total=total_steps, phase="starting")
+        # A label may hold a rerun file's words: controls escaped (markup is off).
+        self.task = self.bar.add_task(visible(label), total=total_steps, phase="starting")
         if not self.console.is_terminal:
             self.console.print(plain(f"… {label}"), highlight=False)
 
     def progress(self, phase: str, done: int, total: int) -> None:
         # Called from the thread that reads the child's pipe; rich's Progress is thread-safe.
         if self.task is not None and phase != "setup":
-            self.bar.update(self.task, advance=1, phase=phase)
+            self.bar.update(self.task, advance=1, phase=visible(phase))
 
     def finish(self, label: str, status: str, summary: str) -> None:
         # The summary may be a child's error message: text, never markup.

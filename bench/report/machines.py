@@ -20,6 +20,9 @@ from bench.units import format_bytes
 _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[0-9]*[a-z]+[0-9]*")
 
 
+LABEL_CHARS = 160
+
+
 def _instance_type(env: dict[str, Any]) -> str | None:
     product = ((env.get("host") or {}).get("dmi") or {}).get("product_name")
     return product if isinstance(product, str) and _INSTANCE_TYPE.fullmatch(product) else None
@@ -55,7 +58,10 @@ def machine_label(res: Result) -> str:
         instance = (res.pricing or {}).get("instance") or _instance_type(env)
         if instance:
             label += f" · {instance}"
-    return visible(label)  # control characters from a file never reach a terminal or chart
+    # Control characters from a file never reach a terminal or chart; a name is cut where
+    # no machine's is that long (a file's 32 MiB CPU name made a 437 MB page, in each row).
+    label = visible(label)
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
 
 
 def image_name(res: Result) -> str | None:

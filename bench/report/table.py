@@ -166,11 +166,12 @@ def points_table(result: Result, width: int | None = None) -> Table:
         else None
     )
     table = Table(
-        title=plain(title(result)), title_justify="left", caption=caption, caption_justify="left"
-    )
+        title=plain(title(result)), title_justify="left",
+        caption=plain(caption) if caption else None, caption_justify="left",
+    )  # fmt: skip
     text_columns = ("precision", "memory format", "compile", "optimize", "status")
-    for header in columns:
-        table.add_column(header, justify="left" if header in text_columns else "right")
+    for header in columns:  # a header may hold a file's unit: text, never markup
+        table.add_column(plain(header), justify="left" if header in text_columns else "right")
     for i, p in enumerate(points):
         row = [plain(cells[i]) for cells in columns.values()]
         if "status" in columns:

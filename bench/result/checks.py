@@ -17,6 +17,10 @@ MAX_DEPTH = 32  # bench writes at most ~6 levels; deeper is not a result
 MAX_INT = 2**63 - 1  # anywhere in a file: what a signed 64-bit integer holds
 MAX_WHOLE = 2**31 - 1  # batch sizes, devices, counts: as the command line takes them
 MAX_ITEMS = 10_000_000  # any one list (steps of every epoch of a long run fit)
+# Any one string or key: bench writes names, commands and an error's last lines, none
+# near this; longer text is no result, and tables lay text out in time that grows with
+# its square (rich: a label of 16 MiB held `bench show` for 53 s).
+MAX_TEXT = 256 * 1024
 # Seconds, joules, watts, FLOPs, prices: a positive figure outside [TINY, HUGE] is no
 # measurement, and the quotients of figures inside it stay far from overflow.
 TINY, HUGE = 1e-12, 1e21

@@ -10,6 +10,7 @@ Point's properties (bench/result/point.py) call these functions.
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -274,6 +275,9 @@ def mfu(point: Point) -> float | None:
     return achieved / peak
 
 
+_UNIT = re.compile(r"[a-z]{1,24}")  # tokens, pixels: what bench's workloads count
+
+
 def unit_throughput(point: Point) -> tuple[float, str] | None:
     """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
     one besides samples (the worker records how many a sample holds)."""
@@ -281,7 +285,10 @@ def unit_throughput(point: Point) -> tuple[float, str] | None:
     if not isinstance(per_sample, dict) or point.throughput is None:
         return None
     count, unit = per_sample.get("count"), per_sample.get("unit")
-    if not isinstance(count, int) or not isinstance(unit, str):
+    # A file's own words reach tables and headers: a unit is a short lower-case word.
+    if not isinstance(count, int) or not 0 < count <= 2**31 or not isinstance(unit, str):
+        return None
+    if not _UNIT.fullmatch(unit):
         return None
     return point.throughput.value * count, f"{unit}/s"
 

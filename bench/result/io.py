@@ -17,7 +17,7 @@ from typing import Any
 from bench import files, integrity
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
-from bench.result.checks import MAX_DEPTH, MAX_INT
+from bench.result.checks import MAX_DEPTH, MAX_INT, MAX_TEXT
 from bench.result.document import Result
 from bench.result.migrations import migrate
 from bench.result.schema import SCHEMA_VERSION
@@ -74,8 +74,9 @@ def dumps(result: Result) -> str:
 def _scan(data: Any) -> str | None:
     """What makes a document no result at all, found in one pass without recursion (a
     hostile file may nest far deeper than Python's stack) and in memory that grows with
-    the depth only: nesting deeper than MAX_DEPTH, or a whole number no field of a result
-    holds (past 64 bits, arithmetic and printing take time that grows with its digits)."""
+    the depth only: nesting deeper than MAX_DEPTH, a whole number no field of a result
+    holds (past 64 bits, arithmetic and printing take time that grows with its digits),
+    or a string or key longer than MAX_TEXT."""
     stack: list[tuple[Iterator[tuple[Any, Any]], tuple[Any, ...]]] = [(iter([(None, data)]), ())]
     while stack:
         items, trail = stack[-1]
@@ -88,6 +89,10 @@ def _scan(data: Any) -> str | None:
                 break
             if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
                 return f"{_trail((key, trail))}: a whole number beyond 64 bits"
+            if isinstance(key, str) and len(key) > MAX_TEXT:
+                return f"a key of more than {MAX_TEXT:,} characters"
+            if isinstance(value, str) and len(value) > MAX_TEXT:
+                return f"{_trail((key, trail))}: text of more than {MAX_TEXT:,} characters"
         else:
             stack.pop()
     return None
