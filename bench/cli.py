@@ -23,7 +23,7 @@ from bench.commands import compare, diff, fleet, ladder, rerun, results, run, su
 from bench.commands.options import UsageParser
 from bench.commands.run_options import EXIT_INTERRUPTED
 from bench.errors import BenchError, UsageError
-from bench.text import visible
+from bench.text import one_line
 
 COMMAND_MODULES = (run, results, rerun, compare, diff, verify, suite, ladder, tune, fleet)
 # The page of the manual (docs/) that covers each command, named at the end of its --help;
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except BenchError as error:
         # Escaped here too: an error may quote a file's name or text (bench rerun CRAFTED).
-        print(f"bench: error: {visible(str(error))}", file=sys.stderr)
+        print(f"bench: error: {one_line(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt as stop:
         print("bench: interrupted", file=sys.stderr)

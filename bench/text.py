@@ -15,8 +15,13 @@ from typing import Any
 from rich.text import Text
 
 # C0 controls but tab and newline, DEL, C1 controls: shown as \\xNN, never sent raw; lone
-# surrogates (a file name that is no UTF-8, which a strict stream refuses) as \\uNNNN.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# surrogates (a file name that is no UTF-8, which a strict stream refuses), and the
+# characters that reorder or hide text (bidi overrides and isolates, zero-width marks,
+# line and paragraph separators: 'Trojan Source') as \\uNNNN.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_BREAKS = re.compile(r"[\n\t]")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -24,6 +29,12 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def visible(text: str) -> str:
     """Control characters written out as \\xNN, lone surrogates as \\uNNNN."""
     return _CONTROL.sub(_escaped, text)
+
+
+def one_line(text: str) -> str:
+    """As `visible`, and a newline or tab too: a message that must stay one line (a file
+    named 'a\\nbench: error: ...' forges no second line)."""
+    return _BREAKS.sub(_escaped, visible(text))
 
 
 def _escaped(match: re.Match[str]) -> str:

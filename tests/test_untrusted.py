@@ -381,3 +381,18 @@ def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw
     (tmp_path / "long.json").write_text(json.dumps(data))
     with pytest.raises(ResultError, match="label: text of more than 262,144 characters"):
         result.load(tmp_path / "long.json")
+
+
+def test_a_file_name_forges_no_second_line_and_reorders_no_text(tmp_path, capsys):
+    """A newline in a file's name wrote a second 'bench: error: ...' line under bench's
+    own; right-to-left overrides and zero-width marks passed into names unseen."""
+    folder = tmp_path / "r"
+    forged = folder / "x\nbench: error: your GPU is broken\u202e.json"
+    folder.mkdir()
+    forged.write_text('{"schema_version": 2, "points": "x"')
+    code, _, err = _in_process(capsys, "show", str(forged))
+    assert code == 2 and len(err.splitlines()) == 1 and "\\x0abench: error" in err
+    assert "\u202e" not in err and "\\u202e" in err
+    result.create(machine(V100, [point(64, [100])]), folder)
+    code, _, err = _in_process(capsys, "show", str(folder))  # set apart: one warning line
+    assert code == 0 and len(err.splitlines()) == 1 and err.startswith("bench: warning: ")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def warn(message: str) -> None:
     """One line on stderr; control characters (of a file's name, say) made visible."""
-    print(text.visible(f"bench: warning: {message}"), file=sys.stderr)
+    print(text.one_line(f"bench: warning: {message}"), file=sys.stderr)
 
 
 def result_files(paths: Iterable[str | Path]) -> list[Path]:
