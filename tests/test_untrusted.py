@@ -144,6 +144,7 @@ def _fixture_with(change) -> dict:
         (lambda d: d["points"][0].update(ranks=[{"mean_step_s": ["x"]}]), "points[0].ranks[0]"),
         (lambda d: d["points"][0].update(ranks=[{"slowest_rank": -1}]), "points[0].ranks[0]"),
         (lambda d: d.update(status="owned"), "result.status"),
+        (lambda d: d["config"].update(find_max_batch="yes"), "config.find_max_batch"),
         (lambda d: d.update(command="rm -rf /"), "result.command"),
         (lambda d: d.update(peak_tflops=float("nan")), "result.peak_tflops"),
         (lambda d: d["environment"]["accelerator"].update(accelerator_count="8"),

@@ -30,6 +30,10 @@ def text(v: Any) -> bool:
     return isinstance(v, str)
 
 
+def flag(v: Any) -> bool:
+    return isinstance(v, bool)  # not "yes", not 1
+
+
 def number(low: float, high: float, *, zero: bool = False, whole: bool = False) -> Check:
     """A finite number in [low, high] (or 0 with `zero`; only an int with `whole`): the
     one check of every number a reader computes with."""

@@ -23,6 +23,7 @@ from bench.result.checks import (
     busy_number,
     byte_count,
     dict_of,
+    flag,
     fraction,
     list_of,
     non_negative,
@@ -351,8 +352,8 @@ CONFIG = (
     Field("optimizations", *_TEXTS, since=9, older=[None]),
     Field("activation_checkpointings", list_of(one_of(*CHECKPOINTING_MODES)),
           "a list of " + ", ".join(CHECKPOINTING_MODES), since=10, older=["none"]),
-    Field("find_max_batch", None),  # RunConfig checks it
-    Field("find_max_seq_len", None, since=11, older=False),  # RunConfig checks it
+    Field("find_max_batch", flag, "true or false"),
+    Field("find_max_seq_len", flag, "true or false", since=11, older=False),
     Field("train_to_loss", optional(positive), _NUMBER, since=12, older=None),
     Field("val_data", *_TEXT_OR_NULL, since=12, older=None),
     Field("max_tokens", *_TOKENS, since=12, older=None),
