@@ -98,8 +98,10 @@ def test_a_matrix_runs_each_run_per_value_and_compare_gives_each_its_column(
     assert main(["suite", "ladder", "--device", "cpu", "--output-dir", str(out)]) == 0
     capsys.readouterr()
     assert main(["compare", str(out), "--baseline", "4GiB"]) == 0
-    table = capsys.readouterr().out.replace("\n", " ")
+    shown = capsys.readouterr()
+    table = shown.out.replace("\n", " ")
     assert "set apart" not in table
+    assert shown.err == ""  # the suite's own state file beside its results: nothing to say
     assert "memory-limit 1GiB" in table and "memory-limit 4GiB" in table
     loaded = [result.load(p) for p in out.glob("tiny-*.json")]
     assert sorted(r.config.memory_limit_bytes for r in loaded) == [2**30, 4 * 2**30]

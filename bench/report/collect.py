@@ -81,8 +81,10 @@ def load_all(
         try:
             data = result.read_document(path)
             if is_bench_document(data):
-                warn(f"skipped {path}: a bench output (comparison, diff or suite state), "
-                     "not a result")  # fmt: skip
+                # A suite's own state, in the folder bench suite made: nothing to say.
+                if named or data.get("kind") != SUITE_STATE_KIND:
+                    warn(f"skipped {path}: a bench output (comparison, diff or suite "
+                         "state), not a result")  # fmt: skip
                 continue
             loaded.append((path, result.from_document(path, data, warn_edited=False)))
             if loaded[-1][1].integrity == integrity.EDITED:
