@@ -301,3 +301,21 @@ def test_a_command_whose_extra_is_missing_says_which_in_one_line(
     argv = [a.format(a=fixture_v1, tmp=tmp_path) for a in args]
     assert main(argv) == 2  # it was a ModuleNotFoundError traceback for bench diff
     assert capsys.readouterr().err.strip() == f"bench: error: {message}"
+
+
+def test_verify_takes_a_folder_as_show_does_and_skips_a_suites_state(tmp_path, capsys):
+    """bench verify results/ said 'UNREADABLE: ... Is a directory: 3', and a suite's
+    folder failed on the suite's own state file."""
+    from bench import result
+    from bench.cli import main
+
+    from .test_compare import V100, machine, point
+
+    folder = tmp_path / "suite-quick"
+    saved = result.create(machine(V100, [point(64, [100])]), folder)
+    (folder / "suite-quick.json").write_text('{"kind": "bench-suite-state", "done": {}}')
+    assert main(["verify", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [f"{saved}:", "ok"]
+    (folder / "broken.json").write_text("{")
+    assert main(["verify", str(folder)]) == 1
+    assert "broken.json: UNREADABLE" in capsys.readouterr().out

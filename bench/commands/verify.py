@@ -24,16 +24,39 @@ def register(sub: Any) -> None:
         "verify", help="check that result files and image archives are as they were written"
     )
     p.add_argument(
-        "files", nargs="+", type=Path, help="result JSON, or archives from nox -s save / vendor"
+        "files",
+        nargs="+",
+        type=Path,
+        help="result JSON (or folders of them), or archives from nox -s save / vendor",
     )
     p.set_defaults(func=cmd_verify)
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    """The files named, and the results found in the folders named (as bench show finds
+    them; bench's other outputs there, a suite's state, are no results to verify)."""
+    from bench.report.collect import is_bench_document, result_files
+
+    found = []
+    for path in paths:
+        if not path.is_dir():
+            found.append(path)
+            continue
+        for inner in result_files([path]):
+            try:
+                if is_bench_document(result.read_document(inner)):
+                    continue
+            except result.ResultError:
+                pass  # verified below, and said unreadable there
+            found.append(inner)
+    return found
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """One line per file; exit 0 only when every file is verified."""
     console = Console(highlight=False, soft_wrap=True)
     verified = True
-    for path in args.files:
+    for path in _files(args.files):
         if archive.is_archive(path):
             ok, state = archive.verify(path)
         else:

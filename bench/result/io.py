@@ -143,10 +143,11 @@ def _read_bounded(path: Path) -> bytes:
     """The bytes of a regular file of at most MAX_RESULT_BYTES (+1, to tell), read once.
     O_NONBLOCK: a FIFO opens at once (and is refused as no regular file)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    st = os.fstat(fd)  # before fdopen, which refuses a folder naming its descriptor
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
+        os.close(fd)
+        raise _Refused("a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
     with os.fdopen(fd, "rb") as file:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
-            raise _Refused("not a regular file")
         return file.read(MAX_RESULT_BYTES + 1)
 
 
