@@ -159,11 +159,14 @@ def open_sources(platform: Platform) -> tuple[list[EnergySource], str | None]:
     if platform.energy_unavailable:
         return [], platform.energy_unavailable
     reasons = []
-    for name, opener in (("zeus", _zeus_sources), ("nvidia-ml-py", _nvml_sources)):
+    openers = [("zeus", _zeus_sources)]  # RAPL on CPUs; NVML or amdsmi on GPUs
+    if platform.energy_counter == "nvml_counter":  # NVML alone, where zeus is missing
+        openers.append(("nvidia-ml-py", _nvml_sources))
+    for name, opener in openers:
         try:
             sources = opener(platform)
         except ImportError:
-            reasons.append(f"{name} is not installed")
+            reasons.append(f"{name} is not installed (pip install 'bench[energy]')")
             continue
         except Exception as error:  # a library present but no device or no permission
             reasons.append(f"{name}: {type(error).__name__}: {error}")
