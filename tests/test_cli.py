@@ -73,6 +73,7 @@ from .conftest import run_bench
             "seq_len: workload 'tiny' takes no sequence length",
         ),
         (["show", "does-not-exist.json"], "does-not-exist.json: no such file or folder"),
+        (["compare", ".", "-o", "c.md"], "-o writes --format markdown, csv or json"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, args, message):

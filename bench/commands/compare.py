@@ -19,6 +19,7 @@ from rich.table import Table
 
 from bench import files
 from bench.commands.options import number, require_extra
+from bench.errors import UsageError
 from bench.report.table import console
 from bench.text import plain, visible
 
@@ -117,6 +118,11 @@ def default_report_folder(paths: list[str]) -> Path:
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.report import grids
 
+    if args.output and args.format == "table":  # it printed the table and wrote nothing
+        raise UsageError(
+            "-o writes --format markdown, csv or json (the table is for a terminal); "
+            "add --format markdown for the same tables in a file"
+        )
     if args.output:
         files.require_writable_file(args.output, "output")
     comparison = _comparison(args)
