@@ -320,3 +320,23 @@ def test_verify_takes_a_folder_as_show_does_and_skips_a_suites_state(tmp_path, c
     (folder / "broken.json").write_text("{")
     assert main(["verify", str(folder)]) == 1
     assert "broken.json: UNREADABLE" in capsys.readouterr().out
+
+
+def test_list_on_an_80_column_terminal_keeps_every_name_and_count_whole(monkeypatch):
+    """At 80 columns eight columns cut 'llama3-1b' to 'llama3…' and the counts."""
+    import io
+
+    from rich.console import Console
+
+    from bench import registry
+    from bench.cli import main
+    from bench.commands import results
+
+    screen = Console(file=io.StringIO(), width=80)
+    monkeypatch.setattr(results, "console_for", lambda *a: screen)
+    assert main(["list"]) == 0
+    out = screen.file.getvalue()
+    assert "…" not in out and max(map(len, out.splitlines())) <= 80
+    for name in registry.workloads():
+        assert f"│ {name} " in out
+    assert "1,235,814,400" in out and "a wider terminal" in out

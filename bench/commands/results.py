@@ -86,19 +86,21 @@ def _parameters(spec: Any, missing: registry.MissingExtra | None) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     console = console_for()
-    table = Table(title="workloads", title_justify="left")
-    for name in (
-        "workload",
-        "task",
-        "input (per sample)",
-        "classes",
-        "parameters",
-        "default batch",
-        "frameworks",
-        "description",
-    ):
+    # A narrow terminal keeps what a user types and compares by; the prose needs room.
+    wide = console.width >= 150
+    columns = ("workload", "task", "input (per sample)", "classes", "parameters",
+               "default batch", "frameworks", "description")  # fmt: skip
+    if not wide:
+        columns = ("workload", "input (per sample)", "parameters", "frameworks")
+    caption = None if wide else "task, classes, batch and description: a wider terminal"
+    table = Table(title="workloads", title_justify="left", caption=caption,
+                  caption_justify="left")  # fmt: skip
+    for name in columns:
         right = name in ("classes", "parameters", "default batch")
-        table.add_column(name, justify="right" if right else "left")
+        # The names users type and the figures are never cut or folded; the prose wraps.
+        whole = name in ("workload", "classes", "parameters", "default batch")
+        table.add_column(name, justify="right" if right else "left", no_wrap=whole,
+                         ratio=1 if name in ("description", "frameworks") else None)  # fmt: skip
     for spec in registry.workloads().values():
         # A workload whose optional library is missing (nasnet-large: timm) is listed,
         # marked with the extra that brings it; it never stops the listing.
@@ -106,16 +108,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         cells = [f + (f" (needs: {m.install})" if m else "") for f, m in needs.items()]
         parameters = _parameters(spec, needs.get("torch"))
         shape = "x".join(map(str, spec.input_shape())) + (" tokens" if spec.takes_seq_len else "")
-        table.add_row(
-            spec.name,
-            spec.task,
-            shape,
-            f"{spec.num_classes:,}",
-            parameters,
-            str(spec.default_batch_size),
-            plain(", ".join(cells)),
-            spec.description,
-        )
+        row = {
+            "workload": spec.name,
+            "task": spec.task,
+            "input (per sample)": shape,
+            "classes": f"{spec.num_classes:,}",
+            "parameters": parameters,
+            "default batch": str(spec.default_batch_size),
+            "frameworks": plain(", ".join(cells)),
+            "description": spec.description,
+        }
+        table.add_row(*(row[name] for name in columns))
     console.print(table)
     devices = Table(title="devices: available here, per framework", title_justify="left")
     devices.add_column("device")
