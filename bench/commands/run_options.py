@@ -398,7 +398,10 @@ def resolve_devices(
 
 
 def add_machine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--instance", help="cloud instance type, priced from the catalogue (bench list)")
+    p.add_argument(
+        "--instance",
+        help="cloud instance type, priced from bench's catalogue (one it lacks lists those it has)",
+    )
     p.add_argument("--price-per-hour", type=_measure, help="the machine's price in USD per hour")
     p.add_argument(
         "--peak-tflops",

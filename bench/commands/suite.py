@@ -234,7 +234,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     known = suites()
     if args.name == "list":
         for suite in known.values():
-            print(f"{suite.name}: {suite.description} ({len(suite.runs)} runs)")
+            runs = len(suite.runs)
+            print(f"{suite.name}: {suite.description} ({runs} run{'s' if runs != 1 else ''})")
         return 0
     if args.name not in known:
         from bench.registry import did_you_mean
