@@ -239,3 +239,28 @@ def test_a_machine_keeps_its_colour_on_every_chart_whichever_machines_a_chart_ho
         for name, colour in chart.items():
             assert colour == charts["throughput"][name]
     assert charts["throughput"][V100] != charts["throughput"][A100]
+
+
+def test_the_figures_for_papers_name_each_machine_once_and_draw_only_what_was_compared():
+    """The relative figure's legend named six machines 18 times (once a panel), drew
+    empty panels for workloads the baseline never ran, and labelled token models NHWC."""
+    pytest.importorskip("matplotlib")
+    from bench.report import page
+
+    from .test_compare import _llm_run
+
+    runs = [
+        (Path("v.json"), machine(V100, [point(64, [100, 101]), point(128, [110, 111])])),
+        (Path("a.json"), machine(A100, [point(64, [300, 301]), point(128, [310, 311])])),
+        (Path("l.json"), _llm_run(A100, 2048, 1.0, devices=1)),  # only one machine ran it
+    ]
+    figures = page.charts(cmp.compare(runs, baseline=V100))
+    relative = figures["relative_throughput"]
+    [legend] = relative.legends
+    assert [t.get_text() for t in legend.get_texts()] == [V100, A100]
+    assert [ax.get_title() for ax in relative.axes if ax.has_data()] == [
+        "resnet50: throughput relative to the baseline"
+    ]
+    labels = [t.get_text() for ax in figures["throughput"].axes for t in ax.get_xticklabels()]
+    decoder = [text for text in labels if "tokens" in text]
+    assert decoder and not any("NHWC" in text for text in decoder)

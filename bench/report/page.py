@@ -70,13 +70,24 @@ def _shown(shown: int, total: int, what: str) -> list[str]:
 def _row_label(key: tuple[Any, ...]) -> str:
     _, batch, precision, fmt, compiler, setup = key
     parts = [f"bs {batch}", _legend(precision, 20)]
-    if fmt != "contiguous":
+    if fmt == "channels_last":  # a token model has none ('n/a'): not NHWC
         parts.append("NHWC")
     if compiler:
         parts.append(_legend(compiler, 20))
     if setup:
         parts.append(_legend(setup, 40))
     return "\n".join([" ".join(parts[:2]), *parts[2:]])
+
+
+def _figure_legend(fig: Figure) -> None:
+    """One legend over the figure, each machine once (every panel draws its bars)."""
+    handles: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside upper center",
+                   ncols=min(len(handles), 3), fontsize=8)  # fmt: skip
 
 
 def _legend(label: str, limit: int = 70) -> str:
@@ -133,10 +144,30 @@ def _bars(
     Error bars where `interval` gives a 95% interval; with `significance`, the bars of
     the baseline's ratio (a dashed line at 1) carry the table's marks and a difference
     that may not be real is hatched and pale."""
-    groups = _by_workload(comparison)
-    if not any(value(c) is not None for _, cells in comparison.rows for c in cells):
+    def drawn(c: Cell) -> bool:  # a bar, or the star of a point out of memory
+        return value(c) is not None or c.text == "*"
+
+    # Only rows, workloads and machines with something to draw: a panel of empty groups
+    # (a workload the baseline never ran) or a legend entry without a bar says nothing.
+    others = [m is not comparison.baseline or not significance for m in comparison.machines]
+
+    def compared(cells: list[Cell]) -> bool:  # a ratio chart: a machine beside the baseline
+        return any(drawn(c) and other for c, other in zip(cells, others, strict=True))
+
+    groups = {
+        workload: kept
+        for workload, rows in _by_workload(comparison).items()
+        if (kept := [row for row in rows if compared(row[1])])
+    }
+    if not groups:
         return None
-    machines = comparison.machines
+    columns = [
+        m for m in range(len(comparison.machines))
+        if any(drawn(row[1][m]) for rows in groups.values() for row in rows)
+    ]  # fmt: skip
+    machines = [comparison.machines[m] for m in columns]
+    groups = {w: [(key, [cells[m] for m in columns]) for key, cells in rows]
+              for w, rows in groups.items()}  # fmt: skip
     panels = _fit(len(groups), 3.4, 1.2)
     left_out = _shown(panels, len(groups), "workloads")
     shown = {w: rows for w, rows in list(groups.items())[:panels]}
@@ -191,7 +222,7 @@ def _bars(
         notes += [f"dashed: the baseline, {_legend(comparison.baseline.label)}",
                   _NOT_SIGNIFICANT, "'?': one run, no interval"]  # fmt: skip
     notes += left_out
-    fig.legend(loc="outside upper center", ncols=min(len(machines), 3), fontsize=8)
+    _figure_legend(fig)
     if notes:
         fig.supxlabel("; ".join(notes), fontsize=7)
     return fig
@@ -211,15 +242,14 @@ def _throughput(cell: Cell) -> float | None:
 
 def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
     series: dict[tuple[str, str], dict[str, list[tuple[int, float, float, float]]]] = {}
-    for key, cells in comparison.rows:
-        workload, batch, precision, fmt, compiler, setup = key
-        if fmt != "contiguous" or compiler or setup:
-            continue
+    for key, cells in comparison.rows:  # a line per configuration but its batch, as the page's
+        workload, batch = key[:2]
+        variant = tidy.variant_label(key)
         for machine, cell in zip(comparison.machines, cells, strict=True):
             tp = cell.throughput
             if tp:
                 low, high = _throughput_interval(cell) or (tp.value, tp.value)
-                series.setdefault((workload, precision), {}).setdefault(machine.label, []).append(
+                series.setdefault((workload, variant), {}).setdefault(machine.label, []).append(
                     (batch, tp.value, low, high)
                 )
     series = {k: v for k, v in series.items() if any(len(pts) > 1 for pts in v.values())}
@@ -227,12 +257,12 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         return None
     cols = min(2, len(series))
     rows = _fit(math.ceil(len(series) / cols), 4)
-    left_out = _shown(min(len(series), rows * cols), len(series), "workloads and precisions")
+    left_out = _shown(min(len(series), rows * cols), len(series), "configurations")
     series = dict(list(series.items())[: rows * cols])
     fig, axes = plt.subplots(
         rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False, layout="constrained"
     )
-    for ax, ((workload, precision), machines) in zip(axes.flat, series.items(), strict=False):
+    for ax, ((workload, variant), machines) in zip(axes.flat, series.items(), strict=False):
         for label, points in machines.items():
             points.sort()
             batches = [b for b, *_ in points]
@@ -252,7 +282,7 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: axis_tick(y)))
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel("throughput (samples/s)")
-        ax.set_title(_legend(f"{workload} {precision}: throughput vs batch size", 90))
+        ax.set_title(_legend(f"{workload} {variant}: throughput vs batch size", 90))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(series) :]:
@@ -287,7 +317,7 @@ def _max_batch(comparison: Comparison) -> Figure | None:
                   "largest batch that trains (samples)")  # fmt: skip
     ax.set_title("Largest batch per machine")
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside upper center", ncols=min(len(comparison.machines), 3), fontsize=8)
+    _figure_legend(fig)
     notes = [
         "'*': not even the smallest batch fits; '≥N', dotted: the search stopped at its limit "
         "with N still training; 'N–M': the largest batch lies in that range "
