@@ -121,7 +121,10 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
     runs = []
     for i in range(15):
         for workload in ("resnet50", "cnn-s"):
-            res = machine(f"GPU {i:02d}", [point(64, [100 + i, 101 + i]), point(128, [120 + i])])
+            measured = [point(64, [100 + i, 101 + i]), point(128, [120 + i])]
+            if i == 3 and workload == "resnet50":  # a point out of memory: said, not missing
+                measured.append(point(256, [], status="oom"))
+            res = machine(f"GPU {i:02d}", measured)
             config = dataclasses.replace(res.config, workload=workload)
             res = dataclasses.replace(res, config=config)
             runs.append((Path(f"{workload}-{i}.json"), res))
@@ -143,5 +146,8 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
             ]
             assert len(labels) == 10 and "GPU 00" in labels and "GPU 14" in labels  # the fastest
             assert len(set(fills)) == 10
+            assert "1 point ran out of memory" in tab.inner_text("#view-throughput .cap")
+            every = tab.locator("#table-points tbody tr").all_inner_texts()
+            assert any("GPU 03" in row and "one run a side, no interval" in row for row in every)
         finally:
             browser.close()

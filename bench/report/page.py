@@ -144,6 +144,7 @@ def _bars(
     Error bars where `interval` gives a 95% interval; with `significance`, the bars of
     the baseline's ratio (a dashed line at 1) carry the table's marks and a difference
     that may not be real is hatched and pale."""
+
     def drawn(c: Cell) -> bool:  # a bar, or the star of a point out of memory
         return value(c) is not None or c.text == "*"
 

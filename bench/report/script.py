@@ -281,9 +281,15 @@ SCRIPT = r"""
 
   async function drawChart(c) {
     let rows = rowsOf(c.data);
+    // A point out of memory has no figure to draw: said, not silently missing.
+    const oom = c.needs === "tp" ? rows.filter((r) => r.status === "oom").length : 0;
     if (c.needs) rows = rows.filter((r) => r[c.needs] !== undefined);
     if (c.along) rows = along(rows, c.along);
     const notes = [];
+    if (oom) {
+      notes.push(oom + " point" + (oom > 1 ? "s" : "") + " ran out of memory: not drawn, " +
+        "marked oom in the table of every point.");
+    }
     const machines = new Set(rows.map((r) => r.machine)).size;
     if (machines > CHART_MACHINES) {
       rows = firstMachines(rows);

@@ -161,7 +161,11 @@ def _point_record(
         "rel_hi": cell.relative_ci95[1] if cell.relative_ci95 else None,
         "mark": cell.mark or None,
         "verdict": cell.verdict.word if cell.verdict else None,
-        "sentence": cell.verdict.sentence() if cell.verdict else None,
+        "sentence": cell.verdict.sentence()
+        if cell.verdict
+        else f"{times(cell.relative)}: one run a side, no interval"
+        if cell.relative is not None and machine is not base
+        else None,
         "date": res.started[:19] or None,
         "file": path.name,
         "epoch_s": epoch.mean if epoch else None,
