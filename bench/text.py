@@ -10,9 +10,10 @@ beginning with '=' as a formula. Every untrusted string goes through one of thes
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:  # rich only where a table is drawn: noxfile imports bench's file helpers
+    from rich.text import Text
 
 # C0 controls but tab and newline, DEL, C1 controls: shown as \\xNN, never sent raw; lone
 # surrogates (a file name that is no UTF-8, which a strict stream refuses), and the
@@ -45,6 +46,8 @@ def _escaped(match: re.Match[str]) -> str:
 def plain(text: str | Text, style: str = "") -> Text:
     """A rich Text that is never parsed as markup, controls made visible (a Text made
     by bench already passes unchanged)."""
+    from rich.text import Text
+
     return text if isinstance(text, Text) else Text(visible(str(text)), style=style)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
@@ -96,3 +97,21 @@ def test_no_module_imports_a_higher_room_and_no_imports_cycle():
     edges = graph.graph()
     assert not graph.back_up(edges), f"back-up arrows (lower <- higher): {graph.back_up(edges)}"
     assert not graph.cycles(edges), f"import cycles: {graph.cycles(edges)}"
+
+
+def test_what_the_noxfile_imports_of_bench_needs_the_standard_library_only():
+    """nox runs the noxfile in its own Python, without bench's dependencies: an import
+    of bench.files in bench.archive pulled rich in, and every nox session failed."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    noxfile = (root / "noxfile.py").read_text()
+    found = re.findall(r"^\s*from bench[\w.]* import .+$", noxfile, re.M)
+    imports = sorted({line.strip() for line in found})
+    assert imports, "the noxfile imports nothing of bench?"
+    absent = ("rich", "torch", "numpy", "pandas", "scipy")
+    code = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in absent)
+    code += "".join(f"{line}\n" for line in imports)
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
