@@ -223,6 +223,7 @@ def test_an_output_folder_that_is_a_file_is_refused(tmp_path):
     )
     assert done.returncode == 2 and "is not a folder" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""  # not even the empty line of a progress bar never started
 
 
 def test_an_output_folder_under_missing_folders_is_made_as_mkdir_p_never_world_writable(

@@ -44,7 +44,8 @@ class LiveReporter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
+        if self.console.is_terminal:  # stopping a bar never started prints an empty line
+            self.bar.stop()
 
     def start(self, label: str, total_steps: int | None) -> None:
         if self.task is not None:
