@@ -319,10 +319,10 @@ def test_the_report_says_which_figures_are_less_sure_than_they_look(two_machines
     noisy = replace(before.points[0], noise="3 repeats, spread 9.0% > target 3.5%")
     after = replace(before, points=[noisy], label="after", started="2026-11-22T10:00:00")
     comparison = cmp.compare([two_machines[0], (Path("after.json"), after)], V100)
-    assert comparison.title == "2 runs on 1 machine"
+    assert comparison.title == "2 results from 1 machine"
     page.write_report(comparison, tmp_path)
     md = (tmp_path / "report.md").read_text()
-    assert md.startswith(f"# bench report: 2 runs on 1 machine, baseline {V100}\n")
+    assert md.startswith(f"# bench report: 2 results from 1 machine, baseline {V100}\n")
     assert f"- {V100} · after, resnet50 batch 64 fp32: noisy: 3 repeats, spread 9.0%" in md
 
 

@@ -35,7 +35,7 @@ def test_runs_of_one_machine_at_other_times_are_one_column_and_their_repeats_poo
     loaded = [(Path("a.json"), first), (Path("b.json"), again), (Path("c.json"), other)]
     comparison = cmp.compare(loaded, "a100")
     assert [m.label for m in comparison.machines] == [V100, A100]
-    assert comparison.title == "2 machines"
+    assert comparison.title == "3 results from 2 machines"  # two runs pooled in one column
     [(_, [v100, a100])] = comparison.rows
     pooled = [100, 101, 99, 104, 105, 103]
     assert v100.point.repeat_throughputs() == pytest.approx(pooled)

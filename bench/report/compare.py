@@ -184,12 +184,12 @@ class Comparison:
 
     @property
     def title(self) -> str:
-        """'2 machines', or '3 runs on 2 machines' when a machine has several columns
-        (its runs with different --labels)."""
+        """'2 machines', or '27 results from 3 machines' where a machine has several
+        (repeated runs, other --labels or memory caps): it counted columns as runs."""
         hosts = {m.hardware or m.label for m in self.machines}
-        runs = len(self.machines)
+        results = sum(len(m.results) for m in self.machines)
         machines = f"{len(hosts)} {'machine' if len(hosts) == 1 else 'machines'}"
-        return machines if runs == len(hosts) else f"{runs} runs on {machines}"
+        return machines if results == len(hosts) else f"{results} results from {machines}"
 
     def noise_notes(self) -> list[str]:
         """Figures less sure than they look: a busy machine, automatic repeats that
