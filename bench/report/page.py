@@ -617,7 +617,8 @@ def texts(
     if comparison.set_apart:
         count = len(comparison.set_apart)
         page_notes.append((f"{count} result{'s' if count > 1 else ''} set apart (measured "
-                           "differently from the baseline's):", comparison.set_apart))  # fmt: skip
+                           "differently from the run each line names):",
+                           comparison.set_apart))  # fmt: skip
     if noise:
         page_notes.append((f"{len(noise)} figure{'s' if len(noise) > 1 else ''} less sure "
                            "than they look:", noise))  # fmt: skip
