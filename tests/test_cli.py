@@ -62,6 +62,7 @@ from .conftest import run_bench
         ),
         (["tiny", "--device", "cpu", "--price-per-hour", "1e30"], "price-per-hour: '1e30' is"),
         (["tiny", "--device", "cpu", "--timeout", "1e30"], "timeout: '1e30' is not allowed"),
+        (["tiny", "--steps", "5", "--epochs", "2"], "--steps: not used with --epochs"),
         (["tiny", "--bogus"], "unrecognized arguments: --bogus"),
         (["tiny,resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?)"),
         (["tiny,tiny"], "workload: 'tiny,tiny' is not a list of distinct workloads"),

@@ -286,7 +286,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--warmup-steps", type=_whole, help="unmeasured steps first (default 5; 0 in epoch mode)"
     )
-    p.add_argument("--steps", type=_whole, default=20, help="measured steps (default 20)")
+    p.add_argument("--steps", type=_whole, help="measured steps (default 20)")
     p.add_argument(
         "--epochs",
         "--max-epochs",
@@ -504,7 +504,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         data=args.data,
         num_workers=args.num_workers,
         warmup_steps=args.warmup_steps,
-        steps=args.steps,
+        steps=_steps(args),
         epochs=args.epochs,
         epoch_samples=args.epoch_samples,
         seq_len=args.seq_len,
@@ -534,6 +534,16 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         eval_sequences=args.eval_sequences,
         recipe=args.recipe,
     )
+
+
+def _steps(args: argparse.Namespace) -> int:
+    """--steps, or 20; refused beside --epochs, which times whole epochs (it was ignored)."""
+    if args.steps is not None and args.epochs is not None:
+        raise UsageError(
+            "--steps: not used with --epochs, which times whole epochs (each its samples "
+            "over the batch); give one of them"
+        )
+    return 20 if args.steps is None else args.steps
 
 
 def console_for(args: argparse.Namespace | None = None) -> Console:
