@@ -13,7 +13,7 @@ from .conftest import run_bench
         (["resnet51"], "unknown workload 'resnet51' (did you mean 'resnet50'?); choose from: bert"),
         (
             ["tiny", "--device", "cpu", "--batch-size", "-8"],
-            "batch_size: -8 is not allowed; use a positive whole number",
+            "--batch-size: -8 is not allowed; use a positive whole number",
         ),
         (
             ["tiny", "--device", "cpu", "--batch-size", "8,x"],
@@ -25,7 +25,7 @@ from .conftest import run_bench
         ),
         (
             ["tiny", "--device", "cpu", "--max-batch-step", "0"],
-            "max_batch_step: 0 is not allowed; use a positive whole number",
+            "--max-batch-step: 0 is not allowed; use a positive whole number",
         ),
         (
             ["tiny", "--device", "cpu", "--precision", "fp64"],
@@ -49,7 +49,7 @@ from .conftest import run_bench
         ),
         (
             ["tiny", "--device", "cpu", "--seq-len", "128"],
-            "seq_len: workload 'tiny' takes no sequence length",
+            "--seq-len: workload 'tiny' takes no sequence length",
         ),
         (
             ["llama3-tiny", "--device", "cpu", "--seq-len", "64,128"],
@@ -71,7 +71,7 @@ from .conftest import run_bench
         # every config is checked before the first runs: bert-base would run, tiny not
         (
             ["bert-base,tiny", "--device", "cpu", "--seq-len", "64"],
-            "seq_len: workload 'tiny' takes no sequence length",
+            "--seq-len: workload 'tiny' takes no sequence length",
         ),
         (["show", "does-not-exist.json"], "does-not-exist.json: no such file or folder"),
         (["compare", ".", "-o", "c.md"], "-o writes --format markdown, csv or json"),

@@ -195,9 +195,9 @@ def test_every_rank_ok_gives_rank_zero_response():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--devices", "2", "--batch-size", "15"], "batch_size: 15 does not split evenly over 2"),
+        (["--devices", "2", "--batch-size", "15"], "--batch-size: 15 does not split evenly over 2"),
         (["--devices", "0"], "devices: 0 is not allowed"),
-        (["--nnodes", "2"], "rdzv_endpoint: nnodes 2 needs the rendezvous HOST:PORT"),
+        (["--nnodes", "2"], "--rdzv-endpoint: nnodes 2 needs the rendezvous HOST:PORT"),
         (["--devices", str(CORES + 2)], f"{CORES + 2} ranks need {CORES + 2} usable CPU cores"),
         (["--nnodes", "2", "--rdzv-endpoint", "h"], "'h' is not HOST:PORT"),
         (["--nnodes", "2", "--rdzv-endpoint", "h:1", "--node-rank", "2"], "must be below nnodes"),

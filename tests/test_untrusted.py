@@ -349,9 +349,7 @@ def test_a_lone_surrogate_is_shown_escaped_so_a_strict_stream_can_print_it():
     shown.encode("utf-8")  # would raise UnicodeEncodeError before
 
 
-def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw(
-    tmp_path, capsys
-):
+def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw(tmp_path, capsys):
     """A unit of a file's point went raw into bench show's header (escape sequences,
     and rich markup: '[link=...]' became a hyperlink, '[/x]' a traceback); a rerun
     file's compiler went raw into the progress line; a 16 MiB label held show for 53 s."""

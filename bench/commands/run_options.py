@@ -5,6 +5,7 @@ and saved result (run_and_print)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -488,6 +489,35 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         framework.default_compiler if c == DEFAULT_COMPILER else c for c in args.compile
     )
     device = resolve_device(args.device, args.framework)
+    try:
+        return _config(args, device, formats, compilers)
+    except UsageError as error:  # a config names its fields; a command line, its options
+        raise UsageError(_as_option(str(error))) from None
+
+
+@functools.cache
+def _options() -> dict[str, str]:
+    """Each run option by the name a config's message gives it (the option's dest)."""
+    parser = UsageParser(prog="bench run")
+    add_run_options(parser)
+    named = {
+        action.dest: next(o for o in action.option_strings if o.startswith("--"))
+        for action in parser._actions
+        if action.option_strings
+    }
+    return {**named, "memory_limit_bytes": "--memory-limit"}
+
+
+def _as_option(message: str) -> str:
+    """'batch_size: 0 is not allowed' as the user typed it: '--batch-size: 0 is ...'."""
+    field, colon, rest = message.partition(": ")
+    option = _options().get(field) if colon and field.isidentifier() else None
+    return f"{option}: {rest}" if option else message
+
+
+def _config(
+    args: argparse.Namespace, device: str, formats: tuple[str, ...], compilers: tuple[Any, ...]
+) -> RunConfig:
     return RunConfig(
         workload=args.workload,
         framework=args.framework,
