@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from bench import files, registry
 from bench.commands.options import require_extra
@@ -88,8 +89,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     console = console_for()
     # A narrow terminal keeps what a user types and compares by; the prose needs room.
     wide = console.width >= 150
-    columns = ("workload", "task", "input (per sample)", "classes", "parameters",
-               "default batch", "frameworks", "description")  # fmt: skip
+    every = ("workload", "task", "input (per sample)", "classes", "parameters",
+             "default batch", "frameworks", "description")  # fmt: skip
+    columns: tuple[str, ...] = every
     if not wide:
         columns = ("workload", "input (per sample)", "parameters", "frameworks")
     caption = None if wide else "task, classes, batch and description: a wider terminal"
@@ -108,7 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         cells = [f + (f" (needs: {m.install})" if m else "") for f, m in needs.items()]
         parameters = _parameters(spec, needs.get("torch"))
         shape = "x".join(map(str, spec.input_shape())) + (" tokens" if spec.takes_seq_len else "")
-        row = {
+        row: dict[str, str | Text] = {
             "workload": spec.name,
             "task": spec.task,
             "input (per sample)": shape,
