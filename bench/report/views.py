@@ -622,7 +622,9 @@ def _mfu(t: Tidy) -> View | None:
     return View(
         "mfu",
         "MFU against sequence length and checkpointing",
-        "Model FLOPs utilisation per machine and activation-checkpointing mode (LLM training).",
+        "Model FLOPs utilisation per machine and activation-checkpointing mode, of each model "
+        "trained on token sequences (decoders by their FLOPs formula, encoders such as BERT "
+        "by PyTorch's count).",
         "points",
         _spec(chart),
         needs="mfu",
