@@ -202,7 +202,7 @@ def test_jax_compiles_ahead_of_time_outside_the_steps(tmp_path):
         ("tensorflow", ["--compile", "inductor"], "compile: 'inductor'"),
         ("jax", ["--compile", "xla"], "compile: 'xla'"),
         ("jax", ["--threads", "2"], "threads:"),
-        ("tensorflow", ["--memory-format", "contiguous"], "memory_format: 'contiguous'"),
+        ("tensorflow", ["--memory-format", "contiguous"], "--memory-format: 'contiguous'"),
         ("jax", ["--data", "loader"], "data: 'loader'"),
         ("tensorflow", ["--precision", "tf32"], "precision 'tf32'"),
         ("jax", ["--device", "mps"], "device 'mps' is not available"),
