@@ -30,14 +30,21 @@ _DOCKER_HINT = (
 )
 
 
-def open_regular(path: Path) -> int:
+class NotRegular(OSError):
+    """What open_regular refused: a folder, a FIFO, a device (EINVAL; its strerror says
+    which: 'a folder' or 'not a regular file')."""
+
+
+def open_regular(path: Path | str) -> int:
     """A descriptor of `path` for reading, a regular file: a FIFO opens at once (and is
     refused) instead of blocking, a device is refused instead of read without end.
-    OSError (ENOENT, EACCES, or EINVAL for what is no regular file) otherwise."""
+    OSError (ENOENT, EACCES), or NotRegular for what is no regular file."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise OSError(22, "not a regular file", str(path))
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise NotRegular(22, what, str(path))
     return fd
 
 

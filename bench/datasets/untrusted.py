@@ -14,10 +14,10 @@ characters escaped, then says what is wrong and what is allowed.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from bench import files
 from bench.datasets import DatasetError
 
 
@@ -56,16 +56,15 @@ def open_file(path: Path | str, limit: int, what: str) -> BinaryIO:
     """`path` opened for reading: a regular file of at most `limit` bytes. `what` names
     such a file in a refusal ('a CIFAR-10 batch')."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = files.open_regular(path)
+    except files.NotRegular:
+        raise DatasetError(
+            f"data: {shown(path)} is not a regular file (a FIFO, a device); {what} is a file"
+        ) from None
     except OSError as error:
         raise DatasetError(f"data: {shown(path)} cannot be read ({reason(error)})") from None
     file = os.fdopen(fd, "rb")
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        file.close()
-        raise DatasetError(
-            f"data: {shown(path)} is not a regular file (a FIFO, a device); {what} is a file"
-        )
     if info.st_size > limit:
         file.close()
         raise DatasetError(

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import files
 from bench.errors import UsageError
 
 BUCKET_SCHEMES = ("s3", "gs", "r2")
@@ -99,11 +99,10 @@ def read_bounded(path: Path, what: str) -> str:
     """The text of `path`, a regular file of at most MAX_FILE_BYTES (never a FIFO that
     blocks, never read whole when larger)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UsageError(f"{shown(path)}: not a regular file; {what} is a file")
+        with os.fdopen(files.open_regular(path), "rb") as file:
             data = file.read(MAX_FILE_BYTES + 1)
+    except files.NotRegular:
+        raise UsageError(f"{shown(path)}: not a regular file; {what} is a file") from None
     except OSError as error:
         raise UsageError(f"{shown(path)}: cannot read {what} ({error.strerror})") from None
     if len(data) > MAX_FILE_BYTES:

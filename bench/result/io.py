@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -142,11 +141,10 @@ class _Refused(Exception):
 def _read_bounded(path: Path) -> bytes:
     """The bytes of a regular file of at most MAX_RESULT_BYTES (+1, to tell), read once.
     O_NONBLOCK: a FIFO opens at once (and is refused as no regular file)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    st = os.fstat(fd)  # before fdopen, which refuses a folder naming its descriptor
-    if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
-        os.close(fd)
-        raise _Refused("a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+    try:  # a FIFO would block, /dev/zero never end
+        fd = files.open_regular(path)
+    except files.NotRegular as refused:
+        raise _Refused(refused.strerror) from None
     with os.fdopen(fd, "rb") as file:
         return file.read(MAX_RESULT_BYTES + 1)
 
