@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,36 +33,38 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_verify)
 
 
-def _files(paths: list[Path]) -> list[Path]:
+def _files(paths: list[Path]) -> Iterator[tuple[Path, Any]]:
     """The files named, and the results found in the folders named (as bench show finds
-    them; bench's other outputs there, a suite's state, are no results to verify)."""
+    them; bench's other outputs there, a suite's state, are no results to verify), each
+    with its document where a folder's scan already read it (None: read it below)."""
     from bench.report.collect import is_bench_document, result_files
 
-    found = []
     for path in paths:
         if not path.is_dir():
-            found.append(path)
+            yield path, None
             continue
         for inner in result_files([path]):
             try:
-                if is_bench_document(result.read_document(inner)):
-                    continue
+                document = result.read_document(inner)
             except result.ResultError:
-                pass  # verified below, and said unreadable there
-            found.append(inner)
-    return found
+                yield inner, None  # read again below, and said unreadable there
+                continue
+            if not is_bench_document(document):
+                yield inner, document
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """One line per file; exit 0 only when every file is verified."""
     console = Console(highlight=False, soft_wrap=True)
     verified = True
-    for path in _files(args.files):
+    for path, document in _files(args.files):
         if archive.is_archive(path):
             ok, state = archive.verify(path)
         else:
             try:
-                state = _SAID[result.load(path).integrity]
+                if document is None:
+                    document = result.read_document(path)
+                state = _SAID[result.from_document(path, document).integrity]
             except result.ResultError as error:  # truncated, not JSON, invalid fields
                 state = f"UNREADABLE: {error}"
             ok = state == "ok"
