@@ -106,7 +106,7 @@ def runs(monkeypatch):
     """bench run's runner replaced: each run recorded and saved as a complete result."""
     calls = []
 
-    def run_and_print(config, parsed, resume=None, runner_class=None):
+    def run_and_print(config, parsed, resume=None, runner_class=None, preflighted=False):
         calls.append((config, resume))
         path = Path(resume) if resume else _result_file(parsed.output_dir, "complete")
         return 0, result.load(path), path

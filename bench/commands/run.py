@@ -31,14 +31,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(names) > 1 and args.json:
         raise UsageError("--json prints one result: give one workload (each run writes its file)")
     configs = [config_from_args(argparse.Namespace(**{**vars(args), "workload": n})) for n in names]
-    if len(configs) > 1:  # what any of them lacks, before the first runs
+    several = len(configs) > 1
+    if several:  # what any of them lacks, before the first runs
         for config in configs:
             preflight(config, args)
     worst = 0
     for i, config in enumerate(configs, 1):
-        if len(configs) > 1:
+        if several:
             print_line(console_for(args), f"workload {i}/{len(configs)}: {config.workload}")
-        code = run_and_print(config, args)[0]
+        code = run_and_print(config, args, preflighted=several)[0]
         if code >= 128:  # stopped by a signal: nothing more runs
             return code
         worst = max(worst, code)

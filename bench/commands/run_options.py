@@ -600,12 +600,18 @@ def run_and_print(
     args: argparse.Namespace,
     resume: Path | None = None,
     runner_class: Callable[..., Runner] = Runner,
+    preflighted: bool = False,
 ) -> tuple[int, Result | None, Path | None]:
     """Measure, print the tables, save: the exit status, and the result and its file when
     it is saved. `resume`: an interrupted result of this config to go on with;
-    `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder)."""
+    `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder);
+    `preflighted`: its caller asked `preflight` of every run before the first (a
+    dataset's files are not read twice)."""
     console = console_for(args)
-    pricing = preflight(config, args)
+    if preflighted:
+        pricing = catalog.pricing(args.instance, args.price_per_hour)
+    else:
+        pricing = preflight(config, args)
     with LiveReporter(console) as reporter, stopping.stop_on_signals():
         runner = runner_class(
             config, args.output_dir, reporter=reporter, command=["bench", *sys.argv[1:]]

@@ -294,7 +294,7 @@ def _run_suite(
         resume = Path(state.done[key]) if status in ("interrupted", "running") else None
         going_on = f" (going on with {resume})" if resume else ""
         out.print(plain(f"suite {suite.name} {i}/{len(planned)}: bench {key}{going_on}"))
-        code, outcome, path = run_options.run_and_print(config, parsed, resume)
+        code, outcome, path = run_options.run_and_print(config, parsed, resume, preflighted=True)
         if outcome is not None and path is not None:  # complete, or interrupted and saved
             _record(state, key, path)
         if code == run_options.EXIT_INTERRUPTED or code >= 128:
