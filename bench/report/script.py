@@ -241,12 +241,15 @@ SCRIPT = r"""
   // first ten keeping theirs, the others the first colour free.
   const ORDER = new Map([...new Set(D.points.map((r) => r.machine))]
     .sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
+  function position(machine) {
+    return ORDER.has(machine) ? ORDER.get(machine) : 1e9;
+  }
   function recoloured(spec, drawn) {
     const fleet = ORDER.size > D.palette.length;
     const taken = new Set();
     const range = drawn.map((m) => {
       if (!fleet) return D.colours[m];
-      let i = (ORDER.has(m) ? ORDER.get(m) : 0) % D.palette.length;
+      let i = position(m) % D.palette.length;
       while (taken.has(i)) i = (i + 1) % D.palette.length;
       taken.add(i);
       return D.palette[i];
@@ -313,9 +316,8 @@ SCRIPT = r"""
     c.note.textContent = notes.length ? notes.join(" ") + " The tables hold all." : "";
     if (!rows.length) return;
     // The legend names the machines drawn, no others: a new set of them, a new view.
-    const order = (m) => ORDER.has(m) ? ORDER.get(m) : 1e9;
     const drawn = [...new Set(shown.map((r) => r.machine).filter((m) => m !== undefined))]
-      .sort((a, b) => order(a) - order(b));
+      .sort((a, b) => position(a) - position(b));
     const key = drawn.join("\u0000");
     if (!c.view || c.drawn !== key) {
       if (c.view) c.view.finalize();
