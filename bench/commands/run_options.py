@@ -34,7 +34,7 @@ from bench.report.table import console, notes, tables
 from bench.result import Result
 from bench.result.schema import MAX_TOKENS  # a quadrillion tokens: past any training run
 from bench.runner import Runner
-from bench.text import plain, visible
+from bench.text import one_line, plain
 from bench.units import parse_size
 
 EXIT_INTERRUPTED = 130
@@ -657,7 +657,7 @@ def run_and_print(
             f"is printed above as JSON; {runner.path} still holds the last complete save"
         )
         if code >= 128:  # stopped by a signal: its exit status, as a saved stop gives
-            print(visible(f"bench: interrupted; {unsaved}"), file=sys.stderr)
+            print(one_line(f"bench: interrupted; {unsaved}"), file=sys.stderr)
             return code, None, None
         raise BenchError(unsaved)
     print_line(console, f"result: {runner.path}")
