@@ -7,7 +7,9 @@
 
 The runner calls spawn(); the point says which launcher it needs: more than one rank
 (--devices above 1, or --nnodes above 1) is torchrun. Either starts with the point's
-allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response.
+allocator, OpenMP runtime and NUMA binding (bench.runtime), recorded in the response,
+and its compilers' caches (torch.compile's, Triton's) in folders only the user can write
+(bench.compiler_cache).
 On Ctrl-C or SIGTERM a point training to a target loss is asked to stop and answers with
 the curve it measured, raised as Stopped (a KeyboardInterrupt) for the runner to record;
 any other point is stopped at once. Several machines share a secret (BENCH_RDZV_TOKEN,
@@ -23,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from bench import ranks, runtime
+from bench import compiler_cache, ranks, runtime
 from bench.config import PointConfig, RunConfig
 from bench.launchers import process, torchrun
 
@@ -38,7 +40,9 @@ def name(point: PointConfig) -> str:
 
 def check(config: RunConfig) -> None:
     """Refuse, before anything runs, a run that no point of could launch: several
-    machines without their shared secret (one line that says how to set it)."""
+    machines without their shared secret (one line that says how to set it), or a
+    compiler cache another user could write (bench.compiler_cache)."""
+    compiler_cache.child_env(os.environ)
     if config.nnodes > 1:
         ranks.rdzv_token(os.environ, config.nnodes)
 

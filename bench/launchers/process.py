@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import IO, Any
 
-from bench import oomkill, stopping
+from bench import compiler_cache, oomkill, stopping
 from bench.config import PointConfig
 from bench.ranks import TOKEN_ENV
 from bench.runtime import ChildRuntime
@@ -158,8 +158,13 @@ def spawn_worker(
     """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
     its environment and command prefix (bench.runtime), else the parent's."""
     runtime = runtime or ChildRuntime(dict(os.environ))
-    # Several machines' shared secret: a process of one point alone never needs it.
-    env = {name: value for name, value in runtime.env.items() if name != TOKEN_ENV}
+    # Several machines' shared secret: a process of one point alone never needs it. Its
+    # compilers' caches: in folders only the user can write (bench.compiler_cache).
+    env = {
+        name: value
+        for name, value in compiler_cache.child_env(runtime.env).items()
+        if name != TOKEN_ENV
+    }
     read_fd, write_fd = os.pipe()
     child = subprocess.Popen(
         [*runtime.prefix, sys.executable, "-m", "bench.child.worker"],

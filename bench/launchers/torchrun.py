@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import oomkill
+from bench import compiler_cache, oomkill
 from bench.config import PointConfig
 from bench.launchers import process
 from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
@@ -332,8 +332,9 @@ def spawn_ranks(
     token = secrets.token_hex(16)
     listener = _Listener(server, token, on_progress, (point.devices or 1) + SPARE_CONNECTIONS)
     listener.start()
+    child_env = compiler_cache.child_env(runtime.env)  # caches only the user can write
     env = {
-        **{k: v for k, v in runtime.env.items() if k != TOKEN_ENV or point.nnodes > 1},
+        **{k: v for k, v in child_env.items() if k != TOKEN_ENV or point.nnodes > 1},
         "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
