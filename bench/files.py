@@ -150,6 +150,47 @@ def require_writable_dir(folder: Path, option: str) -> Path:
     return folder
 
 
+def require_own_dir(folder: Path, option: str) -> Path:
+    """require_writable_dir for a folder bench fills with files of fixed names (a
+    report's): refused in one line when it is a link (another user who can write the
+    folder above plants results/report -> a folder of yours, and bench would write there)
+    or another user's (they could replace what bench writes). Checked before and after
+    it is made, without following a link."""
+    folder = Path(folder)
+    _refuse_planted(folder, option)
+    require_writable_dir(folder, option)
+    _refuse_planted(folder, option)  # made in between, by another
+    return folder
+
+
+def _refuse_planted(folder: Path, option: str) -> None:
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(visible(f"{option}: {folder} cannot be read ({error.strerror})")) from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            to = f" (to {os.readlink(folder)})"
+        except OSError:
+            to = ""
+        raise UsageError(
+            visible(
+                f"{option}: {folder} is a link{to}; bench writes no "
+                "output through a link, which anyone who can write its folder could have "
+                "made: remove it, or give -o the folder itself"
+            )
+        )
+    if st.st_uid != os.geteuid():
+        raise UsageError(
+            visible(
+                f"{option}: {folder} belongs to {user_name(st.st_uid)}, not to you, who could "
+                "replace what bench writes there: give -o a folder of your own"
+            )
+        )
+
+
 def require_writable_file(path: Path, option: str) -> Path:
     """The same check for an output file: its folder must be writable; not a folder itself."""
     path = Path(path)

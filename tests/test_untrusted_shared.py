@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import pytest
 
-from bench import compiler_cache
+from bench import compiler_cache, result
 from bench.cli import main
 from bench.config import RunConfig
 from bench.errors import UsageError
@@ -228,3 +228,71 @@ def test_a_run_is_refused_before_any_child_when_its_cache_folder_is_planted(
     assert code == 2 and said.startswith(f"bench: error: TORCHINDUCTOR_CACHE_DIR: {folder} ")
     assert f"belongs to uid {OTHER_UID}" in said
     assert _Exited.envs == [] and not (tmp_path / "out").exists()
+
+
+# --- item 3: the report's output folder -------------------------------------------------
+
+
+@pytest.fixture
+def results_and_victim(tmp_path, monkeypatch):
+    """Two results in tmp_path/results, and a folder of the victim's with a file in it."""
+    pytest.importorskip("matplotlib")
+    from .test_compare import _before_after
+
+    for res in _before_after():
+        result.create(res, tmp_path / "results")
+    victim = tmp_path / "victim_docs"
+    victim.mkdir()
+    (victim / "notes.md").write_text("mine\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "results", victim
+
+
+def _untouched(victim: Path) -> bool:
+    return os.listdir(victim) == ["notes.md"] and (victim / "notes.md").read_text() == "mine\n"
+
+
+def test_a_report_folder_planted_as_a_link_is_refused(results_and_victim, capsys):
+    results, victim = results_and_victim
+    (results / "report").symlink_to(victim)  # by another user who can write results/
+    assert main(["report", "results"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert said.startswith(f"bench: error: output: results/report is a link (to {victim}); ")
+    assert "bench writes no output through a link" in said
+    assert _untouched(victim)
+
+
+def test_a_report_folder_given_with_o_that_is_a_link_is_refused(results_and_victim, capsys):
+    results, victim = results_and_victim
+    (results.parent / "out").symlink_to(victim)
+    assert main(["report", "results", "-o", "out"]) == 2
+    assert "output: out is a link" in _one_line(capsys.readouterr().err)
+    assert _untouched(victim)
+
+
+@as_root
+def test_a_report_folder_of_another_user_is_refused(results_and_victim, capsys):
+    results, victim = results_and_victim
+    (results / "report").mkdir()
+    os.chown(results / "report", OTHER_UID, OTHER_UID)
+    assert main(["report", "results"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert said.startswith(f"bench: error: output: results/report belongs to uid {OTHER_UID}")
+    assert os.listdir(results / "report") == [] and _untouched(victim)
+
+
+def test_a_link_at_a_report_file_s_name_is_replaced_not_written_through(
+    results_and_victim, capsys, monkeypatch
+):
+    """report.md planted as a link to a victim's file: bench replaces the link (atomic
+    rename), the victim's file keeps its text."""
+    from bench.report import views
+
+    monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")  # seconds to make
+    results, victim = results_and_victim
+    (results / "report").mkdir()
+    (results / "report" / "report.md").symlink_to(victim / "notes.md")
+    assert main(["report", "results"]) == 0
+    assert not (results / "report" / "report.md").is_symlink()
+    assert (results / "report" / "report.md").read_text().startswith("#")
+    assert _untouched(victim)

@@ -4,7 +4,8 @@ charts. A column is a machine's hardware (and a run's --label); its runs at othe
 pool. Without --baseline, the run labelled baseline or before, else the machine that
 shares the most rows with the others (ties: the earliest), is the baseline, and the
 first line on stderr says which and why; results set apart are one line per reason.
-The report goes to -o, else to a folder `report` beside the results."""
+The report goes to -o, else to a folder `report` beside the results: the user's own, never
+a link (bench.files.require_own_dir)."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from bench.report import page
 
     output = args.output if args.output is not None else default_report_folder(args.paths)
-    files.require_writable_dir(output, "output")
+    files.require_own_dir(output, "output")  # never a link or another user's folder
     for path in page.write_report(_comparison(args), output, args.train_epochs):
         print(path)  # report.html last
     return 0
