@@ -22,7 +22,6 @@ inode, or the same bytes).
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -149,10 +148,8 @@ def _check_against(val: TokenFile, train: TokenFile) -> None:
             f"({train.layout.dtype.name}): tokenize both with one tokenizer"
         )
     for mine in val.shards:
-        seen = os.fstat(mine.file.fileno())
         for theirs in train.shards:
-            other = os.fstat(theirs.file.fileno())
-            same_inode = (seen.st_dev, seen.st_ino) == (other.st_dev, other.st_ino)
+            same_inode = mine.identity == theirs.identity  # (st_dev, st_ino)
             if same_inode or _same_bytes(mine, theirs):
                 how = "the same file" if same_inode else "the same bytes (sha256)"
                 raise DatasetError(

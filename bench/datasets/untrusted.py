@@ -13,7 +13,10 @@ characters escaped, then says what is wrong and what is allowed.
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -58,10 +61,12 @@ def open_file(path: Path | str, limit: int, what: str) -> BinaryIO:
     try:
         fd = files.open_regular(path)
     except files.NotRegular:
-        raise DatasetError(
-            f"data: {shown(path)} is not a regular file (a FIFO, a device); {what} is a file"
-        ) from None
+        kind = what_it_is(path)
+        named = kind if kind == "a folder" else f"{kind}, not a regular file"
+        raise DatasetError(f"data: {shown(path)} is {named}; {what} is a file") from None
     except OSError as error:
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            raise DatasetError(f"data: {shown(path)} cannot be opened: {too_many(error)}") from None
         raise DatasetError(f"data: {shown(path)} cannot be read ({reason(error)})") from None
     file = os.fdopen(fd, "rb")
     info = os.fstat(fd)
@@ -71,6 +76,32 @@ def open_file(path: Path | str, limit: int, what: str) -> BinaryIO:
             f"data: {shown(path)} is {info.st_size:,} bytes; {what} is at most {limit:,} bytes"
         )
     return file
+
+
+def what_it_is(path: Path | str) -> str:
+    """What a path that is no regular file is, for a refusal: 'a folder', 'a FIFO', 'a
+    device', 'a socket' (as it is now: it may have changed since it was opened)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "not a regular file"
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def too_many(error: OSError) -> str:
+    """The cause of EMFILE or ENFILE, and what to do: the open-file limit and `ulimit -n`
+    (the bare errno read 'cannot be read ([Errno 24] Too many open files)')."""
+    if error.errno == errno.ENFILE:
+        return "too many open files on this machine (the system's table of open files is full)"
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return "too many open files (the process has no limit: the system refused one more)"
+    return (
+        f"too many open files: this process may hold {soft:,} open files (ulimit -n {soft}) "
+        "and has them all open; raise the limit before running bench, e.g. `ulimit -n 4096`"
+    )
 
 
 def read_file(path: Path, limit: int, what: str) -> bytes:

@@ -1,0 +1,150 @@
+"""Token files from someone else (issue 57): thousands of shards under the open-file
+limit, a validation file that is (part of) the training data, the bound on what the
+held-out check reads, and what a file that is no regular file is called. Each input is
+crafted to get past the reader as it was before these checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import datasets, registry
+from bench.datasets import DatasetError, tokens
+
+from .fake_data import write_tokens
+
+SEQ = 16  # llama3-tiny windows of 17 tokens
+
+
+def _run(script: str, *args: str) -> dict:
+    """`script` in a fresh Python (its own open-file limit), its last line as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+# --- shards are opened when read ---------------------------------------------------------
+
+_MANY_SHARDS = """
+import json, os, resource, sys
+from bench import datasets, registry
+from bench.config import PointConfig, RunConfig
+from bench.datasets import DatasetError, tokens
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+pattern = sys.argv[1]
+ref = datasets.DataRef("tokens", pattern)
+spec = PointConfig("llama3-tiny", seq_len=16).spec
+try:
+    file = tokens.TokenFile(ref, 17, 0)
+    seen = set()
+    for first in range(0, file.windows, 64):  # the seed's order: shards in no order
+        rows = file.read(first, min(64, file.windows - first), spec)
+        seen.update(rows[:, 0].tolist())
+        most = len(os.listdir("/proc/self/fd"))
+    facts = file.describe()
+    file.close()
+    tokens.check(RunConfig("llama3-tiny", data="tokens:" + pattern, seq_len=16, steps=2))
+    print(json.dumps({"windows": file.windows, "firsts": len(seen), "open": most,
+                      "hashed": sum(s["sha256"] is not None for s in facts["shards"])}))
+except DatasetError as error:
+    print(json.dumps({"error": str(error)}))
+"""
+
+
+@pytest.mark.parametrize("count", [1_100, 5_000])
+def test_thousands_of_shards_train_under_a_low_open_file_limit(tmp_path, count):
+    """Every shard was held open for the run: 1,100 shards under `ulimit -n 1024` were
+    'cannot be read ([Errno 24] Too many open files)'. Now at most a few are open."""
+    for index in range(count):  # two windows each, the first token naming the shard
+        ids = np.concatenate([[index % 500], np.arange(33) % 500])
+        write_tokens(tmp_path / f"train_{index:06d}.bin", ids)
+    got = _run(_MANY_SHARDS, str(tmp_path / "train_*.bin"))
+    assert "error" not in got, got["error"]
+    assert got["windows"] == 2 * count and got["firsts"] == min(count, 500)
+    assert got["hashed"] == count  # every shard hashed for the result, reopened in turn
+    assert got["open"] < 256 // 4 + 16  # the cache: a quarter of the limit, and Python's own
+
+
+_EMFILE = """
+import json, os, resource, sys
+from bench import datasets, registry
+from bench.datasets import DatasetError, tokens
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+try:
+    tokens.TokenFile(datasets.DataRef("tokens", sys.argv[1]), 17, 0)
+    print(json.dumps({"error": None}))
+except DatasetError as error:
+    print(json.dumps({"error": str(error)}))
+"""
+
+
+def test_too_many_open_files_is_named_with_the_limit_and_how_to_raise_it(tmp_path):
+    """When the process's descriptors are all taken, the refusal said 'cannot be read
+    ([Errno 24] Too many open files)': now it names the limit and `ulimit -n`."""
+    path = write_tokens(tmp_path / "train.bin", np.arange(34) % 500)
+    message = _run(_EMFILE, str(path))["error"]
+    assert message is not None and "\n" not in message
+    assert message.startswith(f"data: {path} cannot be opened: too many open files")
+    assert "this process may hold 64 open files (ulimit -n 64)" in message
+    assert "`ulimit -n 4096`" in message
+
+
+def test_at_most_the_cache_s_files_are_open_and_a_replaced_shard_is_named(tmp_path, monkeypatch):
+    """Shards read in the seed's order keep at most OPEN_FILES descriptors; a shard
+    opened again is checked to be the file that was checked (the same inode and size)."""
+    monkeypatch.setattr(tokens, "OPEN_FILES", 3)
+    for index in range(12):
+        write_tokens(tmp_path / f"s_{index:02d}.bin", np.arange(34 * 2) % 500 + index)
+    ref = datasets.DataRef("tokens", str(tmp_path / "s_*.bin"))
+    spec = registry.workload("llama3-tiny")
+    file = tokens.TokenFile(ref, 17, 0)
+    try:
+        assert file.open_files.size == 3
+        for first in range(0, file.windows, 5):
+            file.read(first, min(5, file.windows - first), spec)
+            assert len(file.open_files) <= 3
+        replaced = tmp_path / "s_05.bin"
+        write_tokens(tmp_path / "new.bin", np.arange(34 * 2) % 500)  # the same size
+        os.replace(tmp_path / "new.bin", replaced)
+        with pytest.raises(DatasetError) as caught:
+            for first in range(0, file.windows, 5):
+                file.read(first, min(5, file.windows - first), spec)
+        assert str(caught.value) == (
+            f"data: {replaced} was replaced while the run read it (another file at its path "
+            "now); keep a token file unchanged for the whole run"
+        )
+    finally:
+        file.close()
+    assert len(file.open_files) == 0
+
+
+# --- what a file that is no regular file is called ---------------------------------------
+
+
+def test_a_folder_fifo_or_device_as_a_token_file_is_called_what_it_is(tmp_path):
+    """A folder given as a token file was 'not a regular file (a FIFO, a device)'."""
+    fifo = tmp_path / "pipe.bin"
+    os.mkfifo(fifo)
+    cases = [
+        (tmp_path, "is a folder; a token file is a file (name a folder's shards with a glob"),
+        (fifo, "is a FIFO, not a regular file; a token file is a file"),
+        (Path(os.devnull), "is a device, not a regular file; a token file is a file"),
+    ]
+    for path, said in cases:
+        with pytest.raises(DatasetError) as caught:
+            tokens.TokenFile(datasets.DataRef("tokens", str(path)), 17, 0)
+        assert str(caught.value).startswith(f"data: {path} {said}"), str(caught.value)
