@@ -106,16 +106,21 @@ def test_too_many_open_files_is_named_with_the_limit_and_how_to_raise_it(tmp_pat
 def test_at_most_the_cache_s_files_are_open_and_a_replaced_shard_is_named(tmp_path, monkeypatch):
     """Shards read in the seed's order keep at most OPEN_FILES descriptors; a shard
     opened again is checked to be the file that was checked (the same inode and size)."""
-    monkeypatch.setattr(tokens, "OPEN_FILES", 3)
     for index in range(12):
         write_tokens(tmp_path / f"s_{index:02d}.bin", np.arange(34 * 2) % 500 + index)
     ref = datasets.DataRef("tokens", str(tmp_path / "s_*.bin"))
     spec = registry.workload("llama3-tiny")
+    all_open = tokens.TokenFile(ref, 17, 0)
+    expected = all_open.read(0, all_open.windows, spec)
+    all_open.close()
+    monkeypatch.setattr(tokens, "OPEN_FILES", 3)
     file = tokens.TokenFile(ref, 17, 0)
     try:
         assert file.open_files.size == 3
         for first in range(0, file.windows, 5):
-            file.read(first, min(5, file.windows - first), spec)
+            count = min(5, file.windows - first)
+            rows = file.read(first, count, spec)  # read in the files' order, given in the run's
+            assert (rows == expected[first : first + count]).all()
             assert len(file.open_files) <= 3
         replaced = tmp_path / "s_05.bin"
         write_tokens(tmp_path / "new.bin", np.arange(34 * 2) % 500)  # the same size

@@ -165,6 +165,7 @@ class OpenFiles:
     def __init__(self, size: int) -> None:
         self.size = size
         self.files: OrderedDict[_Shard, BinaryIO] = OrderedDict()
+        self.last: tuple[_Shard, int] | None = None  # the shard read last: most reads
 
     def __len__(self) -> int:
         return len(self.files)
@@ -173,18 +174,25 @@ class OpenFiles:
         """Hold `file` (the shard's, just opened) open, closing the least recently read."""
         while len(self.files) >= self.size:
             self.files.popitem(last=False)[1].close()
+            self.last = None
         self.files[shard] = file
         return file.fileno()
 
     def fd(self, shard: _Shard) -> int:
         """The shard's descriptor, opened again (and checked) if it was closed."""
+        if self.last is not None and self.last[0] is shard:
+            return self.last[1]
         file = self.files.get(shard)
         if file is None:
-            return self.keep(shard, shard.reopen())
-        self.files.move_to_end(shard)
-        return file.fileno()
+            fd = self.keep(shard, shard.reopen())
+        else:
+            self.files.move_to_end(shard)
+            fd = file.fileno()
+        self.last = (shard, fd)
+        return fd
 
     def close(self) -> None:
+        self.last = None
         while self.files:
             self.files.popitem()[1].close()
 
@@ -313,15 +321,19 @@ class TokenFile:
         return self.read_at(self.positions(first, count), spec)
 
     def read_at(self, positions: np.ndarray, spec: WorkloadSpec) -> np.ndarray:
-        """File windows `positions` (read in the files' order: each shard opened once)."""
+        """File windows `positions`, as `read`. With more shards than stay open they are
+        read in the files' order (each shard opened once a call), then put back."""
         count = len(positions)
         where = [self.locate(int(p)) for p in positions]
         size = self.window_bytes
-        parts = [b""] * count
-        for i in np.argsort(positions, kind="stable").tolist():
-            shard, w = where[i]
-            parts[i] = shard.pread(shard.layout.offset + w * size, size)
-        rows = np.frombuffer(b"".join(parts), self.layout.dtype).reshape(count, self.window)
+        order = None
+        if len(self.shards) > self.open_files.size:
+            order = np.argsort(positions, kind="stable")
+        chosen = where if order is None else [where[i] for i in order.tolist()]
+        data = b"".join(shard.pread(shard.layout.offset + w * size, size) for shard, w in chosen)
+        rows = np.frombuffer(data, self.layout.dtype).reshape(count, self.window)
+        if order is not None:
+            rows = rows[np.argsort(order)]  # the run's order again
         if rows.size and int(rows.max()) >= spec.num_classes:
             row, column = np.unravel_index(int(np.argmax(rows >= spec.num_classes)), rows.shape)
             shard, window = where[row]
