@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from bench.report.tidy import Tidy
+from bench.report.tidy import LOSS_ROWS, Tidy
 
 WIDTH = 560
 BAR = 14  # pixels per bar
@@ -519,9 +519,11 @@ def _loss_along(t: Tidy, x: str, title: str, view_id: str, heading: str) -> View
         heading,
         "The validation loss at each evaluation (dashed: the target), per point trained to "
         "a target loss, as MLPerf's LLM benchmark and the GPT-2 speedrun report it; time, "
-        "tokens and cost to the target are in the tables below.",
+        f"tokens and cost to the target are in the tables below. {t.loss_note}".strip(),
         "loss_curves",
         _spec(chart),
+        cap=LOSS_ROWS,  # tidy thinned each curve: a chart draws each one whole
+        panels=("panel", 12),
     )
 
 
