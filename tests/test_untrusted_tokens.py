@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bench import datasets, registry
+from bench.config import RunConfig
 from bench.datasets import DatasetError, tokens
 
 from .fake_data import write_tokens
@@ -135,6 +136,127 @@ def test_at_most_the_cache_s_files_are_open_and_a_replaced_shard_is_named(tmp_pa
     finally:
         file.close()
     assert len(file.open_files) == 0
+
+
+# --- held-out means held out -------------------------------------------------------------
+
+RNG = np.random.default_rng(57)
+TRAIN = RNG.integers(0, 512, 17 * 200 + 9)  # not a whole number of windows
+HELD_OUT = RNG.integers(0, 512, 17 * 70)
+
+
+def _config(train: Path, val: Path, **more: object) -> RunConfig:
+    fields: dict = {"batch_sizes": (4,), "seq_len": SEQ, "train_to_loss": 3.0, "steps": 60}
+    return RunConfig(
+        "llama3-tiny", data=f"tokens:{train}", val_data=f"tokens:{val}", **{**fields, **more}
+    )
+
+
+def _refusal(config: RunConfig) -> str:
+    with pytest.raises(DatasetError) as caught:
+        datasets.check(config)
+    message = str(caught.value)
+    assert message.startswith("val_data: ") and "\n" not in message, message
+    return message
+
+
+ENDS = "{val} {end} with the same 17 tokens as the training data's {train} ({how}); "
+WINDOW = "window {mine} of {val} (its tokens {start} to {stop}) is window {theirs} of the "
+
+
+@pytest.mark.parametrize(
+    ("val_tokens", "said"),
+    [
+        (TRAIN[: 17 * 80], ENDS.format(
+            val="{val}", train="{train}", end="begins",
+            how="a copy, a prefix of it, or it with tokens added at the end")),
+        (TRAIN[5:], ENDS.format(
+            val="{val}", train="{train}", end="ends",
+            how="a copy, a suffix of it, or it with tokens added at the start")),
+        (np.append(TRAIN, 7), "{val} begins with the same 17 tokens"),
+        (np.insert(TRAIN, 0, 7), "{val} ends with the same 17 tokens"),
+        (TRAIN[17 * 10 : 17 * 90], WINDOW.format(
+            mine=0, val="{val}", start=0, stop=16, theirs=10)),
+        (np.concatenate([HELD_OUT[:170], TRAIN[17 * 40 : 17 * 41], HELD_OUT]), WINDOW.format(
+            mine=10, val="{val}", start=170, stop=186, theirs=40)),
+    ],
+    ids=["prefix", "suffix", "plus-a-token", "a-token-before", "middle", "one-window"],
+)  # fmt: skip
+def test_a_validation_file_that_shares_the_training_windows_is_refused(tmp_path, val_tokens, said):
+    """Before, only the same inode or the same bytes (a copy) was refused: a prefix, a
+    suffix, the file with one token more, a slice of it, were all a 'held-out' loss."""
+    train = write_tokens(tmp_path / "train.bin", TRAIN, "gpt-2")
+    val = write_tokens(tmp_path / "val.bin", val_tokens, "gpt-2")
+    message = _refusal(_config(train, val))
+    assert said.format(val=val, train=train) in message, message
+    assert message.endswith("; a validation loss needs tokens held out of training")
+    if said.startswith("window"):
+        assert f"training data's {train}, which the run trains on;" in message
+
+
+def test_a_held_out_validation_file_of_many_shards_passes(tmp_path):
+    for index in range(3):
+        write_tokens(tmp_path / f"train_{index}.bin", np.roll(TRAIN, index), "gpt-2")
+    write_tokens(tmp_path / "val_0.bin", HELD_OUT[:600], "gpt-2")
+    write_tokens(tmp_path / "val_1.bin", HELD_OUT[600:], "gpt-2")
+    datasets.check(_config(tmp_path / "train_*.bin", tmp_path / "val_*.bin"))
+
+
+def _counted(monkeypatch) -> list[int]:
+    """Bytes read with os.pread (token files are read with nothing else)."""
+    read = [0]
+    pread = os.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = pread(fd, size, offset)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(os, "pread", counting)
+    return read
+
+
+def _sparse(path: Path, size: int, ends: bytes = b"") -> Path:
+    path.write_bytes(ends)
+    os.truncate(path, size)
+    if ends:  # the same bytes at the end as at the start
+        with path.open("r+b") as file:
+            file.seek(size - len(ends))
+            file.write(ends)
+    return path
+
+
+@pytest.mark.parametrize("ends", ["same", "different"])
+def test_two_large_validation_and_training_files_are_compared_within_the_bound(
+    tmp_path, monkeypatch, ends
+):
+    """Two equal-size 4 GiB sparse files: the old check hashed both whole (34 s; two 1 TiB
+    files: hours), and the validation file again for each training shard. Now each file
+    is read once and within the bounds: its two end windows, the training windows the
+    parent checks anyway, the validation windows one evaluation reads."""
+    size = 4 * 2**30
+    train = _sparse(tmp_path / "train.bin", size)
+    other = RNG.integers(1, 512, 17).astype("<u2").tobytes() if ends == "different" else b""
+    val = _sparse(tmp_path / "val.bin", size, other)
+    monkeypatch.setattr(tokens, "CHECKED_TOKENS", 17 * 1024)
+    read = _counted(monkeypatch)
+    message = _refusal(_config(train, val, eval_sequences=64))
+    said = "begins with the same 17 tokens" if ends == "same" else "window 1 of"
+    assert said in message
+    # Headers, four end windows, 1,024 training windows, 64 validation windows.
+    assert read[0] <= 4 * 1024 + 4 * 34 + 1024 * 34 + 64 * 34
+
+
+def test_the_validation_windows_compared_stop_at_the_hashing_bound(tmp_path, monkeypatch):
+    """A validation file whose evaluation reads more than MAX_HASHED_BYTES: its first
+    windows up to the bound are compared, the rest only checked against the vocabulary."""
+    train = write_tokens(tmp_path / "train.bin", TRAIN, "gpt-2")
+    val_tokens = np.concatenate([HELD_OUT[: 17 * 64], TRAIN[17 * 3 : 17 * 4]])
+    val = write_tokens(tmp_path / "val.bin", val_tokens, "gpt-2")
+    config = _config(train, val, eval_sequences=65)
+    assert "window 64 of" in _refusal(config)
+    monkeypatch.setattr(tokens, "MAX_HASHED_BYTES", 64 * 34)
+    datasets.check(config)  # window 64 lies past the bound: not compared
 
 
 # --- what a file that is no regular file is called ---------------------------------------

@@ -15,8 +15,20 @@ end of --max-tokens.
 
 Before any point runs (in the parent) the validation file is refused in one line when
 it is missing, holds fewer windows than one evaluation takes, holds another format or
-vocabulary's tokens than the training data, or is one of the training files (the same
-inode, or the same bytes).
+vocabulary's tokens than the training data, or is not held out of the training data:
+  - one of its files is a training file (the same inode);
+  - one of its files begins or ends with the same window of tokens as a training file
+    (a copy, a prefix, a suffix, the file with tokens added at either end);
+  - a window the evaluation reads is a training window the run trains on: its digest is
+    among those of the training windows the parent read (tokens.Trained: the run's
+    first CHECKED_TOKENS, in its order), compared over the evaluated windows up to
+    MAX_HASHED_BYTES of the validation file.
+Each file is read once for this, within those bounds (the old check hashed two files of
+equal size whole, the validation file once per training shard). What it does not find:
+a validation window that holds training tokens without being a whole training window
+(a slice cut from inside a training file off its windows' grid, a shared passage),
+training windows past the first CHECKED_TOKENS the run trains on, and validation
+windows past the bound.
 """
 
 from __future__ import annotations
@@ -27,10 +39,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from bench import data_ref
-from bench.datasets import DatasetError
+from bench.datasets import DatasetError, tokens
 from bench.datasets.recipe import DECODER_RECIPES, DecoderRecipe
-from bench.datasets.tokens import HASH_CHUNK, TokenFile
+from bench.datasets.tokens import TokenFile, Trained, digests
 
 if TYPE_CHECKING:
     from bench.config import PointConfig, RunConfig
@@ -114,13 +128,15 @@ def _as_val(message: str) -> str:
     return "val_data: " + message.removeprefix("data: ")
 
 
-def check(config: RunConfig, train: TokenFile) -> None:
+def check(config: RunConfig, train: TokenFile, trained: Trained) -> None:
     """In the parent, before any child: the validation file of every point, against the
-    training file `train` (open), and every token of its evaluated windows."""
+    training file `train` (open) and the windows of it the parent read (`trained`), and
+    every token of its evaluated windows."""
     points = list(config.points())
     val = open_val(points[0])
     try:
-        _check_against(val, train)
+        _same_format(val, train)
+        _not_a_training_file(val, train)
         for point in points:
             wanted = eval_sequences(point, val.windows)
             if wanted < 1 or val.windows < wanted:
@@ -131,39 +147,77 @@ def check(config: RunConfig, train: TokenFile) -> None:
                     f"per rank over {point.ranks})"
                 )
         most = max(eval_sequences(p, val.windows) for p in points)
-        try:
-            val.read(0, most, points[0].spec)
-        except DatasetError as error:
-            raise DatasetError(_as_val(str(error))) from None
+        compared = tokens.MAX_HASHED_BYTES // val.window_bytes  # windows, each hashed once
+        chunk = max(1, 2**22 // val.window)  # about 4 million tokens at a time
+        for first in range(0, most, chunk):
+            try:
+                rows = val.read(first, min(chunk, most - first), points[0].spec)
+            except DatasetError as error:
+                raise DatasetError(_as_val(str(error))) from None
+            if first < compared:
+                _held_out(val, train, trained, rows[: compared - first], first)
     finally:
         val.close()
 
 
-def _check_against(val: TokenFile, train: TokenFile) -> None:
-    """Refuse a validation file of another format, or one that is a training file."""
+HELD_OUT = "a validation loss needs tokens held out of training"
+
+
+def _same_format(val: TokenFile, train: TokenFile) -> None:
+    """Refuse a validation file of another format than the training data's."""
     if val.layout.dtype != train.layout.dtype or val.layout.offset != train.layout.offset:
         raise DatasetError(
             f"val_data: {val.where} is {val.layout.name} ({val.layout.dtype.name} tokens); "
             f"the training data {train.where} is {train.layout.name} "
             f"({train.layout.dtype.name}): tokenize both with one tokenizer"
         )
+
+
+def _not_a_training_file(val: TokenFile, train: TokenFile) -> None:
+    """Refuse a validation file that is a training file (the same inode), or begins or
+    ends with the same window of tokens as one: each file's two ends read once."""
+    files = {shard.identity: shard for shard in train.shards}
     for mine in val.shards:
-        for theirs in train.shards:
-            same_inode = mine.identity == theirs.identity  # (st_dev, st_ino)
-            if same_inode or _same_bytes(mine, theirs):
-                how = "the same file" if same_inode else "the same bytes (sha256)"
+        theirs = files.get(mine.identity)
+        if theirs is not None:
+            raise DatasetError(
+                f"val_data: {mine.where} is the same file as the training data's "
+                f"{theirs.where}; {HELD_OUT}"
+            )
+    ends: dict[tuple[str, bytes], Any] = {}
+    for shard in train.shards:
+        for end in shard.ends(train.window):
+            ends.setdefault(end, shard)
+    how = {
+        "begins": "a copy, a prefix of it, or it with tokens added at the end",
+        "ends": "a copy, a suffix of it, or it with tokens added at the start",
+    }
+    for mine in val.shards:
+        for end in mine.ends(val.window):
+            theirs = ends.get(end)
+            if theirs is not None:
                 raise DatasetError(
-                    f"val_data: {mine.where} is {how} as the training data's "
-                    f"{theirs.where}; a validation loss needs tokens held out of training"
+                    f"val_data: {mine.where} {end[0]} with the same {val.window:,} tokens as "
+                    f"the training data's {theirs.where} ({how[end[0]]}); {HELD_OUT}"
                 )
 
 
-def _same_bytes(a: Any, b: Any) -> bool:
-    """Equal sizes, equal first chunks, then equal sha256 (the rest only when needed)."""
-    if a.size != b.size:
-        return False
-    head = min(HASH_CHUNK, a.size)
-    return bool(a.pread(0, head) == b.pread(0, head) and a.sha256() == b.sha256())
+def _held_out(
+    val: TokenFile, train: TokenFile, trained: Trained, rows: np.ndarray, first: int
+) -> None:
+    """Refuse validation windows `first` .. (`rows`) of which one is a trained window."""
+    found = trained.find(digests(rows))
+    if found is None:
+        return
+    index, position = found
+    mine, window = val.locate(int(val.positions(first + index, 1)[0]))
+    theirs, trained_window = train.locate(position)
+    start = window * val.window
+    raise DatasetError(
+        f"val_data: window {window:,} of {mine.where} (its tokens {start:,} to "
+        f"{start + val.window - 1:,}) is window {trained_window:,} of the training data's "
+        f"{theirs.where}, which the run trains on; {HELD_OUT}"
+    )
 
 
 # --- In the child ----------------------------------------------------------------------

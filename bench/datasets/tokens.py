@@ -85,6 +85,7 @@ MAX_SHARDS = 100_000  # files one glob may name (FineWeb 10B: 103; 100B: 1,029)
 # any glob of up to 128 does; past that a batch reopens most shards it reads (measured:
 # 512 windows from 1,029 shards in 10 ms on the host, 2 ms with every shard open).
 OPEN_FILES = 128
+DIGEST_BYTES = 16  # blake2b of a window: equal windows found, two unequal never confused
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,18 @@ class _Shard:
             raise DatasetError(self._changed(os.fstat(fd).st_size))
         return data
 
+    def ends(self, window: int) -> list[tuple[str, bytes]]:
+        """The digests of its first and last `window` tokens (none if it holds fewer):
+        what a copy, a prefix, a suffix, or the file with tokens added shares with it."""
+        count, itemsize = self.layout.count, self.layout.dtype.itemsize
+        if count < window:
+            return []
+        size, offset = window * itemsize, self.layout.offset
+        return [
+            (end, hashlib.blake2b(self.pread(at, size), digest_size=DIGEST_BYTES).digest())
+            for end, at in (("begins", offset), ("ends", offset + (count - window) * itemsize))
+        ]
+
     def sha256(self) -> str:
         digest = hashlib.sha256()
         for offset in range(0, self.size, HASH_CHUNK):
@@ -388,6 +401,47 @@ class TokenFile:
         self.open_files.close()
 
 
+def digests(rows: np.ndarray) -> np.ndarray:
+    """Each window's (row's) blake2b digest, to compare windows without keeping them."""
+    rows = np.ascontiguousarray(rows, np.int64)
+    kind = f"S{DIGEST_BYTES}"
+    if not rows.size:
+        return np.array([], kind)
+    data, step = rows.data.cast("B"), rows.shape[1] * rows.itemsize
+    return np.array(
+        [hashlib.blake2b(data[i : i + step], digest_size=DIGEST_BYTES).digest()
+         for i in range(0, len(data), step)],
+        kind,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The training windows the parent read before a run (its first, in its order), as
+    digests, sorted, each with its file window: what the validation windows are
+    compared with (bench.datasets.loss_target), without keeping the windows."""
+
+    digests: np.ndarray
+    windows: np.ndarray
+
+    @classmethod
+    def of(cls, digests: np.ndarray, windows: np.ndarray) -> Trained:
+        order = np.argsort(digests, kind="stable")
+        return cls(digests[order], np.asarray(windows, np.int64)[order])
+
+    def find(self, digests: np.ndarray) -> tuple[int, int] | None:
+        """The first of `digests` that a trained window has: its index there, and that
+        window's position in the training file; None when none is."""
+        if not len(self.digests) or not len(digests):
+            return None
+        at = np.minimum(np.searchsorted(self.digests, digests), len(self.digests) - 1)
+        hits = np.flatnonzero(self.digests[at] == digests)
+        if not len(hits):
+            return None
+        first = int(hits[0])
+        return first, int(self.windows[at[first]])
+
+
 def for_point(point: PointConfig) -> TokenFile:
     """The point's token file, checked to hold at least one global batch of windows."""
     ref = point.tokens
@@ -403,12 +457,15 @@ def for_point(point: PointConfig) -> TokenFile:
     return file
 
 
-def check(config: RunConfig, then: Callable[[RunConfig, TokenFile], None] | None = None) -> None:
+def check(
+    config: RunConfig, then: Callable[[RunConfig, TokenFile, Trained], None] | None = None
+) -> None:
     """In the parent, before any child: the header, the length, and every token of every
     window the run's points will train on (they share one order: the seed's); with
     train_to_loss, the training windows of at most CHECKED_TOKENS (each child checks
-    every batch it reads), then `then` with the open file (the validation file's check,
-    bench.datasets.loss_target.check, which imports this module)."""
+    every batch it reads), then `then` with the open file and those windows' digests
+    (the validation file's check, bench.datasets.loss_target.check, which imports this
+    module): each window is read once, for both."""
     points = list(config.points())
     file = for_point(max(points, key=lambda p: p.batch_size))
     taken = max(p.batch_size * (p.warmup_steps + p.measured_steps) for p in points)
@@ -417,10 +474,16 @@ def check(config: RunConfig, then: Callable[[RunConfig, TokenFile], None] | None
     if points[0].train_to_loss is not None:
         end = min(end, max(1, CHECKED_TOKENS // file.window))
     chunk = max(1, 2**22 // file.window)  # about 4 million tokens at a time
+    seen: list[np.ndarray] = []
+    windows: list[np.ndarray] = []
     try:
         for first in range(0, end, chunk):
-            file.read(first, min(chunk, end - first), spec)
+            positions = file.positions(first, min(chunk, end - first))
+            rows = file.read_at(positions, spec)
+            if then is not None:
+                seen.append(digests(rows))
+                windows.append(positions)
         if then is not None:
-            then(config, file)
+            then(config, file, Trained.of(np.concatenate(seen), np.concatenate(windows)))
     finally:
         file.close()
