@@ -10,11 +10,13 @@ opens the pages in Debian's chromium, as tests/test_report_browser.py does."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,154 @@ def test_the_page_embeds_the_first_curves_that_fit_and_says_how_many():
     made = tidy.tidy(cmp.compare(runs, None))
     assert len(made.loss_curves) <= 3000  # was 20,000
     assert "The first 15 of 20 curves" in getattr(made, "loss_note", "")
+
+
+def test_machines_named_like_javascripts_own_properties_draw_every_chart(tmp_path):
+    """Every view the page would draw, drawn by Vega (vl-convert's) with the page's
+    data: a bar chart keyed its stack and side-by-side bars by the machine's name."""
+    vl_convert = pytest.importorskip("vl_convert")
+    from bench.report import tidy, views
+
+    path, run = diverged(tmp_path)
+    env = {**run.environment, "accelerator": {"accelerator": "__proto__", "accelerator_count": 1}}
+    runs = [
+        *beside(PROPERTY_NAMES, joules=1e-15),
+        (path, dataclasses.replace(run, environment=env)),
+    ]
+    made = tidy.tidy(cmp.compare(runs, "toString"))
+    drawn = views.views(made)
+    assert {"throughput", "normalised", "relative", "vs_batch", "loss_tokens"} <= {
+        v.id for v in drawn
+    }
+    for view in drawn:
+        spec = {**view.spec, "datasets": {view.data: getattr(made, view.data)}}
+        compiled = json.dumps(vl_convert.vegalite_to_vega(spec)["marks"])
+        for name in PROPERTY_NAMES:  # never a name inside an expression
+            assert f'\\"{name}\\"' not in compiled, (view.id, name)
+        svg = vl_convert.vegalite_to_svg(spec)  # raised "Operator not defined"
+        assert svg.count("<path") > 1, view.id
+
+
+# --- the page's script, run in Node with a stand-in DOM (fast, where Node is) ------------
+
+_DOM = r"""
+const made = [];
+function element(id, text) {
+  const e = { id: id, children: [], dataset: {}, style: {}, hidden: false, value: "",
+    textContent: text || "", appendChild(c) { this.children.push(c); return c; },
+    append(...c) { this.children.push(...c); }, replaceChildren() { this.children = []; },
+    addEventListener() {}, closest() { return element(); },
+    querySelector(selector) { return element("", selector === "h2" ? this.id : ""); } };
+  made.push(e);
+  return e;
+}
+const byId = {};
+globalThis.document = {
+  body: { dataset: {} }, createElement: () => element(),
+  getElementById: (id) => byId[id] || (byId[id] = element(id)),
+};
+document.getElementById("bench-data").textContent = require("fs").readFileSync(0, "utf8");
+const drawn = {};
+globalThis.vegaEmbed = async (node, spec) => {  // Vega failing on a chart marked so
+  if (spec.description === "fails") throw new Error("Operator not defined: undefined");
+  for (const [name, rows] of Object.entries(spec.datasets)) {
+    drawn[name] = [...new Set([...(drawn[name] || []), ...rows])];  // every chart's rows
+  }
+  return { view: { finalize() {} } };
+};
+setTimeout(() => console.log(JSON.stringify({ ready: document.body.dataset.ready,
+  failure: document.getElementById("failure").textContent, drawn: drawn,
+  texts: made.map((e) => e.textContent).filter((t) => t) })), 200);
+"""
+
+
+def run_script(html: str) -> dict:
+    """The page's script over the page's data in Node: whether it finished, what it said
+    failed, the rows it handed each chart and every text it set."""
+    from bench.report.script import SCRIPT
+
+    if NODE is None:
+        pytest.skip("no node (apt-get install nodejs)")
+    done = subprocess.run(
+        [NODE, "-e", _DOM + SCRIPT], input=json.dumps(_data(html)), capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_bars_side_by_side_follow_the_legends_order_by_number(no_bundle):
+    """Bars are set side by side by a number, not by the machine's name (which Vega
+    keyed objects by); the script numbers machines as its legends order them: the
+    baseline, then the fastest."""
+    out = run_script(_page(beside(PROPERTY_NAMES), "toString"))
+    index = {r["machine"]: r["machine_index"] for r in out["drawn"]["points"]}
+    fastest_first = ["toString", "__proto__", "hasOwnProperty", "constructor", "valueOf"]
+    assert sorted(index, key=index.get) == fastest_first and index["toString"] == 0
+
+
+def _data_text(html: str) -> str:
+    found = re.search(r"<script type='application/json' id='bench-data'>(.*?)</script>", html, re.S)
+    assert found
+    return found.group(1)
+
+
+# --- in a real browser (full) -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def opened(page_path: Path):
+    """The page in chromium as a user opens it, ready; and every error it logged."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            tab.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+            tab.goto(page_path.as_uri())
+            tab.wait_for_function("document.body.dataset.ready", timeout=30_000)
+            yield tab, errors
+            tab.screenshot(path=str(page_path.with_suffix(".png")), full_page=True)
+        finally:
+            chromium.close()
+
+
+def _written(runs, baseline, folder: Path) -> Path:
+    pytest.importorskip("vl_convert")
+    from bench.report import page
+
+    page.write_report(cmp.compare(runs, baseline), folder)
+    return folder / "report.html"
+
+
+def _undrawn(tab) -> list[str]:
+    """The views the page shows with no chart in them."""
+    return tab.evaluate(
+        "[...document.querySelectorAll('section.view')].filter((s) => !s.hidden && "
+        "!s.querySelector('.chart svg')).map((s) => s.id)"
+    )
+
+
+@pytest.mark.full
+@in_chromium
+def test_in_chromium_machines_named_like_javascripts_own_properties_draw_every_chart(tmp_path):
+    run = result.load(FIXTURE)  # a run to a loss: a line of '__proto__' in its charts
+    env = {**run.environment, "accelerator": {"accelerator": "__proto__", "accelerator_count": 1}}
+    runs = [
+        *beside(PROPERTY_NAMES, joules=1e-17),
+        (FIXTURE, dataclasses.replace(run, environment=env)),
+    ]
+    earlier = dataclasses.replace(runs[0][1], started="2026-01-02T03:04:05+00:00")
+    runs.append((Path("earlier.json"), earlier))  # toString's history: two dates
+    html = _written(runs, "toString", tmp_path / "report")
+    with opened(html) as (tab, errors):
+        assert tab.evaluate("document.body.dataset.ready") == "1", tab.inner_text("#failure")
+        assert _undrawn(tab) == []  # was: "The page could not draw: Operator not defined"
+        ids = tab.evaluate("[...document.querySelectorAll('section.view')].map((s) => s.id)")
+        assert {"view-throughput", "view-history", "view-loss_tokens", "view-energy"} <= set(ids)
+        legend = tab.locator("#view-throughput .role-legend-label text").all_text_contents()
+        assert sorted(legend) == sorted(PROPERTY_NAMES)
+        assert tab.locator("#view-vs_batch .mark-line path").count() == 5  # '__proto__' drew none
+    assert not errors, errors

@@ -239,16 +239,27 @@ SCRIPT = r"""
   // Colours: each machine its own on every chart (Python's) where the page has no more
   // machines than colours; past that, dealt to the machines a chart draws by rank, the
   // first ten keeping theirs, the others the first colour free.
-  const ORDER = new Map([...new Set(D.points.map((r) => r.machine))]
-    .sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
+  const DATA = ["points", "headline", "geomean", "history", "ladder", "curves", "loss_curves",
+    "max_batch"];
+  const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => m !== undefined);
+  const ORDER = new Map([...new Set(seen)].sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
   function position(machine) {
-    return ORDER.has(machine) ? ORDER.get(machine) : 1e9;
+    return ORDER.has(machine) ? ORDER.get(machine) : ORDER.size;
+  }
+  // Charts set a machine's bars side by side by its number, in the legend's order: never
+  // by its name, which Vega reads as an object's key ('toString' stopped every bar chart).
+  for (const name of DATA) {
+    for (const r of D[name]) if (r.machine !== undefined) r.machine_index = position(r.machine);
+  }
+  function colourOf(machine) {
+    const own = Object.prototype.hasOwnProperty.call(D.colours, machine);
+    return own ? D.colours[machine] : D.palette[position(machine) % D.palette.length];
   }
   function recoloured(spec, drawn) {
     const fleet = ORDER.size > D.palette.length;
     const taken = new Set();
     const range = drawn.map((m) => {
-      if (!fleet) return D.colours[m];
+      if (!fleet) return colourOf(m);
       let i = position(m) % D.palette.length;
       while (taken.has(i)) i = (i + 1) % D.palette.length;
       taken.add(i);

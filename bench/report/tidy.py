@@ -618,7 +618,7 @@ def tidy(comparison: Comparison) -> Tidy:
     ]
     past, past_note = history(comparison, commands)
     loss_rows, loss_note = _loss_curves(comparison)
-    return Tidy(
+    made = Tidy(
         points=rows,
         commands=commands.texts,
         headline=lead,
@@ -632,3 +632,17 @@ def tidy(comparison: Comparison) -> Tidy:
         max_batch=max_batches(comparison),
         machines=machines,
     )
+    _number_machines(made)
+    return made
+
+
+def _number_machines(t: Tidy) -> None:
+    """Each row's machine as a number too (`machine_index`, its place in the page's
+    order): charts order bars by it, never by the name, which Vega reads as an object's
+    key (a machine named 'toString' stopped every bar chart). The page's script numbers
+    them again in the order its legends take."""
+    index = {label: i for i, label in enumerate(t.machines)}
+    for rows in t.as_data().values():
+        for row in rows if isinstance(rows, list) else ():
+            if isinstance(row, dict) and "machine" in row:
+                row["machine_index"] = index.get(row["machine"], len(index))

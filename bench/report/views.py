@@ -114,6 +114,22 @@ def _spec(chart: Any) -> dict[str, Any]:
     return spec
 
 
+def _offset(colour: str) -> Any:
+    """Bars side by side in the order of `colour`'s values: a machine's by its number
+    (bench.report.tidy's machine_index). By name, Vega-Lite wrote each machine's name
+    into an expression and Vega keyed objects by it: 'toString' stopped the chart."""
+    alt = _alt()
+    if colour == "machine":
+        return alt.YOffset("machine_index:O", sort="ascending", title="place in the legend")
+    return alt.YOffset(f"{colour}:N", sort=None)
+
+
+def _detail(colour: str) -> Any:
+    """A line per machine grouped by its number too: Vega keys a line's points by the
+    values that split them into lines, and a machine named '__proto__' drew no line."""
+    return _alt().Detail("machine_index:O") if colour == "machine" else _alt().Undefined
+
+
 def _bars(
     data: str,
     value: str,
@@ -131,15 +147,18 @@ def _bars(
     """Horizontal bars, a panel per workload: one bar per category (and machine, side
     by side), a 95% whisker from `low` to `high` where given, a rule at `reference`."""
     alt = _alt()
-    x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(type="log" if log else "linear"))
+    # Side by side, never stacked: a stack sorts by colour, its names in an expression.
+    scale = alt.Scale(type="log" if log else "linear")
+    x = alt.X(f"{value}:Q", title=title, scale=scale, stack=None)
     y = alt.Y(f"{category}:N", title=None, sort=None)
+    offset = _offset(colour) if colour != category else alt.Undefined
     layers = [
         alt.Chart()
         .mark_bar(height={"band": 0.85})
         .encode(
             x=x,
             y=y,
-            yOffset=alt.YOffset(f"{colour}:N", sort=None) if colour != category else alt.Undefined,
+            yOffset=offset,
             color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
             tooltip=_tooltip(*tooltip),
         )
@@ -152,9 +171,7 @@ def _bars(
                 x=alt.X(f"{low}:Q", title=title),
                 x2=f"{high}:Q",
                 y=y,
-                yOffset=alt.YOffset(f"{colour}:N", sort=None)
-                if colour != category
-                else alt.Undefined,
+                yOffset=offset,
                 tooltip=_tooltip(*tooltip),
             )
         )
@@ -202,6 +219,7 @@ def _lines(
                 y=alt.Y(f"{low}:Q", title=y_title),
                 y2=f"{high}:Q",
                 color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
+                detail=_detail(colour),
             )
         )
     layers.append(
@@ -211,6 +229,7 @@ def _lines(
             x=ex,
             y=alt.Y(f"{y}:Q", title=y_title),
             color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
+            detail=_detail(colour),
             tooltip=_tooltip(*tooltip),
         )
     )
@@ -258,8 +277,8 @@ def _relative_best(t: Tidy) -> View | None:
         alt.Chart()
         .mark_bar()
         .encode(
-            x=alt.X("rel_shown:Q", title=RELATIVE_TITLE),
-            y=y,
+            x=alt.X("rel_shown:Q", title=RELATIVE_TITLE, stack=None),  # Vega keys a stack
+            y=y,  # by its y: a machine named 'toString' stopped the chart
             color=colour,
             tooltip=tips,
         )
@@ -469,6 +488,7 @@ def _accuracy(t: Tidy) -> View | None:
             x=alt.X("epoch:Q", title="epoch", axis=alt.Axis(tickMinStep=1)),
             y=alt.Y("top1:Q", title="top-1 (validation)", axis=alt.Axis(format="%")),
             color=colour,
+            detail=_detail("machine"),
             tooltip=_tooltip(("top1_text", "top-1")),
         )
     )
@@ -502,6 +522,7 @@ def _loss_along(t: Tidy, x: str, title: str, view_id: str, heading: str) -> View
                 "loss:Q", title="validation loss (nats per token)", scale=alt.Scale(zero=False)
             ),
             color=alt.Color("machine:N", legend=_legend(), sort=None),
+            detail=_detail("machine"),
             tooltip=_tooltip(("loss_text", "validation loss"), ("at_text", "at")),
         )
     )
@@ -545,7 +566,7 @@ def _ladder(t: Tidy) -> View | None:
         alt.Chart()
         .mark_bar()
         .encode(
-            x=alt.X("speedup:Q", title="throughput / the first rung"),
+            x=alt.X("speedup:Q", title="throughput / the first rung", stack=None),
             y=alt.Y("rung:N", title=None, sort=None),
             color=alt.Color(
                 "kept_text:N",
@@ -611,6 +632,7 @@ def _mfu(t: Tidy) -> View | None:
             ),
             y=alt.Y("mfu:Q", title="MFU", axis=alt.Axis(format="%")),
             color=alt.Color("machine:N", legend=_legend(), sort=None),
+            detail=_detail("machine"),
             strokeDash=alt.StrokeDash("checkpointing:N", legend=None, sort=None),
             shape=alt.Shape(
                 "checkpointing:N", legend=_legend("activation checkpointing"), sort=None
