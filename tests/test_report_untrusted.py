@@ -24,7 +24,7 @@ import pytest
 from bench import integrity, result
 from bench.report import compare as cmp
 
-from .test_compare import machine, point
+from .test_compare import A100, V100, machine, point
 
 pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
@@ -129,6 +129,17 @@ def test_the_page_embeds_the_first_curves_that_fit_and_says_how_many():
     assert "The first 15 of 20 curves" in getattr(made, "loss_note", "")
 
 
+def test_a_diverged_evaluation_stays_a_row_without_a_loss(tmp_path, no_bundle):
+    from bench.report import tidy
+
+    path, run = diverged(tmp_path)
+    made = tidy.tidy(cmp.compare([*beside([V100, A100]), (path, run)], "v100"))
+    curve = run.points[0].to_loss.curve
+    assert len(made.loss_curves) == len(curve)
+    assert "loss" not in made.loss_curves[1] and "loss" in made.loss_curves[2]
+    assert "NaN" not in _data_text(_page([*beside([V100]), (path, run)], "v100"))
+
+
 def test_machines_named_like_javascripts_own_properties_draw_every_chart(tmp_path):
     """Every view the page would draw, drawn by Vega (vl-convert's) with the page's
     data: a bar chart keyed its stack and side-by-side bars by the machine's name."""
@@ -203,6 +214,32 @@ def run_script(html: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def test_the_script_draws_a_diverged_loss_as_n_a_and_the_rest(tmp_path, no_bundle):
+    path, run = diverged(tmp_path)
+    out = run_script(_page([*beside([V100, A100]), (path, run)], "v100"))
+    assert (out["ready"], out["failure"]) == ("1", "")  # was: toFixed of undefined, nothing
+    loss = out["drawn"]["loss_curves"]
+    assert loss[1]["loss_text"].startswith("n/a (target 5") and "loss" not in loss[1]
+    assert re.match(r"\d\.\d{3} \(target 5", loss[2]["loss_text"])
+    assert {r["machine"] for r in out["drawn"]["points"]} >= {V100, A100}
+
+
+def test_the_baselines_tooltip_says_it_is_the_baseline(no_bundle):
+    out = run_script(_page(beside([V100, A100]), "v100"))
+    points = out["drawn"]["points"]
+    base = [r for r in points if r["machine"] == V100]
+    assert base and all(r["verdict_text"] == "the baseline" for r in base)  # 'undefined'
+    assert all("undefined" not in json.dumps(r) for r in points)
+
+
+def test_a_tiny_number_prints_in_three_digits_not_twenty_zeros(no_bundle):
+    out = run_script(_page(beside([V100, A100], joules=1e-17), "v100"))
+    points = out["drawn"]["points"]
+    energy = {(r["energy_sample_j"], r["energy_text"]) for r in points if "energy_sample_j" in r}
+    assert {text for _, text in energy} == {"1.56e-20 J"}  # was 0.0000000000000000000156 J
+    assert all(text == f"{joules:.2e} J" for joules, text in energy)  # as Python writes it
+
+
 def test_bars_side_by_side_follow_the_legends_order_by_number(no_bundle):
     """Bars are set side by side by a number, not by the machine's name (which Vega
     keyed objects by); the script numbers machines as its legends order them: the
@@ -211,6 +248,24 @@ def test_bars_side_by_side_follow_the_legends_order_by_number(no_bundle):
     index = {r["machine"]: r["machine_index"] for r in out["drawn"]["points"]}
     fastest_first = ["toString", "__proto__", "hasOwnProperty", "constructor", "valueOf"]
     assert sorted(index, key=index.get) == fastest_first and index["toString"] == 0
+
+
+def test_a_chart_that_fails_says_so_and_the_others_draw(tmp_path, no_bundle):
+    """Vega failing on one chart (as on a machine named 'toString') took the page's
+    script with it: every chart after it undrawn, the page said one line."""
+    path, run = diverged(tmp_path)
+    html = _page([*beside([V100, A100]), (path, run)], "v100")
+    data = _data(html)
+    [failing] = [v for v in data["views"] if v["id"] == "throughput"]
+    failing["spec"]["description"] = "fails"
+    out = run_script(html.replace(_data_text(html), json.dumps(data)))
+    assert out["ready"] == "partial"
+    assert out["failure"] == (
+        "The page could not draw the chart 'view-throughput': Error: Operator not defined: "
+        "undefined"
+    )
+    assert "Not drawn: Error: Operator not defined: undefined" in out["texts"]
+    assert {"headline", "points", "loss_curves"} <= set(out["drawn"])  # the others drew
 
 
 def _data_text(html: str) -> str:
@@ -259,6 +314,22 @@ def _undrawn(tab) -> list[str]:
 
 @pytest.mark.full
 @in_chromium
+def test_in_chromium_a_diverged_loss_leaves_every_other_result_drawn(tmp_path):
+    path, run = diverged(tmp_path)
+    html = _written([*beside([V100, A100]), (path, run)], "v100", tmp_path / "report")
+    with opened(html) as (tab, errors):
+        assert tab.evaluate("document.body.dataset.ready") == "1", tab.inner_text("#failure")
+        assert tab.inner_text("#failure") == ""
+        assert _undrawn(tab) == []  # was: no chart, no table, no error shown
+        assert tab.locator("#table-points tbody tr").count() == 5
+        assert tab.locator("#table-headline tbody tr").count() == 3
+        assert tab.locator("#view-loss_tokens .mark-line path").count() == 1
+    assert not errors, errors
+    assert html.with_suffix(".png").stat().st_size > 10_000
+
+
+@pytest.mark.full
+@in_chromium
 def test_in_chromium_machines_named_like_javascripts_own_properties_draw_every_chart(tmp_path):
     run = result.load(FIXTURE)  # a run to a loss: a line of '__proto__' in its charts
     env = {**run.environment, "accelerator": {"accelerator": "__proto__", "accelerator_count": 1}}
@@ -277,4 +348,38 @@ def test_in_chromium_machines_named_like_javascripts_own_properties_draw_every_c
         legend = tab.locator("#view-throughput .role-legend-label text").all_text_contents()
         assert sorted(legend) == sorted(PROPERTY_NAMES)
         assert tab.locator("#view-vs_batch .mark-line path").count() == 5  # '__proto__' drew none
+        bars = tab.evaluate(
+            "[...document.querySelectorAll('#view-throughput .mark-rect path')]"
+            ".map((p) => p.getAttribute('aria-label')).join('\\n')"
+        )
+        assert "machine: toString;" in bars and "verdict: the baseline;" in bars
+        assert "undefined" not in bars  # the baseline's verdict read 'undefined'
+        energy = tab.evaluate(
+            "[...document.querySelectorAll('#view-energy .mark-rect path')]"
+            ".map((p) => p.getAttribute('aria-label')).join('\\n')"
+        )
+        assert "energy: 1.56e-20 J" in energy  # was 0.0000000000000000000156 J
     assert not errors, errors
+
+
+@pytest.mark.full
+@in_chromium
+def test_in_chromium_a_chart_that_fails_says_so_and_the_others_draw(tmp_path):
+    html = _written(beside([V100, A100]), "v100", tmp_path / "report")
+    text = html.read_text()
+    data = _data(text)
+    [failing] = [v for v in data["views"] if v["id"] == "throughput"]
+    failing["spec"] = {"mark": "no-such-mark"}  # Vega-Lite refuses it, as Vega refused names
+    from bench.report.htmlpage import script_json
+
+    html.write_text(text.replace(_data_text(text), script_json(data)))
+    with opened(html) as (tab, errors):
+        assert tab.evaluate("document.body.dataset.ready") == "partial"
+        failure = tab.inner_text("#failure")
+        assert failure.startswith(
+            "The page could not draw the chart 'Throughput per configuration'"
+        )
+        assert tab.inner_text("#view-throughput .cap").startswith("Not drawn: ")
+        assert _undrawn(tab) == ["view-throughput"]  # every other chart drew
+        assert tab.locator("#table-points tbody tr").count() == 4
+    assert not [e for e in errors if e.startswith("uncaught")], errors

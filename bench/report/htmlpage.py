@@ -46,7 +46,7 @@ tr[data-verdict=faster] .c-sentence{color:#2b8a3e}tr[data-verdict=slower] .c-sen
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #dee2e6;
 z-index:2;display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center}
 #filters select{max-width:22em}.note,.cap{color:#495057;font-size:.85em}
-.chart{max-width:100%;overflow-x:auto}#failure{color:#c92a2a}
+.chart{max-width:100%;overflow-x:auto}#failure{color:#c92a2a;white-space:pre-line}
 details{margin:.5em 0}summary{cursor:pointer}
 """
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")

@@ -6,22 +6,46 @@ files never become markup."""
 SCRIPT = r"""
 // bench report's page: filters, sortable tables and the data of the Vega-Lite views.
 // It draws no chart itself (vega-embed does) and writes text with textContent only:
-// labels from result files never become markup.
+// labels from result files never become markup. Any value a result may hold (a NaN loss
+// left out, a missing field) reads "n/a"; a part that fails anyway (a table, a chart, the
+// texts of one table of data) says so on the page while the others draw.
 (function () {
   "use strict";
   const D = JSON.parse(document.getElementById("bench-data").textContent);
   const FILTERS = ["workload", "machine", "precision", "framework"];
   const chosen = { workload: "", machine: "", precision: "", framework: "" };
   const TABLE_ROWS = 500; // rows a table shows at most; its note says how many it holds
+  const failures = [];
 
+  // A part of the page that failed: named on the page (and in its own note), the rest
+  // drawn. `where`: the element whose note says so, if any.
+  function failed(part, error, where) {
+    failures.push("The page could not draw " + part + ": " + error);
+    document.getElementById("failure").textContent = failures.join("\n");
+    if (where) where.textContent = "Not drawn: " + error;
+    console.error(error);
+  }
+  function guarded(part, make) {
+    try {
+      make();
+    } catch (error) {
+      failed(part, error);
+    }
+  }
+
+  // A number to print: what JSON may carry for one is a finite number; the rest is n/a.
+  function finite(v) { return typeof v === "number" && isFinite(v); }
+  function missing(v) { return v === undefined || v === null; }
   function three(v) {
     v = Number(v.toPrecision(3));
     if (Math.abs(v) >= 100 || v === 0) return Math.round(v).toLocaleString("en-US");
     return v.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(v)))));
   }
-  // bench.units.human: '5,437', '84.3 M', never scientific notation.
+  // bench.units.human: '5,437', '84.3 M', '0.0123'; past the prefixes or below 0.0001,
+  // three digits in scientific notation ('8.00e-21', not 21 zeros).
   function human(v) {
-    if (v === undefined || v === null || !isFinite(v)) return "n/a";
+    if (!finite(v)) return "n/a";
+    if (v !== 0 && (Math.abs(v) < 1e-4 || Math.abs(v) >= 999.5e12)) return v.toExponential(2);
     if (Math.abs(v) >= 9995) {
       const x = Number(v.toPrecision(3));
       for (const [p, s] of [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]]) {
@@ -32,72 +56,95 @@ SCRIPT = r"""
     return three(v);
   }
   function withInterval(v, lo, hi, unit) {
-    if (v === undefined) return "";
-    const ci = lo === undefined ? " (one run)" : " [" + human(lo) + "–" + human(hi) + "]";
+    if (missing(v)) return "";
+    const ci = missing(lo) ? " (one run)" : " [" + human(lo) + "–" + human(hi) + "]";
     return human(v) + (unit ? " " + unit : "") + ci;
   }
   // Two decimals, or two significant digits below 0.1 (a CPU at 0.0036x of a GPU); a
   // digit more where the interval would print as a point (bench.units.ratio_with_interval).
   function times(v, extra = 0) {
+    if (!finite(v)) return "n/a";
     return (v >= 0.1 ? v.toFixed(2 + extra) : v.toPrecision(2 + extra)) + "x";
   }
   function ratio(v, lo, hi) {
-    if (v === undefined) return "";
-    if (lo === undefined) return times(v) + " (no interval)";
+    if (missing(v)) return "";
+    if (missing(lo) || missing(hi)) return times(v) + " (no interval)";
     let extra = 0;
     while (extra < 2 && times(lo, extra) === times(hi, extra)) extra += 1;
     return times(v, extra) + " [" + times(lo, extra) + "–" + times(hi, extra) + "]";
   }
-  function pct(v) { return v === undefined ? "" : (100 * v).toFixed(1) + "%"; }
-  function gib(v) { return v === undefined ? "" : (v / 2 ** 30).toFixed(1) + " GiB"; }
+  function fixed(v, digits) { return finite(v) ? v.toFixed(digits) : "n/a"; }
+  function pct(v) { return missing(v) ? "" : finite(v) ? fixed(100 * v, 1) + "%" : "n/a"; }
+  function gib(v) { return missing(v) ? "" : finite(v) ? fixed(v / 2 ** 30, 1) + " GiB" : "n/a"; }
 
-  // Texts the tooltips and tables show, made once.
+  // Texts the tooltips and tables show, made once: each table of data on its own, so
+  // that a failure in one leaves the others' charts and tables drawn.
+  function text(v) { return missing(v) ? "" : String(v); }
   for (const name of ["points", "headline", "history"]) {
-    for (const r of D[name]) {
-      const made = r.point !== undefined ? D.points[r.point] : r; // a headline row: its point's
-      const cmd = made.cmd;
-      r.command = cmd === undefined ? "" : D.commands[cmd];
-      r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s") +
-        (r.unit_tp === undefined ? "" : " · " + human(r.unit_tp) + " " + r.unit);
-      r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
+    guarded("the texts of " + name, () => {
+      for (const r of D[name]) {
+        const made = r.point !== undefined ? D.points[r.point] : r; // a headline row: its point's
+        const cmd = made === undefined ? undefined : made.cmd;
+        r.command = cmd === undefined ? "" : text(D.commands[cmd]);
+        r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s") +
+          (missing(r.unit_tp) ? "" : " · " + human(r.unit_tp) + " " + text(r.unit));
+        r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
+        // A tooltip's verdict: the baseline has none to give, but says what it is.
+        r.verdict_text = !missing(r.sentence) ? text(r.sentence) : r.baseline ? "the baseline"
+          : !missing(r.verdict) ? text(r.verdict) : "n/a";
+      }
+    });
+  }
+  guarded("the texts of points", () => {
+    for (const r of D.points) {
+      // A panel of lines over batch sizes: the row but its batch (devices, for scaling).
+      r.panel = text(r.workload) + " · " + text(r.config).replace(/^bs \d+ /, "");
+      r.scaling_panel = r.panel.replace(/ · \d+ devices?(?= · |$)/, "");
+      if (finite(r.peak_mem)) r.peak_gib = r.peak_mem / 2 ** 30;
+      r.epoch_text = missing(r.epoch_s) ? "" : human(r.epoch_s) + " s";
+      const joules = !missing(r.energy_epoch_j) ? r.energy_epoch_j : r.energy_sample_j;
+      r.energy_text = missing(joules) ? "" : human(joules) + " J";
+      r.spj_text = human(r.spj);
+      r.usd_text = missing(r.usd_per_m) ? "" : "$" + human(r.usd_per_m);
+      r.usd_units_text = missing(r.usd_per_m_units) ? "" : "$" + human(r.usd_per_m_units);
+      r.unit_text = missing(r.unit_per_device) ? "" : human(r.unit_per_device) + " " + text(r.unit);
+      r.mfu_text = pct(r.mfu);
+      r.mem_text = gib(r.peak_mem);
+      r.scaling_text = pct(r.scaling);
+      r.top1_text = pct(r.top1);
     }
-  }
-  for (const r of D.points) {
-    // A panel of lines over batch sizes: the row but its batch (devices, for scaling).
-    r.panel = r.workload + " · " + r.config.replace(/^bs \d+ /, "");
-    r.scaling_panel = r.panel.replace(/ · \d+ devices?(?= · |$)/, "");
-    if (r.peak_mem !== undefined) r.peak_gib = r.peak_mem / 2 ** 30;
-    r.epoch_text = r.epoch_s === undefined ? "" : human(r.epoch_s) + " s";
-    const joules = r.energy_epoch_j !== undefined ? r.energy_epoch_j : r.energy_sample_j;
-    r.energy_text = human(joules) + " J";
-    r.spj_text = human(r.spj);
-    r.usd_text = r.usd_per_m === undefined ? "" : "$" + human(r.usd_per_m);
-    r.usd_units_text = r.usd_per_m_units === undefined ? "" : "$" + human(r.usd_per_m_units);
-    r.unit_text = r.unit_per_device === undefined ? "" : human(r.unit_per_device) + " " + r.unit;
-    r.mfu_text = pct(r.mfu);
-    r.mem_text = gib(r.peak_mem);
-    r.scaling_text = pct(r.scaling);
-    r.top1_text = pct(r.top1);
-  }
-  for (const r of D.curves) {
-    r.top1_text = pct(r.top1);
-    r.panel = r.workload + " · " + r.config;
-  }
-  for (const r of D.loss_curves) {
-    r.loss_text = r.loss.toFixed(3) + " (target " + r.target + ")";
-    r.at_text = human(r.tokens) + " tokens, " + human(r.wall_s) + " s";
-    r.panel = r.workload + " · " + r.config;
-  }
-  for (const r of D.history) {
-    r.series = r.machine + ": " + r.workload + " " + r.config;
-    if (r.runs > 1) r.tp_text += " (mean of " + r.runs + " runs that day)";
-  }
-  for (const r of D.ladder) {
-    r.speedup_text = r.speedup === undefined ? "skipped" : r.speedup.toFixed(2) + "x";
-    r.kept_text = r.kept ? "kept" : "left out";
-    r.panel = r.machine + " · " + r.workload;
-  }
-  for (const r of D.geomean) r.rel_text = ratio(r.rel, r.rel_lo, r.rel_hi);
+  });
+  guarded("the texts of the accuracy curves", () => {
+    for (const r of D.curves) {
+      r.top1_text = pct(r.top1);
+      r.panel = text(r.workload) + " · " + text(r.config);
+    }
+  });
+  guarded("the texts of the loss curves", () => {
+    for (const r of D.loss_curves) {
+      // A diverged evaluation's loss (NaN) is not in the data: no point drawn, 'n/a' said.
+      r.loss_text = fixed(r.loss, 3) + " (target " + text(r.target) + ")";
+      r.at_text = (missing(r.evaluation) ? "" : "evaluation " + human(r.evaluation) + ": ") +
+        human(r.tokens) + " tokens, " + human(r.wall_s) + " s";
+      r.panel = text(r.workload) + " · " + text(r.config);
+    }
+  });
+  guarded("the texts of history", () => {
+    for (const r of D.history) {
+      r.series = text(r.machine) + ": " + text(r.workload) + " " + text(r.config);
+      if (r.runs > 1) r.tp_text += " (mean of " + r.runs + " runs that day)";
+    }
+  });
+  guarded("the texts of the ladder", () => {
+    for (const r of D.ladder) {
+      r.speedup_text = missing(r.speedup) ? "skipped" : fixed(r.speedup, 2) + "x";
+      r.kept_text = r.kept ? "kept" : "left out";
+      r.panel = text(r.machine) + " · " + text(r.workload);
+    }
+  });
+  guarded("the texts of the geometric means", () => {
+    for (const r of D.geomean) r.rel_text = ratio(r.rel, r.rel_lo, r.rel_hi);
+  });
 
   function keep(r, skip) {
     for (const f of FILTERS) {
@@ -241,7 +288,7 @@ SCRIPT = r"""
   // first ten keeping theirs, the others the first colour free.
   const DATA = ["points", "headline", "geomean", "history", "ladder", "curves", "loss_curves",
     "max_batch"];
-  const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => m !== undefined);
+  const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => !missing(m));
   const ORDER = new Map([...new Set(seen)].sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
   function position(machine) {
     return ORDER.has(machine) ? ORDER.get(machine) : ORDER.size;
@@ -249,7 +296,7 @@ SCRIPT = r"""
   // Charts set a machine's bars side by side by its number, in the legend's order: never
   // by its name, which Vega reads as an object's key ('toString' stopped every bar chart).
   for (const name of DATA) {
-    for (const r of D[name]) if (r.machine !== undefined) r.machine_index = position(r.machine);
+    for (const r of D[name]) if (!missing(r.machine)) r.machine_index = position(r.machine);
   }
   function colourOf(machine) {
     const own = Object.prototype.hasOwnProperty.call(D.colours, machine);
@@ -343,10 +390,19 @@ SCRIPT = r"""
     await c.view.change(c.data, changes).resize().runAsync();  // shrinks as well as grows
   }
 
+  // Each table and chart on its own: one that fails says so in its note, the rest draw.
   function update() {
     for (const f of FILTERS) chosen[f] = document.getElementById("filter-" + f).value;
-    for (const name of Object.keys(TABLES)) drawTable(name);
-    return Promise.all(charts.map(drawChart));
+    for (const name of Object.keys(TABLES)) {
+      try {
+        drawTable(name);
+      } catch (error) {
+        failed("the table of " + name, error, document.getElementById("note-" + name));
+      }
+    }
+    return Promise.all(charts.map((c) => drawChart(c).catch((error) => {
+      failed("the chart '" + c.title + "'", error, c.note);
+    })));
   }
 
   function options() {
@@ -369,18 +425,38 @@ SCRIPT = r"""
     });
   }
 
+  // A tooltip's field a row lacks read 'undefined' (Vega-Lite's text of no value): n/a.
+  function tooltipFields(spec, found) {
+    if (Array.isArray(spec)) {
+      for (const x of spec) tooltipFields(x, found);
+    } else if (spec && typeof spec === "object") {
+      for (const [key, value] of Object.entries(spec)) {
+        if (key !== "tooltip") {
+          tooltipFields(value, found);
+          continue;
+        }
+        for (const t of [].concat(value)) if (t && t.type === "nominal") found.add(t.field);
+      }
+    }
+    return found;
+  }
+
   async function start() {
     options();
     for (const v of D.views) {
       const section = document.getElementById("view-" + v.id);
-      charts.push(Object.assign({ view: null, section: section,
-        note: section.querySelector(".cap") }, v));
+      charts.push(Object.assign({ view: null, section: section, title:
+        section.querySelector("h2").textContent, note: section.querySelector(".cap") }, v));
+      for (const field of tooltipFields(v.spec, new Set())) {
+        if (FILTERS.includes(field) || field === v.needs) continue;
+        for (const r of D[v.data]) if (missing(r[field])) r[field] = "n/a";
+      }
     }
     await update();
-    document.body.dataset.ready = "1";
+    document.body.dataset.ready = failures.length ? "partial" : "1";
   }
   start().catch((error) => {
-    document.getElementById("failure").textContent = "The page could not draw: " + error;
+    failed("its filters", error);
     document.body.dataset.ready = "error";
     throw error;
   });

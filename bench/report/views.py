@@ -114,6 +114,19 @@ def _spec(chart: Any) -> dict[str, Any]:
     return spec
 
 
+# An axis's numbers as the page's texts write them: three digits in scientific notation
+# below 0.0001 and from 10^15 ('1.00e-20', and 0 beside them: not 20 zeros), else Vega's.
+_TICK = (
+    "datum.value == 0 ? (length(datum.label) > 6 ? '0' : datum.label)"
+    " : abs(datum.value) < 1e-4 || abs(datum.value) >= 1e15 ? format(datum.value, '.2e')"
+    " : datum.label"
+)
+
+
+def _axis() -> Any:
+    return _alt().Axis(labelExpr=_TICK)
+
+
 def _offset(colour: str) -> Any:
     """Bars side by side in the order of `colour`'s values: a machine's by its number
     (bench.report.tidy's machine_index). By name, Vega-Lite wrote each machine's name
@@ -149,7 +162,7 @@ def _bars(
     alt = _alt()
     # Side by side, never stacked: a stack sorts by colour, its names in an expression.
     scale = alt.Scale(type="log" if log else "linear")
-    x = alt.X(f"{value}:Q", title=title, scale=scale, stack=None)
+    x = alt.X(f"{value}:Q", title=title, scale=scale, stack=None, axis=_axis())
     y = alt.Y(f"{category}:N", title=None, sort=None)
     offset = _offset(colour) if colour != category else alt.Undefined
     layers = [
@@ -168,7 +181,7 @@ def _bars(
             alt.Chart()
             .mark_errorbar(ticks=True, color="black")
             .encode(
-                x=alt.X(f"{low}:Q", title=title),
+                x=alt.X(f"{low}:Q", title=title, axis=_axis()),
                 x2=f"{high}:Q",
                 y=y,
                 yOffset=offset,
@@ -216,7 +229,7 @@ def _lines(
             .mark_area(opacity=0.2)
             .encode(
                 x=ex,
-                y=alt.Y(f"{low}:Q", title=y_title),
+                y=alt.Y(f"{low}:Q", title=y_title, axis=_axis()),
                 y2=f"{high}:Q",
                 color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
                 detail=_detail(colour),
@@ -227,7 +240,7 @@ def _lines(
         .mark_line(point=True)
         .encode(
             x=ex,
-            y=alt.Y(f"{y}:Q", title=y_title),
+            y=alt.Y(f"{y}:Q", title=y_title, axis=_axis()),
             color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
             detail=_detail(colour),
             tooltip=_tooltip(*tooltip),
@@ -259,7 +272,7 @@ def _along(rows: list[dict[str, Any]], value: str, x: str) -> bool:
 
 _TP = ("tp_text", "throughput (95% interval)")
 _REL = ("rel_text", "vs the baseline (95% interval)")
-_VERDICT = ("sentence", "verdict")
+_VERDICT = ("verdict_text", "verdict")  # the page's script words the baseline's too
 
 
 def _relative_best(t: Tidy) -> View | None:
@@ -272,7 +285,7 @@ def _relative_best(t: Tidy) -> View | None:
         scale=alt.Scale(domain=VERDICTS, range=VERDICT_COLOURS),
         legend=alt.Legend(orient="top", title=None),
     )
-    tips = _tooltip(_TP, _REL, ("verdict_text", "verdict"))  # the baseline has no sentence
+    tips = _tooltip(_TP, _REL, _VERDICT)
     bars = (
         alt.Chart()
         .mark_bar()
@@ -292,7 +305,6 @@ def _relative_best(t: Tidy) -> View | None:
     chart = (
         alt.layer(bars, whiskers, rule)
         .transform_calculate(rel_shown="datum.baseline ? 1 : datum.rel")
-        .transform_calculate(verdict_text="datum.sentence || datum.verdict")
         .transform_filter("isValid(datum.rel_shown)")
         .properties(width=WIDTH, height=alt.Step(18))
         .facet(
