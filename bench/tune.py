@@ -45,8 +45,23 @@ from typing import Any
 
 from bench import launchers, probe, registry
 from bench.config import PointConfig
-from bench.result import POINT_AXES, Point, point_axes
+from bench.result import POINT_AXES, Point, ResultError, point_axes
+from bench.result.checks import (
+    HUGE,
+    MAX_INT,
+    TINY,
+    an_object,
+    flag,
+    list_of,
+    number,
+    optional,
+    text,
+    whole,
+)
+from bench.result.schema import Field
+from bench.result.validate import InvalidField, check_fields
 from bench.runner import Response, Runner
+from bench.text import visible
 
 ETA = 3  # one in ETA goes on; the next round has ETA times the steps
 FIRST_STEPS = 3
@@ -61,6 +76,8 @@ FIRST_CAP_SHARE = 0.25  # of the budget, for a child whose kind has not run yet
 CAP_FLOOR_S = 30.0  # no cap is shorter (a busy machine's start-up varies)
 COST_STEP = 1.5  # predicted costs within this factor of each other count as alike
 SOFT_OVERRUN = 0.1  # of the budget: the final round of two may end this far past it
+MAX_SECONDS = 10 * 365 * 24 * 3600.0  # a budget, a probe's wall or cap: no tune runs longer
+MAX_ROUNDS = 64  # rounds of one search: a grid of 3**62 configurations needs fewer
 
 
 def study_prior(point: PointConfig) -> int:
@@ -110,6 +127,13 @@ class TuneRunner(Runner):
         """launchers.spawn with the child's time cap (and the run's --timeout, if shorter)."""
         caps = [c for c in (self.cap_s, self.config.timeout_s) if c]
         return launchers.spawn(point, task, on_progress, min(caps) if caps else None)
+
+    def _resume(self, path: Path) -> None:
+        super()._resume(path)
+        try:  # its points were checked on load; the search's own figures here
+            check_record(self.result.tune or {"rounds": []}, len(list(self.config.points())))
+        except InvalidField as error:
+            raise ResultError(visible(f"{path}: invalid tune record ({error})")) from None
 
     def resume(self, path: Path) -> None:
         super().resume(path)
@@ -469,6 +493,84 @@ class TuneRunner(Runner):
         did not keep it: the sum of its steps, warm-up included (its children's start-up
         is not in the file: counted as none)."""
         return sum(map(sum, point.step_times_s)) + sum(map(sum, point.warmup_times_s))
+
+
+_SECONDS = number(0, MAX_SECONDS)
+_SECONDS_TEXT = f"seconds from 0 to {MAX_SECONDS:.0f} (ten years)"
+
+
+def _skip(v: Any) -> bool:
+    return isinstance(v, dict) and text(v.get("label")) and text(v.get("why"))
+
+
+def _coverage(v: Any) -> bool:
+    return (
+        isinstance(v, dict) and len(v) <= 16 and all(text(k) and whole(0)(n) for k, n in v.items())
+    )
+
+
+def record_fields(grid: int) -> tuple[Field, ...]:
+    """What a tune record may hold, for a grid of `grid` configurations: what --resume
+    reads of an interrupted file (spent_s, each round's walls_s) and the rest bench
+    writes there, each with a type and a range (bench.result.checks)."""
+    return (
+        Field("budget_s", number(TINY, MAX_SECONDS), f"{_SECONDS_TEXT}, above 0"),
+        Field("eta", whole(2, 100), "a whole number from 2 to 100"),
+        Field("seed", whole(0, MAX_INT), "a whole number from 0"),
+        Field(
+            "rounds",
+            list_of(an_object, MAX_ROUNDS),
+            f"a list of rounds, at most {MAX_ROUNDS}",
+            required=True,
+        ),
+        Field("stopped", optional(text), "null or text"),
+        Field("spent_s", _SECONDS, _SECONDS_TEXT),
+        Field(
+            "skipped",
+            list_of(_skip, grid * MAX_ROUNDS),
+            f"a list of {{label, why}} (text), at most {grid * MAX_ROUNDS:,}",
+        ),
+        Field("ranked", flag, "true or false"),
+        Field("not_ranked", optional(text), "null or text"),
+        Field("coverage", optional(_coverage), "null or {name: a count from 0}"),
+        Field("needed_s", optional(number(0, HUGE)), "null or seconds from 0"),
+    )
+
+
+def round_fields(grid: int, probes: int) -> tuple[Field, ...]:
+    """What one round's record may hold: its `probes` points (at most one per
+    configuration of the grid) and one wall time and cap for each."""
+    count = "a whole number from 1"
+    return (
+        Field(
+            "round", whole(1, MAX_ROUNDS), f"a whole number from 1 to {MAX_ROUNDS}", required=True
+        ),
+        Field("steps", whole(1), count, required=True),
+        Field("warmup_steps", whole(0), "a whole number from 0"),
+        Field("repeats", whole(1), count),
+        Field("of", whole(0, grid), f"a whole number from 0 to the grid's {grid}"),
+        Field(
+            "points",
+            list_of(an_object, grid),
+            "a list of points, one per configuration at most",
+            required=True,
+        ),
+        # Not in an older bench's file: its probes' wall times are estimated from steps
+        Field("walls_s", list_of(_SECONDS, probes), f"a list of {_SECONDS_TEXT}, one per point"),
+        Field("caps_s", list_of(_SECONDS, probes), f"a list of {_SECONDS_TEXT}, one per point"),
+        Field("batch_ups", list_of(text, grid), "a list of labels (text)"),
+    )
+
+
+def check_record(tune: dict[str, Any], grid: int) -> None:
+    """InvalidField naming the first field of an interrupted tune record (someone may
+    have edited or sent it) that is not what bench writes there, before any arithmetic:
+    a wall time of text was a TypeError deep in the search, a spent_s of "inf" read as
+    infinite seconds spent, one of -1e300 as a budget that never runs out."""
+    check_fields(tune, record_fields(grid), "tune")
+    for r, record in enumerate(tune["rounds"]):
+        probes = len(record["points"]) if isinstance(record.get("points"), list) else 0
+        check_fields(record, round_fields(grid, probes), f"tune.rounds[{r}]")
 
 
 def command_line(point: Point, config: Any) -> str:
