@@ -382,4 +382,7 @@ def test_in_chromium_a_chart_that_fails_says_so_and_the_others_draw(tmp_path):
         assert tab.inner_text("#view-throughput .cap").startswith("Not drawn: ")
         assert _undrawn(tab) == ["view-throughput"]  # every other chart drew
         assert tab.locator("#table-points tbody tr").count() == 4
+        tab.select_option("#filter-machine", A100)  # a filter draws it again: said once
+        tab.wait_for_function("document.querySelectorAll('#table-points tbody tr').length == 2")
+        assert tab.inner_text("#failure") == failure
     assert not [e for e in errors if e.startswith("uncaught")], errors

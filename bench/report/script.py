@@ -20,7 +20,8 @@ SCRIPT = r"""
   // A part of the page that failed: named on the page (and in its own note), the rest
   // drawn. `where`: the element whose note says so, if any.
   function failed(part, error, where) {
-    failures.push("The page could not draw " + part + ": " + error);
+    const line = "The page could not draw " + part + ": " + error;
+    if (!failures.includes(line)) failures.push(line); // again at each filter: said once
     document.getElementById("failure").textContent = failures.join("\n");
     if (where) where.textContent = "Not drawn: " + error;
     console.error(error);
