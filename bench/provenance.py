@@ -173,13 +173,19 @@ IMAGE_ENV = {
 }
 
 
+# Where a compiler keeps its cache is no speed setting, and bench sets it for every child
+# (bench.compiler_cache): a user's home path in it would read as drift between users.
+NOT_SPEED_ENV = ("TORCHINDUCTOR_CACHE_DIR",)
+
+
 def speed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The allow-listed variables that change speed, credential-like values redacted."""
     environ = dict(os.environ) if environ is None else environ
     return {
         name: redact(value)
         for name, value in sorted(environ.items())
-        if name.startswith(SPEED_ENV_PREFIXES) or name in SPEED_ENV_NAMES
+        if (name.startswith(SPEED_ENV_PREFIXES) or name in SPEED_ENV_NAMES)
+        and name not in NOT_SPEED_ENV
     }
 
 

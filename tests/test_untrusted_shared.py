@@ -296,3 +296,12 @@ def test_a_link_at_a_report_file_s_name_is_replaced_not_written_through(
     assert not (results / "report" / "report.md").is_symlink()
     assert (results / "report" / "report.md").read_text().startswith("#")
     assert _untouched(victim)
+
+
+def test_the_compiler_cache_folder_bench_sets_is_not_recorded_as_a_speed_setting():
+    """It holds the user's home path and differs between users, not between speeds."""
+    from bench import provenance
+
+    env = {"TORCHINDUCTOR_CACHE_DIR": "/home/alice/.cache/bench/compile/inductor",
+           "TORCHINDUCTOR_FREEZING": "1"}  # fmt: skip
+    assert provenance.speed_env(env) == {"TORCHINDUCTOR_FREEZING": "1"}
