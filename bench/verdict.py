@@ -12,6 +12,10 @@ pyperf's `compare_to` says "1.05x faster" or "not significant". Not significant 
   margin, if the estimate stayed where it is).
 
 A ratio is new/old or machine/baseline of a quantity where more is better (throughput).
+
+The same words hold for a sequential interval (bench.sequential: one that stays 95%
+however often it is looked at, for --settle); its sentence says so, and it names no
+number of repeats that would settle it: --settle runs them.
 """
 
 from __future__ import annotations
@@ -31,28 +35,37 @@ class Verdict:
     interval: tuple[float, float]  # 95%, of the ratio
     margin: float
     settle_n: int | None = None  # for CANNOT_TELL: values a side that would likely settle it
+    sequential: bool = False  # the interval is bench.sequential's, valid at every look
 
     def sentence(self, unit: str = "repeats") -> str:
         """'1.05x faster (95% CI 1.02x to 1.08x)', 'cannot tell (...): about 9 repeats
         a side would likely settle it'."""
         low, high = self.interval
         digits = 3 if high - low < 0.02 else 2  # a narrow interval keeps its ends apart
-        ci = f"95% CI {low:.{digits}f}x to {high:.{digits}f}x"
+        kind = "sequential 95% CI" if self.sequential else "95% CI"
+        ci = f"{kind} {low:.{digits}f}x to {high:.{digits}f}x"
         if self.word == FASTER:
             return f"{self.ratio:.{digits}f}x faster ({ci})"
         if self.word == SLOWER:
             return f"{1 / self.ratio:.{digits}f}x slower ({ci})"
         if self.word == SAME:
             return f"the same within ±{self.margin:.0%} ({ci})"
+        if self.sequential:  # --settle says why it stopped
+            return f"cannot tell ({ci})"
         if self.settle_n is None:
             return f"cannot tell ({ci}): too noisy for any practical number of {unit}"
         return f"cannot tell ({ci}): about {self.settle_n} {unit} a side would likely settle it"
 
 
 def judge(
-    ratio: float, interval: tuple[float, float], n: int, margin: float = DEFAULT_MARGIN
+    ratio: float,
+    interval: tuple[float, float],
+    n: int,
+    margin: float = DEFAULT_MARGIN,
+    sequential: bool = False,
 ) -> Verdict:
-    """The verdict on `ratio` whose 95% interval is `interval`, from `n` values a side."""
+    """The verdict on `ratio` whose 95% interval is `interval`, from `n` values a side;
+    `sequential`: the interval is a confidence sequence's (bench.sequential)."""
     low, high = interval
     if not 0 < low <= ratio <= high or not 0 <= margin < 1:
         raise ValueError(f"not a ratio within a positive interval: {ratio} in {interval}")
@@ -63,9 +76,11 @@ def judge(
         word = FASTER
     elif high < 1:
         word = SLOWER
+    elif sequential:
+        return Verdict(CANNOT_TELL, ratio, interval, margin, sequential=True)
     else:
         return Verdict(CANNOT_TELL, ratio, interval, margin, _settle_n(ratio, interval, n, bound))
-    return Verdict(word, ratio, interval, margin)
+    return Verdict(word, ratio, interval, margin, sequential=sequential)
 
 
 def _settle_n(ratio: float, interval: tuple[float, float], n: int, bound: float) -> int | None:
