@@ -59,11 +59,15 @@ def _three_digits(value: float) -> str:
 
 
 def human(value: float | None, unit: str = "") -> str:
-    """Numbers as people read them: '84.3 M samples/$', '5,437 samples/s', '0.0123 J',
-    never scientific notation. Below 10 k every digit of the integer part is kept;
-    from there on three significant digits and a prefix (k, M, G, T)."""
+    """Numbers as people read them: '84.3 M samples/$', '5,437 samples/s', '0.0123 J'.
+    Below 10 k every digit of the integer part is kept; from there on three significant
+    digits and a prefix (k, M, G, T). Beyond the prefixes, below 0.0001 or from 1,000 T,
+    three digits in scientific notation ('8.00e-21 J', as the report's page writes it),
+    never twenty zeros."""
     if value is None or not math.isfinite(value):
         return "n/a"
+    if value != 0 and (abs(value) < 1e-4 or abs(value) >= 999.5e12):
+        return " ".join(part for part in (f"{value:.2e}", unit) if part)
     prefix = ""
     if abs(value) >= 9_995:
         value = float(f"{value:.3g}")

@@ -104,8 +104,10 @@ def test_human_numbers():
     assert human(5437) == "5,437" and human(12_345) == "12.3 k"
     assert human(999_960) == "1.00 M"  # not '1,000 k'
     assert human(0.0123, "J") == "0.0123 J" and human(99.96) == "100"
+    assert human(8e-21, "J") == "8.00e-21 J" and human(-3.2e-5) == "-3.20e-05"
+    assert human(2.5e18, "FLOP/s") == "2.50e+18 FLOP/s" and human(0.0) == "0"
     assert human(None) == "n/a" and human(float("nan")) == "n/a"
-    assert "e" not in human(2.5e15) + human(1e-6)
+    assert "e" not in human(999.4e12) + human(1e-4)  # the prefixes' reach, no further
     assert axis_tick(0.25) == "0.25" and axis_tick(50_000) == "50 k"
 
 
