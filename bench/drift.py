@@ -20,13 +20,17 @@ and library versions, driver, accelerator, CPU, speed-relevant variables, host).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import statistics
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bench import verdict
+from bench import data_ref, sequential, verdict
+from bench.axes import NAMES as AXIS_NAMES
+from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.result import Point, Result, point_axes
 from bench.stats import ratio_interval
@@ -39,6 +43,20 @@ DRIFTED = frozenset({FASTER, SLOWER, MISSING_NEW, FAILED})
 
 # Environment fields that change on every run and say nothing about speed.
 _VOLATILE = ("_at_start", "started", "finished", "command", "intra_op_threads")
+# Config fields that say how many repeats, how long a child may take or where the ranks
+# meet, not what one repeat measures (nor the sweep, matched point by point): results
+# differing only in these are repeats of one configuration, which --settle pools.
+_HOW_OFTEN = frozenset({
+    "repeats", "min_repeats", "max_repeats", "target_rsd", "timeout_s", "node_rank",
+    "rdzv_endpoint", "max_batch_limit", "max_batch_step", "max_batch_start", "probe_steps",
+    *AXIS_NAMES,
+})  # fmt: skip
+# The environment that makes repeats of one configuration one measurement: the machine
+# and the software that ran them. Not bench's own commit, the host's name, speed
+# variables or the libraries a child loaded: they differ between a parent and its child
+# and between two containers of one machine.
+_MACHINE = ("cpu.", "accelerator.", "host.memory_bytes", "host.os_release", "host.kernel")
+_SOFTWARE = ("framework.", "image.", "host.python")
 
 
 @dataclass(frozen=True)
@@ -91,10 +109,9 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
         return PointDrift(label, None, _mean(new), verdict=UNTESTABLE, reason="old point failed")
     a, b, basis = _samples(old, new)
     old_mean, new_mean = sum(a) / len(a), sum(b) / len(b)
-    change = new_mean / old_mean - 1
     if min(len(a), len(b)) < 2:
         return PointDrift(
-            label, old_mean, new_mean, change, None, None, basis, UNTESTABLE,
+            label, old_mean, new_mean, new_mean / old_mean - 1, None, None, basis, UNTESTABLE,
             "fewer than two values on one side",
         )  # fmt: skip
     with warnings.catch_warnings():
@@ -107,6 +124,15 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
     low, high = ratio_interval(b, a) or (new_mean / old_mean,) * 2
     said = verdict.judge(math.sqrt(low * high), (low, high), min(len(a), len(b)), threshold)
     unit = "repeats" if basis.startswith("repeats") else "steps"
+    return _said(label, old_mean, new_mean, p_value, basis, said, unit, threshold)
+
+
+def _said(
+    label: str, old_mean: float, new_mean: float, p_value: float | None, basis: str,
+    said: verdict.Verdict, unit: str, threshold: float,
+) -> PointDrift:  # fmt: skip
+    change = new_mean / old_mean - 1
+    low, high = said.interval
     word = {verdict.FASTER: FASTER, verdict.SLOWER: SLOWER, verdict.SAME: SAME}.get(
         said.word, CANNOT_TELL
     )
@@ -118,6 +144,30 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
         label, old_mean, new_mean, change, (low - 1, high - 1), p_value, basis, word, reason,
         drifted,
     )  # fmt: skip
+
+
+def settle_point(old: Point, new: Point, threshold: float, plan: int) -> PointDrift:
+    """The verdict of --settle on one point: bench.sequential's interval over the
+    repeats (never the steps: --settle adds repeats), 95% at every look at once; `plan`:
+    the most repeats the new side may reach. Too few repeats for a spread is cannot
+    tell, which --settle goes on from."""
+    label = new.label
+    if not new.measured or new.status != "ok":
+        return PointDrift(label, _mean(old), None, verdict=FAILED, reason=new.error_line)
+    if not old.measured:
+        return PointDrift(label, None, _mean(new), verdict=UNTESTABLE, reason="old point failed")
+    a, b = old.repeat_throughputs(), new.repeat_throughputs()
+    basis = f"repeats ({len(a)} vs {len(b)}), sequential"
+    old_mean, new_mean = statistics.fmean(a), statistics.fmean(b)
+    looked = sequential.interval(b, a, plan)
+    if looked is None:
+        return PointDrift(
+            label, old_mean, new_mean, new_mean / old_mean - 1, basis=basis,
+            verdict=CANNOT_TELL, reason="cannot tell: too few repeats for a spread (3 in all)",
+        )  # fmt: skip
+    ratio, interval = looked
+    said = verdict.judge(ratio, interval, min(len(a), len(b)), threshold, sequential=True)
+    return _said(label, old_mean, new_mean, None, basis, said, "repeats", threshold)
 
 
 def _mean(point: Point) -> float | None:
@@ -135,13 +185,18 @@ def check_comparable(old: Result, new: Result) -> None:
             )
 
 
-def compare(old: Result, new: Result, threshold: float = DEFAULT_THRESHOLD) -> list[PointDrift]:
+def compare(
+    old: Result, new: Result, threshold: float = DEFAULT_THRESHOLD, plan: int | None = None
+) -> list[PointDrift]:
+    """Point by point; `plan`: judged as --settle judges (settle_point, toward that cap)."""
     check_comparable(old, new)
     new_points = {_axes(p): p for p in new.points}
     old_points = {_axes(p): p for p in old.points}
     drifts = []
     for axes, point in old_points.items():
-        if axes in new_points:
+        if axes in new_points and plan is not None:
+            drifts.append(settle_point(point, new_points[axes], threshold, plan))
+        elif axes in new_points:
             drifts.append(compare_points(point, new_points[axes], threshold))
         else:
             drifts.append(PointDrift(point.label, _mean(point), None, verdict=MISSING_NEW))
@@ -151,6 +206,38 @@ def compare(old: Result, new: Result, threshold: float = DEFAULT_THRESHOLD) -> l
         if axes not in old_points
     ]
     return drifts
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_same_config(old: RunConfig, new: RunConfig) -> None:
+    """One line unless the two configs measure one thing in each point (--settle pools
+    repeats of one configuration): only how many repeats, the child's timeout, where the
+    ranks meet and which points were swept may differ; data by its kind (a rerun trains
+    on its own copy)."""
+    for side, config in (("OLD", old), ("NEW", new)):
+        if config.searches:
+            raise UsageError(
+                f"--settle: {side} searched the largest batch or sequence length: its points "
+                "are probes, not repeats to settle"
+            )
+    for name in (f.name for f in dataclasses.fields(RunConfig) if f.name not in _HOW_OFTEN):
+        a, b = getattr(old, name), getattr(new, name)
+        if name in ("data", "val_data"):
+            a, b = (_kind(value) for value in (a, b))
+        if a != b:
+            raise UsageError(
+                f"--settle: the results differ in {name} ({_short(a)} vs {_short(b)}): "
+                "--settle pools repeats of one configuration; compare them without --settle"
+            )
+
+
+def _kind(data: str | None) -> str | None:
+    ref = data_ref.parse(data) if data is not None else None
+    return f"{ref.kind}:PATH" if ref is not None else data
 
 
 def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -163,12 +250,30 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 def environment_changes(old: Result, new: Result) -> list[tuple[str, Any, Any]]:
     """(field, old, new) for every provenance field that differs, volatile ones left out."""
-    a = dict(_flatten(old.environment or {}))
-    b = dict(_flatten(new.environment or {}))
+    return _changes(old.environment or {}, new.environment or {})
+
+
+def _changes(
+    old: dict[str, Any], new: dict[str, Any], within: tuple[str, ...] = ("",)
+) -> list[tuple[str, Any, Any]]:
+    a, b = dict(_flatten(old)), dict(_flatten(new))
     changes = []
     for key in sorted(a.keys() | b.keys()):
-        if any(mark in key for mark in _VOLATILE):
+        if any(mark in key for mark in _VOLATILE) or not key.startswith(within):
             continue
         if a.get(key) != b.get(key):
             changes.append((key, a.get(key), b.get(key)))
     return changes
+
+
+def unlike(measured: dict[str, Any], here: dict[str, Any], software: bool = True) -> str | None:
+    """Why repeats run with environment `here` would not pool with those measured in
+    `measured` (another machine, or other software): the first field that differs, or
+    None. software=False: the machine only (what a parent reads of itself, before any
+    child tells it the accelerator and framework; the keys `here` lacks are not asked)."""
+    within = _MACHINE + _SOFTWARE if software else _MACHINE
+    if not software:  # the parent knows its host and CPU, not the accelerator
+        measured = {key: measured.get(key) for key in here}
+    for key, a, b in _changes(measured, here, within):
+        return f"{key}: {_short(a)} there, {_short(b)} here"
+    return None

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import data_ref, registry, result
+from bench import data_ref, drift, registry, result
 from bench.commands import diff
+from bench.commands.options import require_extra
 from bench.commands.run_options import (
     add_launch_options,
     add_machine_options,
@@ -54,6 +55,7 @@ def register(sub: Any) -> None:
     add_launch_options(rerun)
     add_machine_options(rerun)
     add_output_options(rerun)
+    diff.add_settle_options(rerun, "the rerun")
     rerun.set_defaults(func=cmd_rerun)
 
 
@@ -168,14 +170,32 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     from bench.ladder import LadderRunner
     from bench.tune import TuneRunner
 
+    diff.check_settle_options(args)
+    if args.settle:  # its interval needs scipy: one line before anything runs
+        require_extra("rerun --settle", "scipy")
     old = result.load(args.file)
     config, said = rerun_config(old.config, args)
+    if args.settle:
+        _check_settle(old, config, args.file)
     for line in said:
         print_line(console_for(args), line)
     climb: Callable[..., Runner] = LadderRunner if old.ladder else Runner
     if old.tune:  # the same grid, budget and seed
         climb = functools.partial(TuneRunner, budget_s=old.tune["budget_s"])
-    code, outcome, _ = run_and_print(config, args, runner_class=climb)
+    code, outcome, path = run_and_print(config, args, runner_class=climb)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code
+    if args.settle and path is not None:
+        return diff.settle_rerun(console_for(args), args, old, outcome, path)
     return diff.verdict_after_rerun(console_for(args), args.file, outcome)
+
+
+def _check_settle(old: result.Result, config: RunConfig, file: Path) -> None:
+    """--settle adds repeats to the rerun's points: one line, before anything runs, where
+    the rerun would not be repeats of the saved configuration, or has none to add to."""
+    if old.ladder or old.tune:
+        kind = "ladder" if old.ladder else "tune"
+        raise UsageError(f"--settle: {file} is a {kind}'s result: it chose its points as it ran")
+    if config.nnodes > 1:
+        raise UsageError("--settle: runs on this machine alone (no --nnodes)")
+    drift.check_same_config(old.config, config)
