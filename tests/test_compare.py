@@ -605,12 +605,12 @@ def test_each_ratio_carries_the_verdict_bench_diff_gives_in_the_csv_and_json():
     noisy = machine(A100, [point(64, [110, 160, 130])])  # a busy machine: 1.3x, wide
     [_, cell] = cmp.compare([*quiet, (Path("b.json"), fast)], baseline="v100").rows[0][1]
     assert cell.verdict.word == "faster"
-    assert cell.verdict.sentence().startswith("3.00x faster (95% CI 2.9")
+    assert cell.verdict.sentence().startswith("3.00x faster (95% CI 2.9")  # verdict.py's own
     comparison = cmp.compare([*quiet, (Path("b.json"), noisy)], baseline="v100")
     [record] = [r for r in comparison.to_records() if not r["baseline"]]
     assert record["significance"] == "~" and record["verdict"] == "cannot tell"
     assert record["verdict_text"] == (
-        "cannot tell (95% CI 0.83x to 2.10x): about 9 repeats a side would likely settle it"
+        "1.33x [0.83x–2.10x], cannot tell: about 9 repeats a side would likely settle it"
     )
 
 

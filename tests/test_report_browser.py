@@ -63,7 +63,7 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
 
             # The first screen: each machine's best, its interval, the verdict in words.
             answer = tab.inner_text("#answer")
-            assert "2.73x faster (95% CI" in answer and "the baseline" in answer
+            assert "2.73x [2.66x–2.79x]\tfaster" in answer and "the baseline" in answer
             assert tab.locator("#answer").bounding_box()["y"] < 900
 
             # A filter narrows the tables (and the charts' data) to one machine, and the
@@ -148,6 +148,6 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
             assert len(set(fills)) == 10
             assert "1 point ran out of memory" in tab.inner_text("#view-throughput .cap")
             every = tab.locator("#table-points tbody tr").all_inner_texts()
-            assert any("GPU 03" in row and "one run a side, no interval" in row for row in every)
+            assert any("GPU 03" in row and "no interval: one run a side" in row for row in every)
         finally:
             browser.close()

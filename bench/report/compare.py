@@ -29,6 +29,7 @@ from bench.errors import UsageError
 from bench.report.machines import Machine, image_name, machine_columns
 from bench.report.set_apart import SetApart, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
+from bench.report.words import ratio_sentence
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
 from bench.text import visible
@@ -233,7 +234,11 @@ class Comparison:
                         "relative_ci95_high": cell.relative_ci95[1] if cell.relative_ci95 else None,
                         "significance": cell.mark or None,
                         "verdict": cell.verdict.word if cell.verdict else None,
-                        "verdict_text": cell.verdict.sentence() if cell.verdict else None,
+                        "verdict_text": ratio_sentence(
+                            cell.relative, cell.relative_ci95, cell.verdict
+                        )
+                        if cell.verdict and cell.relative is not None
+                        else None,
                         "samples_per_joule": energy.samples_per_joule if energy else None,
                         "energy_per_epoch_j": energy.per_epoch_j if energy else None,
                         "energy_ratio": cell.energy_ratio,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any
 
@@ -53,9 +54,15 @@ _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")
 
 
 def compact(value: Any) -> Any:
-    """Floats to 5 significant digits (the page shows 3): a fleet's page stays small."""
+    """Floats to 5 significant digits (the page shows 3): a fleet's page stays small.
+    Where those 5 digits end in a 5, a shorter rounding of them would be a tie the raw
+    value is not (9.0949934 kept as 9.095 printed 9.10 where report.md printed 9.09):
+    such a value is kept whole, so that the page rounds the raw value once."""
     if isinstance(value, float):
-        return float(f"{value:.5g}")
+        if not math.isfinite(value):
+            return value
+        digits = f"{abs(value):.4e}".partition("e")[0].replace(".", "").rstrip("0")
+        return value if digits.endswith("5") else float(f"{value:.5g}")
     if isinstance(value, dict):
         return {k: compact(v) for k, v in value.items()}
     if isinstance(value, list):

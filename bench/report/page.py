@@ -615,7 +615,7 @@ def texts(
         page_notes.append((f"Figures left out, no result carries their data: "
                            f"{', '.join(missing)}.", []))  # fmt: skip
     if comparison.set_apart:
-        count = len(comparison.set_apart)
+        count = comparison.set_apart_count  # files, not the lines that group them
         page_notes.append((f"{count} result{'s' if count > 1 else ''} set apart (measured "
                            "differently from the run each line names):",
                            comparison.set_apart))  # fmt: skip

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import units
 from bench.report.compare import (
     Cell,
     Comparison,
@@ -27,6 +26,7 @@ from bench.report.compare import (
     sequence_length,
 )
 from bench.report.table import ladder_rows
+from bench.report.words import verdict_words
 from bench.result import Point, Result
 from bench.stats import ratio_interval
 from bench.text import visible
@@ -57,11 +57,6 @@ class Tidy:
         return {
             name: getattr(self, name) for name in self.__dataclass_fields__ if name != "machines"
         }
-
-
-def times(ratio: float) -> str:
-    """'1.25x', or two significant digits below 0.1 ('0.0036x': not '0.00x')."""
-    return f"{units.ratio(ratio)}x"
 
 
 def config_label(key: tuple[Any, ...]) -> str:
@@ -123,7 +118,12 @@ def _latest_run(cell: Cell) -> tuple[Path, Result, Point] | None:
 
 
 def _point_record(
-    key: tuple[Any, ...], cell: Cell, machine: Machine, base: Machine, run: tuple[Path, Result]
+    key: tuple[Any, ...],
+    cell: Cell,
+    machine: Machine,
+    base: Machine,
+    run: tuple[Path, Result],
+    base_repeats: int = 0,
 ) -> dict[str, Any]:
     p = cell.point
     path, res = run
@@ -162,9 +162,7 @@ def _point_record(
         "rel_hi": cell.relative_ci95[1] if cell.relative_ci95 else None,
         "mark": cell.mark or None,
         "verdict": cell.verdict.word if cell.verdict else None,
-        "sentence": cell.verdict.sentence()
-        if cell.verdict
-        else f"{times(cell.relative)}: one run a side, no interval"
+        "sentence": verdict_words(cell.relative, cell.verdict, (tp.n if tp else 0, base_repeats))
         if cell.relative is not None and machine is not base
         else None,
         "date": res.started[:19] or None,
@@ -211,13 +209,17 @@ def points(
     """One record per cell that holds a point; `ids` gets each (machine, row key)'s id."""
     efficiency = _efficiencies(comparison)
     rows: list[dict[str, Any]] = []
+    at = comparison.machines.index(comparison.baseline)
     for key, cells in comparison.rows:
+        base_tp = cells[at].throughput
         for machine, cell in zip(comparison.machines, cells, strict=True):
             run = _latest_run(cell)
             if cell.point is None or run is None:
                 continue
             path, res, own = run
-            record = _point_record(key, cell, machine, comparison.baseline, (path, res))
+            record = _point_record(
+                key, cell, machine, comparison.baseline, (path, res), base_tp.n if base_tp else 0
+            )
             record["cmd"] = commands.index(command_text(res, path))
             if efficiency.get(id(own)) is not None:
                 record["scaling"] = efficiency[id(own)]
@@ -316,13 +318,10 @@ def headline(
             base_point = base_best[1].point
             ratio, ci, verdict = _verdict(point, base_point)
             record.update(rel=ratio, rel_lo=ci[0] if ci else None, rel_hi=ci[1] if ci else None)
+            repeats = len(point.repeat_throughputs()), len(base_point.repeat_throughputs())
             record["verdict"] = verdict.word if verdict else "one run"
-            record["pairs"] = verdict and min(
-                len(point.repeat_throughputs()), len(base_point.repeat_throughputs())
-            )
-            record["sentence"] = (
-                verdict.sentence() if verdict else f"{times(ratio)}: one run a side, no interval"
-            )
+            record["pairs"] = verdict and min(repeats)
+            record["sentence"] = verdict_words(ratio, verdict, repeats)
         rows.append(_clean(record))
     rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
     return rows
@@ -361,10 +360,10 @@ def geometric_mean(
             # judge wants the ratio inside its interval: the interval's own centre.
             verdict = judge(math.exp(centre), ci, min(r.get("pairs", 1) for r in rows))
             record.update(rel_lo=ci[0], rel_hi=ci[1], verdict=verdict.word)
-            record["sentence"] = verdict.sentence()
+            record["sentence"] = verdict_words(ratio, verdict)
         else:
             record["verdict"] = "no interval"
-            record["sentence"] = f"{times(ratio)}: a workload of one run, no interval"
+            record["sentence"] = "no interval: a workload of one run"
         out.append(_clean(record))
     return out
 

@@ -1,0 +1,56 @@
+"""A ratio to the baseline in words, one way for the page, report.md and compare's JSON.
+
+The figure leads, rounded once from the raw ratio (bench.units.ratio_with_interval, as
+the tables print it), with its interval in the same direction; the verdict follows. A
+slower machine's ratio stays below 1 beside its interval ('0.442x [0.434x–0.449x], 2.26x
+slower'): bench.verdict's own sentence turned the ratio over and not its interval, and
+took the interval's centre for the ratio, so that a row read '2.263x slower (95% CI
+0.434x to 0.449x)' beside a table's 0.44x. Without an interval the sentence says which
+side ran once: 'one run a side' only where both did.
+"""
+
+from __future__ import annotations
+
+from bench import units
+from bench.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
+
+
+def ratio_sentence(
+    ratio: float,
+    interval: tuple[float, float] | None,
+    verdict: Verdict | None,
+    repeats: tuple[int, int] = (1, 1),
+) -> str:
+    """'0.442x [0.434x–0.449x], 2.26x slower'; '1.19x, no interval: one run of the
+    baseline (4 of this machine)'. `repeats`: the values this side and the baseline's
+    side hold (a ratio's interval needs two a side)."""
+    if interval is None or verdict is None:
+        return f"{units.ratio(ratio)}x, {verdict_words(ratio, None, repeats)}"
+    return f"{units.ratio_with_interval(ratio, *interval)}, {verdict_words(ratio, verdict)}"
+
+
+def verdict_words(ratio: float, verdict: Verdict | None, repeats: tuple[int, int] = (1, 1)) -> str:
+    """The verdict after the figure, for a column beside the ratio's own: 'faster',
+    '2.26x slower' (the ratio turned over, rounded once from the raw one), 'the same
+    within ±2%', 'cannot tell: ...', 'no interval: one run a side'."""
+    if verdict is None:
+        return f"no interval: {one_run(*repeats)}"
+    if verdict.word == FASTER:
+        return "faster"
+    if verdict.word == SLOWER:
+        return f"{units.ratio(1 / ratio)}x slower"
+    if verdict.word == SAME:
+        return f"the same within ±{verdict.margin:.0%}"
+    assert verdict.word == CANNOT_TELL
+    if verdict.settle_n is None:
+        return "cannot tell: too noisy for any practical number of repeats"
+    return f"cannot tell: about {verdict.settle_n} repeats a side would likely settle it"
+
+
+def one_run(own: int, base: int) -> str:
+    """Which side has a single value, so no interval: 'one run a side' only when both."""
+    if own < 2 and base < 2:
+        return "one run a side"
+    if base < 2:
+        return f"one run of the baseline ({own} of this machine)"
+    return f"one run of this machine ({base} of the baseline)"
