@@ -49,10 +49,11 @@ def test_too_few_repeats_or_a_non_positive_one_has_no_interval(new, old):
     assert sequential.interval(new, old, plan=20) is None
 
 
-def settle(rng, shift, *, sigma=0.03, old_n=3, start=3, cap=20, relook=False):
+def settle(rng, shift, *, sigma=0.03, old_n=3, start=3, cap=20, relook=False, futile=False):
     """One simulated --settle: log-normal repeats, the new side `shift` (log) away, one
-    more new repeat per look until the verdict is decided or the cap; `relook`: the
-    mistake it replaces, the fixed-sample interval judged again at every look."""
+    more new repeat per look until the verdict is decided or the cap (or, `futile`, more
+    repeats would very likely not decide); `relook`: the mistake it replaces, the
+    fixed-sample interval judged again at every look."""
 
     def draw(mu):
         return 100 * math.exp(mu + rng.gauss(0, sigma))
@@ -66,6 +67,9 @@ def settle(rng, shift, *, sigma=0.03, old_n=3, start=3, cap=20, relook=False):
         else:
             ratio, interval = sequential.interval(new, old, plan=cap)
             said = verdict.judge(ratio, interval, len(new), sequential=True)
+            stuck = said.word == verdict.CANNOT_TELL and futile
+            if stuck and sequential.futile(new, old, cap, verdict.DEFAULT_MARGIN) is not None:
+                return "futile", len(new)
         if said.word != verdict.CANNOT_TELL or len(new) >= cap:
             return said.word, len(new)
         new.append(draw(shift))
@@ -95,3 +99,21 @@ def test_a_ten_percent_slowdown_is_found_and_settling_stops_when_decided():
     assert len(found) >= 0.9 * len(runs)
     assert not any(word == verdict.FASTER for word, _ in runs)
     assert sum(found) / len(found) < 8  # stopped at the look that decided, not the cap
+
+
+def test_a_settle_that_cannot_decide_stops_early_and_one_that_can_goes_on():
+    """Two identical sides with three old repeats spread 2%: 'the same within 2%' is out
+    of reach; without the futility stop each pair ran to the cap of 20."""
+    rng = random.Random(11)
+    same = [settle(rng, 0.0, sigma=0.02, futile=True) for _ in range(300)]
+    assert sum(n for _, n in same) / len(same) < 8
+    assert sum(word in (verdict.FASTER, verdict.SLOWER) for word, _ in same) <= 0.05 * 300
+    slower = [settle(rng, math.log(1 / 1.1), sigma=0.02, futile=True) for _ in range(300)]
+    assert sum(word == verdict.SLOWER for word, _ in slower) >= 0.9 * 300
+
+
+def test_futile_names_the_half_width_the_cap_could_reach():
+    old, new = [100.0, 106.0, 94.0], [102.0, 94.0, 104.0]
+    assert sequential.futile(new, old, 20, 0.02) == pytest.approx(0.129, abs=0.001)
+    assert sequential.futile(new, old, 20, 0.20) is None  # the same is within reach
+    assert sequential.futile([90.0, 91.0, 89.0], old, 20, 0.02) is None  # 10% off: go on

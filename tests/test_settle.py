@@ -24,6 +24,8 @@ pytestmark = pytest.mark.skipif(
 
 OLD = [100.0, 106.0, 94.0]  # samples/s of three repeats: a 6% spread
 SLOWER = [92.0, 86.0, 89.0]  # 11% slower, but three repeats a side cannot tell yet
+NEAR = [96.0, 90.0, 93.0]  # 7% slower: OLD's 3 repeats need many of new to tell
+SAME = [102.0, 94.0, 104.0]
 
 
 def here() -> dict:
@@ -120,9 +122,9 @@ def test_a_slowdown_too_noisy_for_three_repeats_is_settled_slower_and_stops(
     assert [round(r) for r in added.points[0].repeat_throughputs()] == [89, 91, 87, 89]
 
 
-def test_two_identical_sides_stop_at_the_cap(tmp_path, machine, capsys):
-    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", [102.0, 94.0, 104.0])
-    fake = machine(around(100.0))
+def test_a_change_near_what_the_old_side_allows_stops_at_the_cap(tmp_path, machine, capsys):
+    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", NEAR)
+    fake = machine(around(94.0))
     code = main(["diff", old, new, "--settle", "--max-repeats", "8",
                  "--output-dir", str(tmp_path / "out")])  # fmt: skip
     shown = " ".join(capsys.readouterr().out.split())
@@ -132,9 +134,23 @@ def test_two_identical_sides_stop_at_the_cap(tmp_path, machine, capsys):
     assert len(settled_file(tmp_path).points[0].repeat_throughputs()) == 5
 
 
+def test_two_identical_sides_the_old_too_noisy_for_the_margin_stop_as_futile(
+    tmp_path, machine, capsys
+):
+    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", SAME)
+    fake = machine(around(100.0))
+    assert main(["diff", old, new, "--settle"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert fake.repeats == 0  # OLD's three repeats spread 6%: no new repeat could settle it
+    assert (
+        "settle: batch 16 fp32: futile: at the cap of 20 repeats the interval would still be "
+        "about ±12.9%, wider than the ±2% margin, and no change it still allows is as large"
+    ) in shown
+
+
 def test_the_budget_ends_the_settle_before_a_repeat_that_would_not_fit(tmp_path, machine, capsys):
-    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", [102.0, 94.0, 104.0])
-    fake = machine(around(100.0), repeat_s=100.0)
+    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", NEAR)
+    fake = machine(around(94.0), repeat_s=100.0)
     code = main(["diff", old, new, "--settle", "--budget", "250s",
                  "--output-dir", str(tmp_path / "out")])  # fmt: skip
     shown = " ".join(capsys.readouterr().out.split())
@@ -146,8 +162,8 @@ def test_the_budget_ends_the_settle_before_a_repeat_that_would_not_fit(tmp_path,
 
 
 def test_sigterm_keeps_every_finished_repeat_and_says_the_verdict_so_far(tmp_path, machine, capsys):
-    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", [102.0, 94.0, 104.0])
-    fake = machine(around(100.0), stop_at=4)  # SIGTERM during the fourth repeat
+    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", NEAR)
+    fake = machine(around(94.0), stop_at=4)  # SIGTERM during the fourth repeat
     on_disk = []  # repeats in the saved file as each child starts: a kill -9 keeps these
     spawn = fake.__call__
 

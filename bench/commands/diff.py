@@ -429,7 +429,8 @@ def _repeats(point: Point | None) -> int:
 
 
 def _judge(old: Point, new: Point | None, threshold: float, cap: int) -> tuple[str | None, str]:
-    """Stop when bench.sequential decides, the new side fails or holds `cap` repeats."""
+    """Stop when bench.sequential decides, the new side fails or holds `cap` repeats, or
+    more repeats are futile (bench.sequential.futile)."""
     if new is None:
         return None, "no repeat yet"
     said = drift.settle_point(old, new, threshold, cap)
@@ -440,6 +441,14 @@ def _judge(old: Point, new: Point | None, threshold: float, cap: int) -> tuple[s
         return "decided", look
     if _repeats(new) >= cap:
         return f"the cap of {cap} repeats", look
+    width = sequential.futile(new.repeat_throughputs(), old.repeat_throughputs(), cap, threshold)
+    if width is not None:
+        return (
+            f"futile: at the cap of {cap} repeats the interval would still be about "
+            f"±{width:.1%}, wider than the ±{threshold:.0%} margin, and no change it still "
+            "allows is as large: more repeats of the old side, or a quieter machine, would "
+            "settle it"
+        ), look
     return None, look
 
 
