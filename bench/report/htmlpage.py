@@ -108,6 +108,49 @@ def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:
     )
 
 
+LIKE_HEADERS = [
+    "workload",
+    "machine",
+    "configuration both ran",
+    "throughput (samples/s) [95% interval]",
+    "the baseline's [95% interval]",
+    "vs the baseline [95% interval]",
+    "verdict",
+    "configurations shared",
+]
+LIKE_NOTE = (
+    "Each machine against the baseline on a configuration both ran (the same workload, "
+    "batch, precision, format, compiler, setup and framework version family), the one "
+    "where the baseline is fastest: hardware against hardware, as MLPerf's closed "
+    "division. Each machine's best configuration, tuned, is the table after this one."
+)
+BEST_NOTE = (
+    "Each machine's fastest configuration of each workload against the baseline's "
+    "fastest: hardware and tuning together, as MLPerf's open division; the last column "
+    "names how the two configurations differ."
+)
+
+
+def _like_html(t: Tidy) -> str:
+    rows = [
+        [
+            r["workload"],
+            r["machine"],
+            r.get("config", ""),
+            interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")) if "tp" in r else "",
+            interval(r["base_tp"], r.get("base_lo"), r.get("base_hi")) if "base_tp" in r else "",
+            ratio(r),
+            r.get("sentence", ""),
+            r.get("shared_text", ""),
+        ]
+        for r in t.like
+    ]
+    return (
+        "<h3>Like with like: on a configuration both ran</h3>"
+        f"<p class='note'>{_h(LIKE_NOTE)}</p>" + _table("like", LIKE_HEADERS, rows)
+    )
+
+
 def _headline_html(t: Tidy, several: bool) -> str:
     lead = [r for r in t.headline if r["scope"] == "all"]
     headers = [
@@ -117,6 +160,7 @@ def _headline_html(t: Tidy, several: bool) -> str:
         "throughput (samples/s) [95% interval]",
         "vs the baseline [95% interval]",
         "verdict",
+        "differs from the baseline's best",
     ]
     rows = [
         [
@@ -126,12 +170,16 @@ def _headline_html(t: Tidy, several: bool) -> str:
             interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")),
             ratio(r),
             r.get("sentence", ""),
+            r.get("differs", ""),
         ][: None if several else 4]  # one machine: nothing to be relative to
         for r in lead
     ]
     headers = headers if several else headers[:4]
     parts = [_table("headline", headers, rows)]
     if several:
+        parts.insert(0, f"<h3>Each machine's best (tuned) configuration</h3><p class='note'>"
+                        f"{_h(BEST_NOTE)}</p>")  # fmt: skip
+        parts.insert(0, _like_html(t))
         means = [r for r in t.geomean if r["scope"] == "all"]
         parts.append(
             "<h3>Geometric mean over workloads</h3><p class='note'>Of each machine's "

@@ -478,20 +478,44 @@ def _html_table(headers: list[str], body: list[list[str]]) -> str:
 
 
 def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
-    """The page's first table in Markdown: each machine's best configuration per workload."""
+    """The page's first tables in Markdown: like with like (a configuration both ran),
+    then each machine's best configuration per workload."""
     rows = [r for r in t.headline if r["scope"] == "all"]
     if not rows:
         return "No result holds a measured point: there is nothing to compare."
     headers = ["workload", "machine", "best configuration", "throughput (samples/s) [95%]"]
-    headers += ["vs the baseline [95%]", "verdict"] if several else []
+    headers += ["vs the baseline [95%]", "verdict", "differs from the baseline's best"] * several
     body = []
     for r in rows:
         tp = htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))
         if "unit_tp" in r:  # the figure LLM users quote, beside samples/s
             tp += f" · {human(r['unit_tp'])} {r['unit']}"
         line = [r["workload"], r["machine"], r["config"], tp]
-        body.append(line + ([htmlpage.ratio(r), r.get("sentence", "")] if several else []))
-    return f"## Each machine's best configuration per workload\n\n{markdown_table(headers, body)}"
+        extra = [htmlpage.ratio(r), r.get("sentence", ""), r.get("differs", "")]
+        body.append(line + extra * several)
+    best = "## Each machine's best (tuned) configuration per workload\n\n" + markdown(
+        htmlpage.BEST_NOTE
+    )
+    best += f"\n\n{markdown_table(headers, body)}"
+    if not several:
+        return best
+    like = [
+        [
+            r["workload"],
+            r["machine"],
+            r.get("config", ""),
+            htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")) if "tp" in r else "",
+            htmlpage.interval(r["base_tp"], r.get("base_lo"), r.get("base_hi"))
+            if "base_tp" in r
+            else "",
+            htmlpage.ratio(r),
+            r.get("sentence", ""),
+            r.get("shared_text", ""),
+        ]
+        for r in t.like
+    ]
+    first = "## Like with like: on a configuration both ran\n\n" + markdown(htmlpage.LIKE_NOTE)
+    return f"{first}\n\n{markdown_table(htmlpage.LIKE_HEADERS, like)}\n\n{best}"
 
 
 FIGURE_MACHINES = 12  # machines a static figure draws at most (as the page's charts)

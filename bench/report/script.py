@@ -81,7 +81,7 @@ SCRIPT = r"""
   // Texts the tooltips and tables show, made once: each table of data on its own, so
   // that a failure in one leaves the others' charts and tables drawn.
   function text(v) { return missing(v) ? "" : String(v); }
-  for (const name of ["points", "headline", "history"]) {
+  for (const name of ["points", "headline", "history", "like"]) {
     guarded("the texts of " + name, () => {
       for (const r of D[name]) {
         const made = r.point !== undefined ? D.points[r.point] : r; // a headline row: its point's
@@ -90,6 +90,7 @@ SCRIPT = r"""
         r.tp_text = withInterval(r.tp, r.tp_lo, r.tp_hi, "samples/s") +
           (missing(r.unit_tp) ? "" : " · " + human(r.unit_tp) + " " + text(r.unit));
         r.rel_text = r.baseline ? "the baseline" : ratio(r.rel, r.rel_lo, r.rel_hi);
+        r.base_text = withInterval(r.base_tp, r.base_lo, r.base_hi, "samples/s");
         // A tooltip's verdict: the baseline has none to give, but says what it is.
         r.verdict_text = !missing(r.sentence) ? text(r.sentence) : r.baseline ? "the baseline"
           : !missing(r.verdict) ? text(r.verdict) : "n/a";
@@ -168,7 +169,15 @@ SCRIPT = r"""
     headline: {
       cols: [["workload", "workload"], ["machine", "machine"], ["config", "best configuration"],
         ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
-        ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"]],
+        ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"],
+        ["differs", "differs from the baseline's best"]],
+    },
+    like: {
+      cols: [["workload", "workload"], ["machine", "machine"], ["config", "configuration both ran"],
+        ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
+        ["base_tp", "the baseline's [95% interval]", "base_text"],
+        ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"],
+        ["shared", "configurations shared", "shared_text"]],
     },
     geomean: {
       cap: 25, // a fleet's ranking: its head first (sort a column for its tail)
@@ -187,7 +196,8 @@ SCRIPT = r"""
   const sorted = {};
   if (!D.several) { // one machine: nothing to be relative to
     for (const name of ["headline", "points"]) {
-      TABLES[name].cols = TABLES[name].cols.filter(([key]) => key !== "rel" && key !== "sentence");
+      TABLES[name].cols = TABLES[name].cols.filter(([key]) =>
+        key !== "rel" && key !== "sentence" && key !== "differs");
     }
   }
 
@@ -287,8 +297,8 @@ SCRIPT = r"""
   // Colours: each machine its own on every chart (Python's) where the page has no more
   // machines than colours; past that, dealt to the machines a chart draws by rank, the
   // first ten keeping theirs, the others the first colour free.
-  const DATA = ["points", "headline", "geomean", "history", "ladder", "curves", "loss_curves",
-    "max_batch"];
+  const DATA = ["points", "headline", "like", "geomean", "history", "ladder", "curves",
+    "loss_curves", "max_batch"];
   const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => !missing(m));
   const ORDER = new Map([...new Set(seen)].sort((a, b) => rank(a) - rank(b)).map((m, i) => [m, i]));
   function position(machine) {

@@ -25,6 +25,7 @@ from bench.report.compare import (
     Machine,
     sequence_length,
 )
+from bench.report.like import differences, families, like_with_like
 from bench.report.table import ladder_rows
 from bench.report.words import verdict_words
 from bench.result import Point, Result
@@ -42,6 +43,7 @@ class Tidy:
     points: list[dict[str, Any]] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)  # a point's "cmd" indexes this
     headline: list[dict[str, Any]] = field(default_factory=list)
+    like: list[dict[str, Any]] = field(default_factory=list)  # bench.report.like
     geomean: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     history_note: str = ""  # what the history leaves out, if anything
@@ -322,6 +324,12 @@ def headline(
             record["verdict"] = verdict.word if verdict else "one run"
             record["pairs"] = verdict and min(repeats)
             record["sentence"] = verdict_words(ratio, verdict, repeats)
+            differs = differences(key, base_best[0])
+            if families(cell) != families(base_best[1]):
+                differs += f"; {', '.join(sorted(families(cell)))} (baseline: " + (
+                    f"{', '.join(sorted(families(base_best[1])))})"
+                )
+            record["differs"] = differs
         rows.append(_clean(record))
     rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
     return rows
@@ -610,6 +618,8 @@ def tidy(comparison: Comparison) -> Tidy:
     precisions = sorted({key[2] for key, _ in comparison.rows})
     scopes = [None, *precisions] if len(precisions) > 1 else [None]
     lead = [row for scope in scopes for row in headline(comparison, ids, scope)]
+    point_command = {at: rows[i]["cmd"] for at, i in ids.items()}
+    like = like_with_like(comparison, commands.texts, point_command)
     means = [
         row
         for scope in scopes
@@ -621,6 +631,7 @@ def tidy(comparison: Comparison) -> Tidy:
         points=rows,
         commands=commands.texts,
         headline=lead,
+        like=like,
         geomean=means,
         history=past,
         history_note=past_note,
