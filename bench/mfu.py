@@ -42,6 +42,28 @@ def decoder_flops(
     }
 
 
+MOE_FORMULA = (
+    "6N_active+12LHQT: 6 x active non-embedding parameters (the router, the top-k "
+    "experts a token goes to, attention, norms and the output layer; not the experts it "
+    "skips) + 12 x layers x heads x head_dim x seq_len (attention, causal NOT halved): "
+    "torchtitan's convention for mixtures of experts"
+)
+
+
+def moe_flops(
+    active_non_embedding: int, layers: int, heads: int, head_dim: int, seq_len: int
+) -> dict[str, Any]:
+    """A mixture of experts' training FLOPs by MOE_FORMULA: the decoder formula over
+    the parameters one token multiplies, so that MFU counts work done, not weights held."""
+    flops = decoder_flops(active_non_embedding, layers, heads, head_dim, seq_len)
+    del flops["non_embedding_parameters"]
+    return {
+        **flops,
+        "formula": MOE_FORMULA,
+        "active_non_embedding_parameters": active_non_embedding,
+    }
+
+
 def _peak(
     point: PointConfig, environment: dict[str, Any] | None, devices: int
 ) -> tuple[float | None, str]:

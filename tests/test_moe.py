@@ -1,0 +1,190 @@
+"""Mixtures of experts: the router and its losses against hand-computed values, grouped
+and looped expert matmuls alike, dropped tokens, parameter counts of the published
+shapes, the active-parameter FLOPs formula, and the refusals."""
+
+import math
+
+import pytest
+
+from bench import mfu, registry
+from bench.config import PointConfig
+from bench.errors import UsageError
+from bench.workloads import moe
+
+torch = pytest.importorskip("torch")
+moe_torch = pytest.importorskip("bench.workloads.moe.torch")
+
+# Three tokens' router probabilities over four experts (no ties in any top-2).
+PROBABILITIES = [[0.5, 0.3, 0.1, 0.1], [0.1, 0.6, 0.2, 0.1], [0.3, 0.2, 0.4, 0.1]]
+
+
+def _logits(shift: float = 0.0):
+    return torch.tensor(PROBABILITIES).log() + shift
+
+
+def test_the_router_takes_each_tokens_top_k_of_the_softmax():
+    weights, experts, probabilities = moe_torch.route(_logits(), 2)
+    assert experts.tolist() == [[0, 1], [1, 2], [2, 0]]
+    assert weights.flatten().tolist() == pytest.approx([0.5, 0.3, 0.6, 0.2, 0.4, 0.3], abs=1e-6)
+    assert probabilities.sum(-1).tolist() == pytest.approx([1, 1, 1])
+    renormalized, _, _ = moe_torch.route(_logits(), 2, renormalize=True)  # GPT-OSS
+    assert renormalized[0].tolist() == pytest.approx([0.625, 0.375])
+
+
+def test_the_balance_loss_is_switchs_by_hand():
+    _, experts, probabilities = moe_torch.route(_logits(), 2)
+    # Assignments: experts 0, 1, 2 twice each of six, expert 3 none: f = 1/3, 1/3, 1/3, 0.
+    # Mean probabilities P = 0.3, 1.1/3, 0.7/3, 0.1. Loss = 4 x sum f_i P_i = 4 x 0.3.
+    loss = moe_torch.balance_loss(probabilities, experts)
+    assert float(loss) == pytest.approx(1.2, abs=1e-6)
+    even = torch.full((4, 4), 0.25)  # every expert equally likely and equally used
+    assert float(moe_torch.balance_loss(even, torch.tensor([[0], [1], [2], [3]]))) == 1.0
+
+
+def test_the_router_z_loss_is_the_mean_squared_log_sum_exp():
+    # log-probabilities shifted by 2: every row's log-sum-exp is 2.
+    assert float(moe_torch.z_loss(_logits(2.0))) == pytest.approx(4.0, abs=1e-5)
+
+
+def _layer(**changes):
+    size = moe.SIZES["moe-tiny"]._replace(**changes)
+    torch.manual_seed(0)
+    model = moe_torch.MoEDecoder(size._replace(layers=1))
+    return model.layers["0"].moe
+
+
+def test_grouped_and_looped_expert_matmuls_give_the_same_output_and_gradients():
+    layer = _layer(bias=True)  # biases too, as GPT-OSS's experts have
+    with torch.no_grad():
+        for p in layer.experts.parameters():
+            p.normal_(std=0.1)
+    reason = moe_torch.grouped_unavailable(torch.device("cpu"), torch.float32)
+    if reason is not None:
+        pytest.skip(reason)
+    x = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(1))
+    results = []
+    for grouped in (True, False):
+        layer.zero_grad()
+        layer.grouped = grouped
+        inputs = x.clone().requires_grad_()
+        out = layer(inputs)
+        (out.square().sum() + layer.aux_loss).backward()
+        grads = [p.grad.clone() for p in layer.parameters()]
+        results.append((out.detach(), inputs.grad, grads, layer.experts.path))
+    (out_g, in_g, grads_g, path_g), (out_l, in_l, grads_l, path_l) = results
+    assert (path_g, path_l) == (moe_torch.GROUPED, moe_torch.LOOP)
+    torch.testing.assert_close(out_g, out_l, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(in_g, in_l, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads_g, grads_l, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_loop_is_recorded_with_why_where_grouped_mm_cannot_run(monkeypatch):
+    monkeypatch.setattr(moe_torch, "grouped_unavailable", lambda device, dtype: "no kernel")
+    layer = _layer()
+    layer(torch.randn(1, 8, 64))
+    record = moe_torch.moe_report(layer)
+    assert record["expert_matmuls"] == moe_torch.LOOP and record["why_loop"] == "no kernel"
+
+
+def test_a_capacity_factor_drops_the_rows_past_each_experts_capacity_and_counts_them():
+    layer = _layer(capacity_factor=0.5)
+    x = torch.randn(1, 32, 64, generator=torch.Generator().manual_seed(2))
+    logits = layer.router(x.reshape(-1, 64))
+    _, experts, _ = moe_torch.route(logits, 2)
+    counts = torch.bincount(experts.flatten(), minlength=8)
+    capacity = math.ceil(0.5 * 64 / 8)  # 64 assignments over 8 experts, halved: 4
+    expected = int((counts - counts.clamp(max=capacity)).sum())
+    assert expected > 0
+    layer(x)
+    record = moe_torch.moe_report(layer)
+    assert record["dropped_assignments"] == expected and record["assignments"] == 64
+    assert max(record["tokens_per_expert"]) == capacity
+
+
+def test_dropless_routing_drops_nothing_and_reports_the_balance():
+    layer = _layer()
+    layer(torch.randn(1, 32, 64, generator=torch.Generator().manual_seed(2)))
+    record = moe_torch.moe_report(layer)
+    tokens = record["tokens_per_expert"]
+    assert record["dropped_assignments"] == 0 and sum(tokens) == 64
+    assert record["balance_max_over_mean"] == pytest.approx(max(tokens) / (64 / 8))
+
+
+# --- the shapes: parameter counts, total and active ------------------------------------------
+
+
+def test_olmoe_counts_its_published_parameters():
+    size = moe.SIZES["olmoe-1b-7b"]
+    assert moe.parameters(size) == 6_919_161_856  # allenai/OLMoE-1B-7B-0924
+    assert moe.active_parameters(size) == 1_282_017_280  # "1.3B active" (1.28B)
+
+
+def test_gpt_oss_counts_its_model_cards_parameters_but_the_sinks():
+    size = moe.SIZES["gpt-oss-20b"]
+    # The model card: 20.91B total, 3.61B active (embedding lookup not counted); its
+    # attention sinks (64 per layer) are the difference, left out here (docs/llm.md).
+    assert moe.parameters(size) + 24 * 64 == pytest.approx(20.91e9, rel=5e-4)
+    assert moe.active_non_embedding(size) == pytest.approx(3.61e9, rel=5e-4)
+
+
+@pytest.mark.parametrize("name", sorted(moe.SIZES))
+def test_the_built_model_holds_exactly_the_formulas_parameters(name):
+    spec = registry.workload(name)
+    with torch.device("meta"):
+        model = spec.implementation("torch").build_model(spec, PointConfig(workload=name))
+    size = moe.SIZES[name]
+    total = sum(p.numel() for p in model.parameters())
+    assert total == moe.parameters(size)
+    experts_skipped = (size.experts - size.top_k) * sum(
+        p.numel() // size.experts for n, p in model.named_parameters() if ".experts." in n
+    )
+    assert total - experts_skipped == moe.active_parameters(size)
+
+
+def test_top_k_above_the_experts_is_one_line():
+    bad = moe.SIZES["moe-tiny"]._replace(top_k=9)
+    with pytest.raises(
+        UsageError, match=r"^moe-tiny: top_k 9 must be between 1 and its 8 experts$"
+    ):
+        moe.check_size("moe-tiny", bad)
+
+
+# --- FLOPs and MFU on active parameters -------------------------------------------------------
+
+H100 = {"accelerator": {"accelerator": "NVIDIA H100 80GB HBM3", "accelerator_count": 8}}
+
+
+def test_flops_count_active_parameters_only():
+    size = moe.SIZES["olmoe-1b-7b"]
+    n = moe.active_non_embedding(size)
+    assert n == 1_282_017_280 - 50_304 * 2048
+    flops = registry.workload("olmoe-1b-7b").flops(4096)
+    assert flops["per_token"] == 6 * n + 12 * 16 * 16 * 128 * 4096
+    assert flops["per_sample"] == flops["per_token"] * 4096
+    assert flops["formula"].startswith("6N_active+12LHQT")
+    assert flops["active_non_embedding_parameters"] == n
+
+
+def test_mfu_of_a_moe_is_the_active_formula_over_the_peak():
+    point = PointConfig(workload="olmoe-1b-7b", batch_size=8, precision="bf16", seq_len=4096)
+    record = mfu.record(point, [1.0, 1.0], H100)  # one of eight H100s: 32,768 tokens/s
+    per_token = 6 * 1_178_994_688 + 12 * 16 * 16 * 128 * 4096
+    assert record["flops_per_token"] == per_token and record["tokens_per_s"] == 8 * 4096
+    assert record["value"] == pytest.approx(per_token * 8 * 4096 / 989.4e12)
+    assert record["formula"] == mfu.MOE_FORMULA
+
+
+def test_the_tiny_moe_trains_a_step_with_a_finite_loss_that_includes_the_balance():
+    spec = registry.workload("moe-tiny")
+    impl = spec.implementation("torch")
+    point = PointConfig(workload="moe-tiny", seq_len=16)
+    model = impl.build_model(spec, point)
+    inputs, targets = impl.make_batch(spec, point, 2, torch.Generator().manual_seed(0))
+    total = impl.train_loss(model, inputs, targets)
+    plain = impl.loss(model(inputs), targets)
+    total.backward()
+    assert math.isfinite(float(total)) and abs(float(plain) - math.log(512)) < 0.5
+    # Two layers' balance losses, each about 1 (x 0.01), and their z-losses.
+    assert 0.015 < float(total - plain) < 0.05
+    assert all(p.grad is not None for p in model.parameters())
