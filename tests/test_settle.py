@@ -139,9 +139,10 @@ def test_two_identical_sides_the_old_too_noisy_for_the_margin_stop_as_futile(
 ):
     old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", SAME)
     fake = machine(around(100.0))
-    assert main(["diff", old, new, "--settle"]) == 0
+    assert main(["diff", old, new, "--settle", "--output-dir", str(tmp_path / "out")]) == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert fake.repeats == 0  # OLD's three repeats spread 6%: no new repeat could settle it
+    assert not (tmp_path / "out").exists()  # no file for no repeat
     assert (
         "settle: batch 16 fp32: futile: at the cap of 20 repeats the interval would still be "
         "about ±12.9%, wider than the ±2% margin, and no change it still allows is as large"
@@ -278,6 +279,18 @@ def test_rerun_settle_adds_repeats_to_the_rerun_s_own_file(tmp_path, machine, ca
     assert "settle: batch 16 fp32: decided; 4 repeats run here, repeats (3 vs 7)" in shown
     rerun = settled_file(tmp_path)  # one file: the rerun and its settle
     assert rerun.status == "complete" and len(rerun.points[0].repeat_throughputs()) == 7
+
+
+def test_rerun_settle_where_no_repeat_could_decide_adds_none(tmp_path, machine, capsys):
+    old = saved(tmp_path, "old", OLD)
+    fake = machine(lambda n: SAME[(n - 1) % 3])
+    assert main(["rerun", old, "--settle", "--output-dir", str(tmp_path / "out")]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert fake.repeats == 3  # the rerun's own repeats, then nothing: futile at once
+    assert shown.count("result: ") == 1  # the rerun's file, not resumed to add nothing
+    assert "settle: batch 16 fp32: futile: at the cap of 20 repeats" in shown
+    assert "0 repeats run here, repeats (3 vs 3), sequential" in shown
+    assert settled_file(tmp_path).status == "complete"
 
 
 def test_rerun_without_settle_is_as_before_and_its_bounds_need_settle(tmp_path, machine, capsys):

@@ -443,9 +443,10 @@ def _judge(old: Point, new: Point | None, threshold: float, cap: int) -> tuple[s
         return f"the cap of {cap} repeats", look
     width = sequential.futile(new.repeat_throughputs(), old.repeat_throughputs(), cap, threshold)
     if width is not None:
+        wide = f"±{width:.1%}" if width < 1 else f"a factor of {1 + width:.1f} either way"
         return (
             f"futile: at the cap of {cap} repeats the interval would still be about "
-            f"±{width:.1%}, wider than the ±{threshold:.0%} margin, and no change it still "
+            f"{wide}, wider than the ±{threshold:.0%} margin, and no change it still "
             "allows is as large: more repeats of the old side, or a quieter machine, would "
             "settle it"
         ), look
@@ -538,7 +539,7 @@ def settle_diff(args: argparse.Namespace, old: result.Result, new: result.Result
         if why is not None or code >= 128:
             settle.stops[point.label] = f"not run: {why}" if why else "interrupted"
             continue
-        code, pooled[index] = _settle_point(args, old, new, point, settle, quiet)
+        code, pooled[index] = _settle_point(console, args, old, new, point, settle, quiet)
     new = dataclasses.replace(new, points=pooled)
     if quiet:
         drifted = _print_json(args, old, new, settle) == EXIT_DRIFT
@@ -553,6 +554,7 @@ def _exit(code: int, drifted: bool) -> int:
 
 
 def _settle_point(
+    console: Console,
     args: argparse.Namespace,
     old: result.Result,
     new: result.Result,
@@ -576,6 +578,11 @@ def _settle_point(
         unlike = drift.unlike(new.environment or {}, environment)
         return f"not pooled: the repeats here differ from NEW in {unlike}" if unlike else None
 
+    stop, look = judge(config, None)
+    if stop is not None:  # futile or at its cap already: no file for no repeat
+        console.print(plain(f"settle {point.label}: {look}"))
+        settle.stops[point.label], settle.added[point.label] = stop, 0
+        return 0, point
     run_args = _run_args(new, args.output_dir)
     code, outcome, runner = _settle_run(
         _only(new.config, config), run_args, settle, judge, pools, quiet=quiet
@@ -606,19 +613,26 @@ def settle_rerun(
             return _NOTHING, ""
         return _judge(mine, current, threshold, settle.cap)
 
-    code = 0
-    if any(
-        d.verdict == drift.CANNOT_TELL for d in drift.compare(old, outcome, threshold, settle.cap)
-    ):
+    code, first = 0, {}  # the first look at each point the rerun measured
+    for config in outcome.config.points():
+        current = next((p for p in outcome.points if Runner._same(p, config)), None)
+        if current is not None:
+            first[current.label] = judge(config, current)
+    if all(stop is not None for stop, _ in first.values()):  # no repeat to run: no resume
+        for label, (stop, look) in first.items():
+            if stop not in (_NOTHING, "decided"):
+                console.print(plain(f"settle {label}: {look}"))
+                settle.stops[label], settle.added[label] = stop or "", 0
+    else:
         code, settled, runner = _settle_run(outcome.config, args, settle, judge, resume=path)
         outcome = settled or outcome
         stops = dict(runner.stops)
         for point in {*stops, *runner.added}:
-            label, why = runner.label_of(point), stops.get(point)
-            if label is None or (why in (_NOTHING, "decided") and point not in runner.added):
+            named, why = runner.label_of(point), stops.get(point)
+            if named is None or (why in (_NOTHING, "decided") and point not in runner.added):
                 continue  # decided before any repeat: nothing to say
-            settle.stops[label] = why or ("interrupted" if code >= 128 else "stopped")
-            settle.added[label] = runner.added.get(point, 0)
+            settle.stops[named] = why or ("interrupted" if code >= 128 else "stopped")
+            settle.added[named] = runner.added.get(point, 0)
     return _exit(code, show(console, old, outcome, threshold, settle))
 
 
