@@ -163,7 +163,7 @@ def settle_point(old: Point, new: Point, threshold: float, plan: int) -> PointDr
     if looked is None:
         return PointDrift(
             label, old_mean, new_mean, new_mean / old_mean - 1, basis=basis,
-            verdict=CANNOT_TELL, reason="cannot tell: too few repeats for a spread (3 in all)",
+            verdict=CANNOT_TELL, reason="cannot tell: fewer than 3 repeats in all, no spread yet",
         )  # fmt: skip
     ratio, interval = looked
     said = verdict.judge(ratio, interval, min(len(a), len(b)), threshold, sequential=True)

@@ -281,6 +281,17 @@ def test_rerun_settle_adds_repeats_to_the_rerun_s_own_file(tmp_path, machine, ca
     assert rerun.status == "complete" and len(rerun.points[0].repeat_throughputs()) == 7
 
 
+def test_rerun_settle_with_json_prints_one_document_the_file_as_settled(tmp_path, machine, capsys):
+    old = saved(tmp_path, "old", OLD)
+    rates = [92.0, 86.0, 89.0] + [89.0 + (n % 3 - 1) * 2 for n in range(1, 30)]
+    machine(lambda n: rates[n - 1])
+    code = main(["rerun", old, "--settle", "--json", "--output-dir", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == EXIT_DRIFT and "1.12x slower (sequential" in err
+    document = json.loads(out)  # one document: neither the rerun's nor the settle's twice
+    assert len(document["points"][0]["step_times_s"]) == 7
+
+
 def test_rerun_settle_where_no_repeat_could_decide_adds_none(tmp_path, machine, capsys):
     old = saved(tmp_path, "old", OLD)
     fake = machine(lambda n: SAME[(n - 1) % 3])

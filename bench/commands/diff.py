@@ -76,14 +76,15 @@ def _budget(text: str) -> float:
     return seconds
 
 
-def add_settle_options(p: argparse.ArgumentParser, new: str) -> None:
+def add_settle_options(p: argparse.ArgumentParser, new: str, where: str = "") -> None:
     """--settle and its bounds, for bench diff and bench rerun; `new`: what the new
-    side is called in the help."""
+    side is called in the help, `where`: what it needs."""
     p.add_argument(
         "--settle",
         action="store_true",
-        help=f"where the verdict is 'cannot tell', run more repeats of {new} here until a "
-        "sequential interval (95%% however often it is looked at) decides, or a bound ends it",
+        help=f"where the verdict is 'cannot tell', run more repeats of {new} here{where} "
+        "until a sequential interval (95%% however often it is looked at) decides, or a "
+        "bound ends it",
     )
     p.add_argument(
         "--max-repeats",
@@ -124,7 +125,7 @@ def register(sub: Any) -> None:
         "which a point is called the same (default 2%%)",
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
-    add_settle_options(p, "NEW (measured on this machine)")
+    add_settle_options(p, "NEW", " (NEW measured on this machine)")
     p.add_argument(
         "--output-dir",
         type=Path,
@@ -600,10 +601,11 @@ def _settle_point(
 
 def settle_rerun(
     console: Console, args: argparse.Namespace, old: result.Result, outcome: result.Result,
-    path: Path,
+    path: Path, json_out: bool = False,
 ) -> int:  # fmt: skip
     """bench rerun --settle: the rerun's undecided points get more repeats, in its own
-    file, until settled; then the sequential verdict against the old result."""
+    file, until settled; then the sequential verdict against the old result. `json_out`:
+    the file as settled is printed on stdout at the end (the tables went to stderr)."""
     settle = Settle(args.max_repeats or DEFAULT_CAP, Budget(args.budget))
     threshold = drift.DEFAULT_THRESHOLD
 
@@ -624,7 +626,9 @@ def settle_rerun(
                 console.print(plain(f"settle {label}: {look}"))
                 settle.stops[label], settle.added[label] = stop or "", 0
     else:
-        code, settled, runner = _settle_run(outcome.config, args, settle, judge, resume=path)
+        code, settled, runner = _settle_run(
+            outcome.config, args, settle, judge, resume=path, quiet=json_out
+        )
         outcome = settled or outcome
         stops = dict(runner.stops)
         for point in {*stops, *runner.added}:
@@ -633,7 +637,10 @@ def settle_rerun(
                 continue  # decided before any repeat: nothing to say
             settle.stops[named] = why or ("interrupted" if code >= 128 else "stopped")
             settle.added[named] = runner.added.get(point, 0)
-    return _exit(code, show(console, old, outcome, threshold, settle))
+    drifted = show(console, old, outcome, threshold, settle)
+    if json_out:
+        print(result.dumps(outcome))
+    return _exit(code, drifted)
 
 
 _NOTHING = "no point of the old result to compare with"

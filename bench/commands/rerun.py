@@ -4,8 +4,10 @@ drifted."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -182,11 +184,15 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     climb: Callable[..., Runner] = LadderRunner if old.ladder else Runner
     if old.tune:  # the same grid, budget and seed
         climb = functools.partial(TuneRunner, budget_s=old.tune["budget_s"])
-    code, outcome, path = run_and_print(config, args, runner_class=climb)
+    # --json with --settle: one document on stdout, the file as settled, at the end
+    quiet = args.settle and args.json
+    run_args = argparse.Namespace(**{**vars(args), "json": False}) if quiet else args
+    with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
+        code, outcome, path = run_and_print(config, run_args, runner_class=climb)
     if code != 0 or outcome is None or outcome.status != "complete":
         return code
     if args.settle and path is not None:
-        return diff.settle_rerun(console_for(args), args, old, outcome, path)
+        return diff.settle_rerun(console_for(args), run_args, old, outcome, path, quiet)
     return diff.verdict_after_rerun(console_for(args), args.file, outcome)
 
 
