@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from bench import files
-from bench.commands.options import number, require_extra
+from bench.commands.options import measure, number, require_extra
 from bench.errors import UsageError
 from bench.report.table import console
 from bench.text import plain, visible
@@ -68,9 +68,16 @@ def register(sub: Any) -> None:
     )
     report.add_argument(
         "--train-epochs",
-        type=number,
+        type=measure,
         default=90,
-        help="epochs for the time-and-cost-to-train figures (default 90)",
+        help="epochs for the time-and-cost-to-train figures of sample workloads (default 90)",
+    )
+    report.add_argument(
+        "--train-tokens",
+        type=measure,
+        default=1e9,
+        help="tokens for the time-and-cost-to-train figures of token workloads (LLMs), "
+        "where a run did not train to a target loss (default 1e9)",
     )
     report.set_defaults(func=cmd_report)
 
@@ -172,6 +179,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = args.output if args.output is not None else default_report_folder(args.paths)
     files.require_own_dir(output, "output")  # never a link or another user's folder
-    for path in page.write_report(_comparison(args), output, args.train_epochs):
+    for path in page.write_report(_comparison(args), output, args.train_epochs, args.train_tokens):
         print(path)  # report.html last
     return 0

@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from bench import files, registry
 from bench.report import htmlpage, tidy, views
@@ -301,12 +301,13 @@ def _max_batch(comparison: Comparison) -> Figure | None:
     for m, machine in enumerate(comparison.machines):
         xs = [i + (m - (len(comparison.machines) - 1) / 2) * width for i in range(len(searched))]
         found = [searches[m] for _, searches in searched]
-        bars = ax.bar(
-            xs, [s.largest_ok or 0 if s else 0 for s in found], width, label=_legend(machine.label)
-        )
+        heights = [(s.largest_ok or s.trained_so_far or 0) if s else 0 for s in found]
+        bars = ax.bar(xs, heights, width, label=_legend(machine.label))
         for bar, s in zip(bars, found, strict=True):
-            if s and s.largest_ok and not s.first_failing:  # the search stopped at its limit
+            if s and _open_ended(s):  # stopped at its limit, or before its answer
                 bar.set_hatch("..")
+                bar.set_alpha(0.45)
+                bar.set_linestyle("--")
         ax.bar_label(bars, [_max_batch_text(s) for s in found], fontsize=8)
         for x, s in zip(xs, found, strict=True):
             if s and s.display == "*":
@@ -317,19 +318,29 @@ def _max_batch(comparison: Comparison) -> Figure | None:
     ax.set_ylabel("largest batch (samples) or sequence (tokens)" if lengths else
                   "largest batch that trains (samples)")  # fmt: skip
     ax.set_title("Largest batch per machine")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a batch has no half
     ax.grid(axis="y", alpha=0.3)
     _figure_legend(fig)
     notes = [
-        "'*': not even the smallest batch fits; '≥N', dotted: the search stopped at its limit "
-        "with N still training; 'N–M': the largest batch lies in that range "
-        "(the search's resolution)",
+        "'*': not even the smallest batch fits; '≥N', pale and dotted: the search stopped at "
+        "its limit, or before its answer ('so far'), with N still training; 'N–M': the "
+        "largest batch lies in that range (the search's resolution)",
         *_shown(len(searched), len(comparison.max_batch), "searches"),
     ]
     fig.supxlabel("; ".join(notes), fontsize=7)
     return fig
 
 
+def _open_ended(search: MaxBatch) -> bool:
+    """A search that stopped before its answer: at its limit, or interrupted."""
+    if search.status == "running":
+        return bool(search.trained_so_far)
+    return bool(search.largest_ok) and not search.first_failing
+
+
 def _max_batch_text(search: MaxBatch | None) -> str:
+    if search is not None and search.status == "running" and search.trained_so_far:
+        return f"≥{search.trained_so_far} so far"
     if search is None or not search.largest_ok:
         return ""
     if not search.first_failing:
@@ -456,18 +467,62 @@ def charts(comparison: Comparison) -> dict[str, Figure | None]:
     }  # fmt: skip
 
 
+# Tokens the time-and-cost table trains a token workload on, by default (bench report
+# --train-tokens): an LLM's epoch is a count of sequences whatever their length.
+TRAIN_TOKENS = 1e9
+
+
 def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], list[list[str]]]:
+    """Hours and dollars for `epochs` passes over each sample workload's dataset: every
+    axis of a row shown (without the memory format and compiler two rows read as one
+    configuration with two answers). Token workloads are _token_rows': an LLM's epoch
+    is a count of sequences whatever their length."""
     setup = ["setup"] if any(key[5] for key, _ in comparison.rows) else []
-    headers = ["workload", "batch", "precision", *setup, "machine",
+    headers = ["workload", "batch", "precision", "format", "compile", *setup, "machine",
                f"hours for {epochs:g} epochs", "USD"]  # fmt: skip
     body = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
-            if cell.point and cell.throughput:
+            if cell.point and cell.throughput and not _in_tokens(cell):
                 cost = training_cost(cell.point, key[0], epochs, machine.price_per_hour)
                 usd = human(cost["usd"]) if cost["usd"] is not None else "n/a (no price)"
-                axes = [key[0], str(key[1]), key[2], *([key[5] or "default"] if setup else [])]
-                body.append([*axes, machine.label, human(cost["hours"]), usd])
+                body.append([*_axes(key, setup), machine.label, human(cost["hours"]), usd])
+    return headers, body
+
+
+def _in_tokens(cell: Cell) -> bool:
+    unit = cell.point.unit_throughput if cell.point else None
+    return unit is not None and unit[1].startswith("tokens")
+
+
+def _axes(key: tuple[Any, ...], setup: list[str]) -> list[str]:
+    workload, batch, precision, fmt, compiler, extra = key
+    return [workload, str(batch), precision, fmt, compiler or "none",
+            *([extra or "default"] if setup else [])]  # fmt: skip
+
+
+def _token_rows(comparison: Comparison, tokens: float) -> tuple[list[str], list[list[str]]]:
+    """Hours and dollars to train on `tokens` tokens at each token workload's tokens/s,
+    or to its target loss where the point was trained to one (its measured time)."""
+    setup = ["setup"] if any(key[5] for key, _ in comparison.rows) else []
+    headers = ["workload", "batch", "precision", "format", "compile", *setup, "machine",
+               "tokens/s", "to", "hours", "USD"]  # fmt: skip
+    body = []
+    for key, cells in comparison.rows:
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            if not (cell.point and cell.throughput and _in_tokens(cell)):
+                continue
+            rate = cell.point.unit_throughput
+            assert rate is not None
+            reached = cell.point.to_loss
+            if reached is not None and reached.time_to_target_s is not None:
+                to, hours = f"loss {reached.target:g}", reached.time_to_target_s / 3600
+            else:
+                to, hours = f"{tokens:,.0f} tokens", tokens / rate[0] / 3600
+            price = machine.price_per_hour
+            usd = human(hours * price) if price else "n/a (no price)"
+            body.append([*_axes(key, setup), machine.label, human(rate[0]), to,
+                         human(hours), usd])  # fmt: skip
     return headers, body
 
 
@@ -549,7 +604,12 @@ def figure_machines(comparison: Comparison, t: tidy.Tidy) -> tuple[Comparison, s
     )
 
 
-def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90) -> list[Path]:
+def write_report(
+    comparison: Comparison,
+    folder: Path,
+    train_epochs: float = 90,
+    train_tokens: float = TRAIN_TOKENS,
+) -> list[Path]:
     """Charts (PNG, SVG), report.html (self-contained) and report.md in `folder`."""
     registry.require("bench report", "altair", "vl_convert")  # one line, not a traceback
     folder.mkdir(parents=True, exist_ok=True)
@@ -574,7 +634,7 @@ def write_report(comparison: Comparison, folder: Path, train_epochs: float = 90)
                 written.append(path)
             made.append(name)
             plt.close(fig)
-    md, page = texts(comparison, made, missing, train_epochs, t)
+    md, page = texts(comparison, made, missing, train_epochs, t, train_tokens)
     written.append(folder / "report.md")
     files.replace(written[-1], md)
     written.append(folder / "report.html")
@@ -588,6 +648,7 @@ def texts(
     missing: list[str] = [],  # noqa: B006
     train_epochs: float = 90,
     made_tidy: tidy.Tidy | None = None,
+    train_tokens: float | None = None,
 ) -> tuple[str, str]:
     """report.md and report.html, beside the figures `made` (and those `missing`: no
     result carries their data)."""
@@ -606,12 +667,19 @@ def texts(
     to_loss = loss_grid(comparison)
     if to_loss[1]:
         tables.append((LOSS_CAPTION[0].upper() + LOSS_CAPTION[1:], to_loss))
-    tables.append(
-        (
-            f"Time and cost to train {train_epochs:g} epochs",
-            _training_rows(comparison, train_epochs),
+    epochs = _training_rows(comparison, train_epochs)
+    if epochs[1]:
+        tables.append((f"Time and cost to train {train_epochs:g} epochs", epochs))
+    train_tokens = TRAIN_TOKENS if train_tokens is None else train_tokens
+    in_tokens = _token_rows(comparison, train_tokens)
+    if in_tokens[1]:
+        tables.append(
+            (
+                f"Time and cost to train on {train_tokens:,.0f} tokens (or to the target loss "
+                "where a run trained to one), token workloads",
+                in_tokens,
+            )
         )
-    )
     notes = [line[0].upper() + line[1:] + "." for line in comparison.set_apart]
     missing = [name for name in missing if several or name != "relative_throughput"]
     if not accuracy[1]:  # no result trained on a dataset: nothing was asked of this chart

@@ -586,11 +586,17 @@ def _loss_curves(comparison: Comparison) -> tuple[list[dict[str, Any]], str]:
 
 
 def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
+    """Each machine's largest batch per search; `limit` where the search stopped before
+    its answer (at its limit, or interrupted), with `at_least` saying so in words."""
     rows = []
     for key, searches in comparison.max_batch:
         for machine, search in zip(comparison.machines, searches, strict=True):
             if search is None:
                 continue
+            largest = search.largest_ok or search.trained_so_far or 0
+            interrupted = search.status == "running" and bool(search.trained_so_far)
+            # '>=N': the search reached its limit, or stopped before its answer
+            limit = (search.largest_ok is not None and not search.first_failing) or interrupted
             rows.append(
                 _clean(
                     {
@@ -598,12 +604,13 @@ def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
                         "workload": key[0],
                         "precision": key[1],
                         "search": key[4] or "largest batch",
-                        "largest": search.largest_ok or search.trained_so_far or 0,
+                        "largest": largest,
                         "first_failing": search.first_failing,
                         "display": search.display,
-                        # '>=N': the search reached its limit, or stopped before its answer
-                        "limit": (search.largest_ok is not None and not search.first_failing)
-                        or (search.status == "running" and bool(search.trained_so_far)),
+                        "limit": limit,
+                        "at_least": f"at least {largest}" + (" so far" if interrupted else "")
+                        if limit
+                        else None,
                     }
                 )
             )

@@ -370,23 +370,62 @@ def _normalised(t: Tidy) -> View | None:
 
 
 def _max_batch(t: Tidy) -> View | None:
+    """Bars of the largest batch that trains; a search that stopped before its answer
+    (at its limit, or interrupted) is not an answer: its bar is pale and dashed and ends
+    in an open arrow and '>= N', so that a card stopped at batch 2 does not read as one
+    that fits 2 and no more. Integer ticks: a batch has no half."""
     if not t.max_batch:
         return None
-    spec = _bars(
-        "max_batch",
-        "largest",
-        "largest batch that trains (samples)",
-        category="search",
-        tooltip=(("display", "found"), ("precision", "precision")),
+    alt = _alt()
+    x = alt.X(
+        "largest:Q",
+        title="largest batch that trains (samples)",
+        stack=None,
+        axis=alt.Axis(tickMinStep=1, format="d", labelExpr=_TICK),
+    )
+    y = alt.Y("search:N", title=None, sort=None)
+    offset = _offset("machine")
+    colour = alt.Color("machine:N", legend=_legend(), sort=None)
+    tips = _tooltip(("display", "found"), ("precision", "precision"))
+    bars = (
+        alt.Chart()
+        .mark_bar(height={"band": 0.85}, strokeWidth=1.5)
+        .encode(
+            x=x,
+            y=y,
+            yOffset=offset,
+            color=colour,
+            stroke=colour,
+            opacity=alt.condition("datum.limit", alt.value(0.35), alt.value(1)),
+            strokeDash=alt.condition("datum.limit", alt.value([4, 3]), alt.value([1, 0])),
+            tooltip=tips,
+        )
+    )
+    open_end = alt.Chart().transform_filter("datum.limit")
+    arrows = open_end.mark_point(shape="triangle-right", filled=False, size=70).encode(
+        x=x, y=y, yOffset=offset, color=colour, tooltip=tips
+    )
+    words = open_end.mark_text(align="left", dx=8, fontSize=12).encode(
+        x=x, y=y, yOffset=offset, text=alt.Text("at_least:N"), tooltip=tips
+    )
+    chart = (
+        alt.layer(bars, arrows, words)
+        .transform_filter("isValid(datum.largest)")
+        .properties(width=WIDTH, height=alt.Step(BAR))
+        .facet(
+            row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData("max_batch")
+        )
+        .resolve_scale(y="independent", x="independent")
     )
     return View(
         "max_batch",
         "Largest batch per model",
         "The largest batch each machine trains (the GPU-buying guide's table). '*': not "
-        "even the smallest fits (bar at 0); '>=N': the search stopped at its limit, or "
-        "before its answer ('so far': interrupted).",
+        "even the smallest fits (bar at 0). Pale, dashed, with an open arrow and 'at least "
+        "N': the search stopped at its limit, or before its answer ('so far': "
+        "interrupted), with N still training: the largest is N or more.",
         "max_batch",
-        spec,
+        {**_spec(chart), "usermeta": {"needs": "largest"}},
     )
 
 
