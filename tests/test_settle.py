@@ -213,6 +213,24 @@ def test_new_measured_on_another_machine_is_not_run_again(tmp_path, machine, cap
     assert "was measured on another machine (cpu.model: 'AMD EPYC 9R14' there," in shown
 
 
+def test_new_asking_for_more_threads_than_this_machine_has_is_not_run(tmp_path, machine, capsys):
+    old = saved(tmp_path, "old", OLD, threads=4096)
+    new = saved(tmp_path, "new", SLOWER, threads=4096)  # a file may say up to 4096
+    fake = machine(around(89.0))
+    assert main(["diff", old, new, "--settle"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert fake.repeats == 0
+    assert "new.json asks for 4096 threads or loader workers, more than the" in shown
+
+
+def test_no_child_runs_past_the_budget(tmp_path, machine, capsys):
+    old = saved(tmp_path, "old", OLD)
+    new = saved(tmp_path, "new", NEAR, timeout_s=86400.0)
+    machine(around(94.0), repeat_s=100.0)
+    main(["diff", old, new, "--settle", "--budget", "250s", "--output-dir", str(tmp_path / "out")])
+    assert settled_file(tmp_path).config.timeout_s == 250.0
+
+
 def test_a_point_already_decided_runs_nothing(tmp_path, machine, capsys):
     old = saved(tmp_path, "old", [100.0, 100.5, 99.5])
     new = saved(tmp_path, "new", [80.0, 80.4, 79.6])

@@ -475,6 +475,14 @@ def _not_here(new: result.Result, path: Path) -> str | None:
         resolve_device(config.device, config.framework)
     except UsageError as error:
         return str(error)
+    # A file may say up to 4096; bench rerun caps them, which --settle cannot (not NEW's).
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    asks = max(config.threads or 0, config.num_workers)
+    if asks > (cpus or 1):
+        return (
+            f"{path} asks for {asks} threads or loader workers, more than the {cpus} CPUs bench "
+            "may use here"
+        )
     here = provenance.collect()
     unlike = drift.unlike(new.environment or {}, {k: here[k] for k in ("host", "cpu")}, False)
     return f"{path} was measured on another machine ({unlike})" if unlike else None
@@ -585,9 +593,10 @@ def _settle_point(
         settle.stops[point.label], settle.added[point.label] = stop, 0
         return 0, point
     run_args = _run_args(new, args.output_dir)
-    code, outcome, runner = _settle_run(
-        _only(new.config, config), run_args, settle, judge, pools, quiet=quiet
-    )
+    only = _only(new.config, config)
+    if args.budget is not None:  # no child runs past the whole budget, whatever NEW said
+        only = dataclasses.replace(only, timeout_s=min(only.timeout_s or args.budget, args.budget))
+    code, outcome, runner = _settle_run(only, run_args, settle, judge, pools, quiet=quiet)
     ran = runner.added.get(config, 0)
     settle.added[point.label] = ran
     settle.stops[point.label] = (
