@@ -122,6 +122,45 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
     _check_optimize(cfg, framework)
     _check_checkpointing(cfg, framework, spec)
     _check_float8(cfg, framework, spec)
+    _check_expert_parallel(cfg, spec)
+
+
+MAX_EXPERT_PARALLEL = 4096  # ranks the experts split over, at most
+
+
+def _check_expert_parallel(cfg: RunConfig | PointConfig, spec: Any) -> None:
+    """--expert-parallel N: a mixture of experts (its spec's `experts`) whose experts and
+    every point's ranks N divides. A workload's experts: its spec's `experts` (the
+    mixtures' WorkloadSpec subclass, bench.workloads.moe.MoESpec; 0 elsewhere)."""
+    parallel = cfg.expert_parallel
+    if type(parallel) is not int or not 1 <= parallel <= MAX_EXPERT_PARALLEL:
+        raise UsageError(
+            f"expert_parallel: {visible(repr(parallel))[:40]} must be a whole number from 1 to "
+            f"{MAX_EXPERT_PARALLEL}"
+        )
+    if parallel == 1:
+        return
+    experts = getattr(spec, "experts", 0)
+    if not experts:
+        mixtures = [n for n, s in registry.workloads().items() if getattr(s, "experts", 0)]
+        raise UsageError(
+            f"expert_parallel: {spec.name!r} has no experts to split; it applies to the "
+            f"mixtures of experts: {', '.join(mixtures)}"
+        )
+    if experts % parallel:
+        raise UsageError(
+            f"expert_parallel: {parallel} does not divide {spec.name}'s {experts} "
+            f"experts; use a divisor of {experts}"
+        )
+    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
+    for count in counts:
+        ranks = (count or 1) * cfg.nnodes
+        if ranks % parallel:
+            raise UsageError(
+                f"expert_parallel: {parallel} does not divide the {ranks} rank(s) of a point "
+                f"(--devices {count or 1} x --nnodes {cfg.nnodes}); give a multiple of "
+                f"{parallel} ranks"
+            )
 
 
 def _check_float8(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
@@ -390,6 +429,9 @@ class PointConfig:
     eval_every_unit: str = "tokens"
     eval_sequences: int | None = None
     recipe: str | None = None  # bench.datasets.recipe.DECODER_RECIPES; None: "default"
+    # Mixtures of experts: the experts split over this many ranks, tokens exchanged by
+    # all-to-all (bench.parallel.expert); 1: every rank holds every expert.
+    expert_parallel: int = 1
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -540,6 +582,7 @@ class RunConfig:
     eval_every_unit: str = "tokens"
     eval_sequences: int | None = None
     recipe: str | None = None
+    expert_parallel: int = 1  # PointConfig's field of the same name
 
     def __post_init__(self) -> None:
         for name in _AXES:

@@ -188,3 +188,51 @@ def test_the_tiny_moe_trains_a_step_with_a_finite_loss_that_includes_the_balance
     # Two layers' balance losses, each about 1 (x 0.01), and their z-losses.
     assert 0.015 < float(total - plain) < 0.05
     assert all(p.grad is not None for p in model.parameters())
+
+
+# --- refusals in one line, before any point runs -------------------------------------------
+
+
+def _refused(capsys, *argv: str) -> str:
+    from bench.cli import main
+
+    assert main([*argv, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_expert_parallelism_on_a_dense_workload_is_one_line(capsys):
+    err = _refused(capsys, "llama3-tiny", "--expert-parallel", "2", "--devices", "2")
+    assert "--expert-parallel: 'llama3-tiny' has no experts to split" in err
+    assert "moe-tiny" in err and "olmoe-1b-7b" in err
+
+
+def test_expert_parallelism_that_does_not_divide_the_experts_is_one_line():
+    from bench.config import RunConfig
+
+    with pytest.raises(
+        UsageError,
+        match=r"^expert_parallel: 3 does not divide olmoe-1b-7b's 64 experts; use a divisor of 64$",
+    ):
+        RunConfig(workload="olmoe-1b-7b", expert_parallel=3, devices=(3,))
+
+
+def test_expert_parallelism_that_does_not_divide_the_ranks_is_one_line(capsys):
+    err = _refused(capsys, "moe-tiny", "--expert-parallel", "2", "--devices", "1")
+    assert "--expert-parallel: 2 does not divide the 1 rank(s) of a point" in err
+
+
+@pytest.mark.parametrize("value", ["2", True, 0, 10**9, 2.0])
+def test_a_files_expert_parallel_of_the_wrong_type_or_range_is_one_line(value):
+    from bench.config import RunConfig
+
+    with pytest.raises(UsageError, match=r"^expert_parallel: .* must be a whole number from 1"):
+        RunConfig.from_dict({"workload": "moe-tiny", "expert_parallel": value})
+
+
+def test_a_shape_that_cannot_fit_is_refused_with_its_state_and_the_gpus_it_needs(capsys, tmp_path):
+    err = _refused(capsys, "gpt-oss-20b", "--memory-limit", "80GiB", "--output-dir", str(tmp_path))
+    assert "gpt-oss-20b does not fit on one cpu device" in err
+    assert "311.65 GiB in all, 4 GPU(s) of 80 GiB at the very least" in err
+    assert not list(tmp_path.iterdir())

@@ -248,6 +248,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "Extension for PyTorch, in bench:xeon-ipex); none,fused sweeps",
     )
     p.add_argument(
+        "--expert-parallel",
+        type=_whole,
+        default=1,
+        metavar="N",
+        help="mixtures of experts (moe-tiny, olmoe-1b-7b, gpt-oss-20b): split the experts "
+        "over N ranks, tokens exchanged by all-to-all; FSDP2 shards the rest (default 1)",
+    )
+    p.add_argument(
         "--activation-checkpointing",
         type=_choice_list("activation-checkpointing", CHECKPOINTING_MODES),
         default=("none",),
@@ -563,6 +571,7 @@ def _config(
         eval_every_unit=args.eval_every[1] if args.eval_every else "tokens",
         eval_sequences=args.eval_sequences,
         recipe=args.recipe,
+        expert_parallel=args.expert_parallel,
     )
 
 

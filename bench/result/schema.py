@@ -80,7 +80,9 @@ from bench.result.checks import (
 #     `to_loss` is derived from it. Configs gain `train_to_loss`, `val_data`,
 #     `max_tokens`, `eval_every`, `eval_every_unit` ('tokens' before), `eval_sequences`
 #     and `recipe`.
-SCHEMA_VERSION = 12
+#   13: configs gain `expert_parallel` (a mixture of experts' experts split over that
+#     many ranks, bench.parallel.expert; 1 before: every rank held every expert).
+SCHEMA_VERSION = 13
 
 STATUSES = ("ok", "oom", "error")
 # What tells one point of a run from another, the device count aside: the same names
@@ -362,6 +364,8 @@ CONFIG = (
           older="tokens"),
     Field("eval_sequences", *_COUNT, since=12, older=None),
     Field("recipe", *_TEXT_OR_NULL, since=12, older=None),
+    Field("expert_parallel", whole(1, 4096), "a whole number from 1 to 4096", since=13,
+          older=1),
 )  # fmt: skip
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _SECTION = (optional(an_object), "an object or null")

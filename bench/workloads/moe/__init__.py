@@ -9,10 +9,12 @@ only (torchtitan's convention for MoE) and no model is built for it.
 """
 
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from bench.errors import UsageError
 from bench.mfu import moe_flops
+from bench.units import format_bytes
 from bench.workloads.base import WorkloadSpec
 
 
@@ -104,13 +106,19 @@ def active_non_embedding(size: Size) -> int:
 STATE_BYTES_PER_PARAMETER = 4 + 4 + 2 * 4
 
 
+GPU_BYTES = 80 * 2**30  # the devices MoE training is sized by (H100, A100 80 GB)
+
+
 def _model_state(name: str):
     count = parameters(SIZES[name])
 
     def state() -> tuple[int, str]:
-        return STATE_BYTES_PER_PARAMETER * count, (
+        total = STATE_BYTES_PER_PARAMETER * count
+        gpus = -(-total // GPU_BYTES)
+        return total, (
             f"fp32 weights, gradients and AdamW's two moments "
-            f"({STATE_BYTES_PER_PARAMETER} B x {count:,} parameters, every expert)"
+            f"({STATE_BYTES_PER_PARAMETER} B x {count:,} parameters, every expert: "
+            f"{format_bytes(total)} in all, {gpus} GPU(s) of 80 GiB at the very least)"
         )
 
     return state
@@ -131,8 +139,18 @@ _DESCRIPTIONS = {
 for _name, _size in SIZES.items():
     check_size(_name, _size)
 
+
+@dataclass(frozen=True)
+class MoESpec(WorkloadSpec):
+    """A workload spec that says how many experts each block has and how many a token
+    goes to (what --expert-parallel is checked against, bench.config)."""
+
+    experts: int = 0
+    top_k: int = 0
+
+
 WORKLOADS = tuple(
-    WorkloadSpec(
+    MoESpec(
         name=name,
         description=(
             f"{_DESCRIPTIONS[name]} decoder ({size.layers} layers, dim {size.dim}, "
@@ -150,6 +168,8 @@ WORKLOADS = tuple(
         checkpointable=True,
         analytic_flops=functools.partial(flops, size),
         model_state=_model_state(name),
+        experts=size.experts,
+        top_k=size.top_k,
     )
     for name, size in SIZES.items()
 )
