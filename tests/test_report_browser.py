@@ -53,7 +53,11 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            # No error and no warning: Vega logged 37 warnings on every load.
+            tab.on(
+                "console",
+                lambda m: errors.append(m.text) if m.type in ("error", "warning") else None,
+            )
             tab.on("pageerror", lambda e: errors.append(str(e)))
             tab.on("request", lambda r: requests.append(r.url))
             tab.goto(url)
@@ -133,6 +137,8 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            warnings = []
+            tab.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
             tab.goto((tmp_path / "report" / "report.html").as_uri())
             tab.wait_for_function("document.body.dataset.ready", timeout=30_000)
             workloads = tab.locator("#table-headline tbody tr td.c-workload").all_inner_texts()
@@ -146,6 +152,15 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
             ]
             assert len(labels) == 10 and "GPU 00" in labels and "GPU 14" in labels  # the fastest
             assert len(set(fills)) == 10
+            # A machine's colour is the same in every chart (it was dealt per chart).
+            colour_of = {}
+            for chart in ("#view-vs_batch", "#view-throughput", "#view-normalised"):
+                names = tab.locator(f"{chart} .role-legend-label text").all_text_contents()
+                swatches = tab.locator(f"{chart} .role-legend-symbol path")
+                for n, name in enumerate(names):
+                    fill = swatches.nth(n).get_attribute("fill")
+                    assert colour_of.setdefault(name, fill) == fill, (chart, name)
+            assert warnings == [], warnings
             assert "1 point ran out of memory" in tab.inner_text("#view-throughput .cap")
             every = tab.locator("#table-points tbody tr").all_inner_texts()
             assert any("GPU 03" in row and "no interval: one run a side" in row for row in every)

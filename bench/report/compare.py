@@ -26,6 +26,7 @@ from typing import Any
 
 from bench import catalog, registry, units
 from bench.errors import UsageError
+from bench.report.colours import machine_colours
 from bench.report.machines import Machine, image_name, machine_columns
 from bench.report.set_apart import SetApart, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
@@ -178,6 +179,9 @@ class Comparison:
     # Which baseline bench chose, and why, when none was named (None: named, or one column).
     baseline_note: str | None = None
     set_apart_groups: list[SetApart] = field(default_factory=list)  # the files, by reason
+    # Each machine's colour on every chart and figure (bench.report.colours), made from
+    # every machine compared: a figure of fewer machines keeps the page's colours.
+    colours: dict[str, str] = field(default_factory=dict)
 
     @property
     def set_apart_count(self) -> int:
@@ -502,7 +506,8 @@ def compare(
         (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
     ]
     return Comparison(ordered, base, rows, max_batch, [g.line for g in groups],
-                      baseline_note=note, set_apart_groups=groups)  # fmt: skip
+                      baseline_note=note, set_apart_groups=groups,
+                      colours=machine_colours([m.label for m in ordered]))  # fmt: skip
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from bench import units
 from bench.report import views as vega_views
+from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
 from bench.report.script import SCRIPT
 from bench.report.tidy import Tidy
@@ -268,7 +269,7 @@ def page(
     data = {
         **compact(t.as_data()),
         "several": several,
-        "colours": vega_views.machine_colours(t.machines),
+        "colours": t.colours or machine_colours(t.machines),
         "palette": vega_views.MACHINE_COLOURS,
         "views": [
             {

@@ -192,6 +192,7 @@ def _bars(
                 capsize=3,
                 error_kw={"elinewidth": 1},
                 label=_legend(machine.label),
+                color=comparison.colours.get(machine.label),
             )
             marks = [c.mark if significance else "" for c in cells]
             for bar, mark in zip(bars, marks, strict=True):
@@ -268,7 +269,11 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
             points.sort()
             batches = [b for b, *_ in points]
             (line,) = ax.plot(
-                batches, [t for _, t, _, _ in points], marker="o", label=_legend(label)
+                batches,
+                [t for _, t, _, _ in points],
+                marker="o",
+                label=_legend(label),
+                color=comparison.colours.get(label),
             )
             ax.fill_between(
                 batches,
@@ -302,7 +307,8 @@ def _max_batch(comparison: Comparison) -> Figure | None:
         xs = [i + (m - (len(comparison.machines) - 1) / 2) * width for i in range(len(searched))]
         found = [searches[m] for _, searches in searched]
         heights = [(s.largest_ok or s.trained_so_far or 0) if s else 0 for s in found]
-        bars = ax.bar(xs, heights, width, label=_legend(machine.label))
+        colour = comparison.colours.get(machine.label)
+        bars = ax.bar(xs, heights, width, label=_legend(machine.label), color=colour)
         for bar, s in zip(bars, found, strict=True):
             if s and _open_ended(s):  # stopped at its limit, or before its answer
                 bar.set_hatch("..")
@@ -412,7 +418,8 @@ def _accuracy_curves(comparison: Comparison) -> Figure | None:
             target = reached.target
             epochs = range(1, len(reached.curve) + 1)
             ax.plot(epochs, [100 * v for v in reached.curve], marker="o",
-                    label=_legend(machine.label))  # fmt: skip
+                    label=_legend(machine.label),
+                    color=comparison.colours.get(machine.label))  # fmt: skip
         if target is not None:
             ax.axhline(100 * target, color="black", linewidth=1, linestyle="--")
         ax.set_xlabel("epoch")

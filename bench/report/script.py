@@ -279,8 +279,24 @@ SCRIPT = r"""
   }
 
   // ---- charts: Vega-Lite specs, their named table replaced by the filtered rows
+  // Vega-Lite warns of a facet whose layers share a categorical axis ('Detected faceted
+  // independent scales that union domain of the same fields from different source'):
+  // every layer here reads the one named table, which is what it then assumes. That one
+  // warning is dropped while a chart is made; any other reaches the console.
+  const SPURIOUS = "Detected faceted independent scales that union domain";
+  async function quietly(make) {
+    const warn = console.warn;
+    console.warn = (...args) => {
+      if (!args.some((a) => String(a).includes(SPURIOUS))) warn.apply(console, args);
+    };
+    try {
+      return await make();
+    } finally {
+      console.warn = warn;
+    }
+  }
   const charts = [];
-  const CHART_MACHINES = D.palette.length; // machines a chart draws at most: each its colour
+  const CHART_MACHINES = 10; // machines a chart draws at most, each named in its legend
   const ranks = new Map();
   D.geomean.filter((r) => r.scope === "all").sort((a, b) => b.rel - a.rel)
     .forEach((r, n) => ranks.set(r.machine, n + 1));
@@ -294,9 +310,7 @@ SCRIPT = r"""
     const kept = new Set(machines.sort((a, b) => rank(a) - rank(b)).slice(0, CHART_MACHINES));
     return rows.filter((r) => kept.has(r.machine));
   }
-  // Colours: each machine its own on every chart (Python's) where the page has no more
-  // machines than colours; past that, dealt to the machines a chart draws by rank, the
-  // first ten keeping theirs, the others the first colour free.
+  // Colours: each machine its own on every chart (bench.report.colours, from its name).
   const DATA = ["points", "headline", "like", "geomean", "history", "ladder", "curves",
     "loss_curves", "max_batch"];
   const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => !missing(m));
@@ -309,20 +323,13 @@ SCRIPT = r"""
   for (const name of DATA) {
     for (const r of D[name]) if (!missing(r.machine)) r.machine_index = position(r.machine);
   }
+  // Each machine's colour on every chart, from its identity (bench.report.colours).
   function colourOf(machine) {
     const own = Object.prototype.hasOwnProperty.call(D.colours, machine);
     return own ? D.colours[machine] : D.palette[position(machine) % D.palette.length];
   }
   function recoloured(spec, drawn) {
-    const fleet = ORDER.size > D.palette.length;
-    const taken = new Set();
-    const range = drawn.map((m) => {
-      if (!fleet) return colourOf(m);
-      let i = position(m) % D.palette.length;
-      while (taken.has(i)) i = (i + 1) % D.palette.length;
-      taken.add(i);
-      return D.palette[i];
-    });
+    const range = drawn.map(colourOf);
     const walk = (x) => {
       if (Array.isArray(x)) return x.map(walk);
       if (!x || typeof x !== "object") return x;
@@ -391,8 +398,8 @@ SCRIPT = r"""
     if (!c.view || c.drawn !== key) {
       if (c.view) c.view.finalize();
       const spec = Object.assign(recoloured(c.spec, drawn), { datasets: { [c.data]: shown } });
-      const out = await vegaEmbed(c.section.querySelector(".chart"), spec,
-        { actions: false, renderer: "svg", tooltip: { theme: "light" } });
+      const out = await quietly(() => vegaEmbed(c.section.querySelector(".chart"), spec,
+        { actions: false, renderer: "svg", tooltip: { theme: "light" } }));
       c.view = out.view;
       c.drawn = key;
       return;

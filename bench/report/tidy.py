@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.report.colours import machine_colours
 from bench.report.compare import (
     Cell,
     Comparison,
@@ -52,12 +53,15 @@ class Tidy:
     loss_curves: list[dict[str, Any]] = field(default_factory=list)
     loss_note: str = ""  # what the loss curves leave out, if anything
     max_batch: list[dict[str, Any]] = field(default_factory=list)
-    # Every machine of the page, in its order: each keeps one colour on every chart.
+    # Every machine of the page, in its order, and its colour on every chart.
     machines: list[str] = field(default_factory=list)
+    colours: dict[str, str] = field(default_factory=dict)  # bench.report.colours
 
     def as_data(self) -> dict[str, Any]:
         return {
-            name: getattr(self, name) for name in self.__dataclass_fields__ if name != "machines"
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if name not in ("machines", "colours")
         }
 
 
@@ -608,9 +612,10 @@ def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
                         "first_failing": search.first_failing,
                         "display": search.display,
                         "limit": limit,
+                        # '' where it found its answer: the chart writes each row's
                         "at_least": f"at least {largest}" + (" so far" if interrupted else "")
                         if limit
-                        else None,
+                        else "",
                     }
                 )
             )
@@ -648,6 +653,7 @@ def tidy(comparison: Comparison) -> Tidy:
         loss_note=loss_note,
         max_batch=max_batches(comparison),
         machines=machines,
+        colours=comparison.colours or machine_colours(machines),
     )
     _number_machines(made)
     return made

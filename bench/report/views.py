@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from bench.report.colours import PALETTE, machine_colours
 from bench.report.tidy import LOSS_ROWS, Tidy
 
 WIDTH = 560
@@ -36,10 +37,9 @@ BAR = 14  # pixels per bar
 RELATIVE_TITLE = "throughput / the baseline's (best configuration each)"
 VERDICTS = ["faster", "slower", "the same", "cannot tell", "one run", "baseline"]
 VERDICT_COLOURS = ["#2b8a3e", "#c92a2a", "#1c7ed6", "#adb5bd", "#ced4da", "#495057"]
-# Vega's tableau10, given by machine for the whole page: a machine has the same colour on
-# every chart, whichever machines a chart holds (Vega-Lite would deal them out per chart).
-MACHINE_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b",
-                   "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]  # fmt: skip
+# Given by machine for the whole page (bench.report.colours): a machine has the same
+# colour on every chart, whichever machines a chart holds (Vega-Lite deals them per chart).
+MACHINE_COLOURS = PALETTE
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,12 @@ def _alt() -> Any:
 
 
 def _legend(title: str | None = None) -> Any:
-    """At the bottom, in columns, long labels cut (the tooltip and tables hold them
+    """At the top, read before a tall chart's bars (at the bottom it sat under 3,300
+    pixels of them); in columns, long labels cut (the tooltip and tables hold them
     whole): a legend never runs off the page or over the chart."""
     alt = _alt()
     return alt.Legend(
-        orient="bottom",
+        orient="top",
         columns=2,
         labelLimit=360,
         title=title,
@@ -110,6 +111,7 @@ def _spec(chart: Any) -> dict[str, Any]:
         "view": {"continuousWidth": WIDTH, "continuousHeight": 220, "stroke": None},
         "axis": {"labelLimit": 260},
         "font": "sans-serif",
+        "mark": {"invalid": None},
     }
     return spec
 
@@ -124,7 +126,9 @@ _TICK = (
 
 
 def _axis() -> Any:
-    return _alt().Axis(labelExpr=_TICK)
+    """Numbers as the page writes them; labels that would touch are dropped ('55,000' and
+    '60,000' ran together as '55,00060,000')."""
+    return _alt().Axis(labelExpr=_TICK, labelOverlap="greedy", labelSeparation=6)
 
 
 def _offset(colour: str) -> Any:
@@ -177,27 +181,64 @@ def _bars(
         )
     ]
     if low and high:
-        layers.append(
-            alt.Chart()
-            .mark_errorbar(ticks=True, color="black")
-            .encode(
-                x=alt.X(f"{low}:Q", title=title, axis=_axis()),
-                x2=f"{high}:Q",
-                y=y,
-                yOffset=offset,
-                tooltip=_tooltip(*tooltip),
-            )
-        )
+        layers += _whiskers(low, high, title, y, offset, _tooltip(*tooltip))
     if reference is not None:
         layers.append(alt.Chart().mark_rule(strokeDash=[4, 3]).encode(x=alt.datum(reference)))
+    layered = alt.layer(*layers).transform_filter(f"isValid(datum.{value})")
+    if low and high:
+        layered = _interval_fields(layered, value, low, high)
     chart = (
-        alt.layer(*layers)
-        .transform_filter(f"isValid(datum.{value})")
-        .properties(width=WIDTH, height=alt.Step(BAR))
+        layered.properties(width=WIDTH, height=alt.Step(BAR))
         .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData(data))
         .resolve_scale(y="independent", x="shared" if shared_x else "independent")
     )
     return {**_spec(chart), "usermeta": {"needs": value}}
+
+
+def _whiskers(low: str, high: str, title: str, y: Any, offset: Any, tips: list[Any]) -> list[Any]:
+    """A 95% interval from `low` to `high`: a rule and a tick at each end, on the bars'
+    own rows, hidden where a row has none. It reads `_lo`, `_hi` and `_ci`, which
+    _interval_fields makes for every row of the chart: Vega-Lite's errorbar aggregates,
+    and a layer whose field some rows lack filters them, each a data source of its own,
+    so that each chart logged warnings ('faceted independent scales that union domain
+    ... from different source', 'Infinite extent for field tp_lo')."""
+    alt = _alt()
+    shown = alt.condition("datum._ci", alt.value(1), alt.value(0))
+    rule = (
+        alt.Chart()
+        .mark_rule(color="black")
+        .encode(
+            x=alt.X("_lo:Q", title=title, axis=_axis()),
+            x2="_hi:Q",
+            y=y,
+            yOffset=offset,
+            opacity=shown,
+            tooltip=tips,
+        )
+    )
+    ends = [
+        alt.Chart()
+        .mark_tick(color="black", orient="vertical", thickness=1, size=7)
+        .encode(
+            x=alt.X(f"{end}:Q", title=title, axis=_axis()),
+            y=y,
+            yOffset=offset,
+            opacity=shown,
+            tooltip=tips,
+        )
+        for end in ("_lo", "_hi")
+    ]
+    return [rule, *ends]
+
+
+def _interval_fields(chart: Any, value: str, low: str, high: str) -> Any:
+    """`_lo`, `_hi` (the value itself where a row has no interval) and `_ci` (whether
+    it has one) on every row, before the layers split (see _whiskers)."""
+    return chart.transform_calculate(
+        _ci=f"isValid(datum.{low}) && isValid(datum.{high})",
+        _lo=f"isValid(datum.{low}) ? datum.{low} : datum.{value}",
+        _hi=f"isValid(datum.{high}) ? datum.{high} : datum.{value}",
+    )
 
 
 def _lines(
@@ -229,8 +270,8 @@ def _lines(
             .mark_area(opacity=0.2)
             .encode(
                 x=ex,
-                y=alt.Y(f"{low}:Q", title=y_title, axis=_axis()),
-                y2=f"{high}:Q",
+                y=alt.Y("_lo:Q", title=y_title, axis=_axis()),
+                y2="_hi:Q",
                 color=alt.Color(f"{colour}:N", legend=_legend(), sort=None),
                 detail=_detail(colour),
             )
@@ -246,10 +287,11 @@ def _lines(
             tooltip=_tooltip(*tooltip),
         )
     )
+    layered = alt.layer(*layers).transform_filter(f"isValid(datum.{y})")
+    if low and high:  # a panel without intervals: a band of no width, not a warning
+        layered = _interval_fields(layered, y, low, high)
     chart = (
-        alt.layer(*layers)
-        .transform_filter(f"isValid(datum.{y})")
-        .properties(width=WIDTH, height=200)
+        layered.properties(width=WIDTH, height=200)
         .facet(row=alt.Row(f"{panel}:N", header=_header(), sort=None), data=alt.NamedData(data))
         .resolve_scale(x="independent", y="independent")
     )
@@ -296,16 +338,17 @@ def _relative_best(t: Tidy) -> View | None:
             tooltip=tips,
         )
     )
-    whiskers = (
-        alt.Chart()
-        .mark_errorbar(ticks=True, color="black")
-        .encode(x=alt.X("rel_lo:Q", title=RELATIVE_TITLE), x2="rel_hi:Q", y=y, tooltip=tips)
-    )
+    whiskers = _whiskers("rel_lo", "rel_hi", RELATIVE_TITLE, y, alt.Undefined, tips)
     rule = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(x=alt.datum(1))
     chart = (
-        alt.layer(bars, whiskers, rule)
-        .transform_calculate(rel_shown="datum.baseline ? 1 : datum.rel")
-        .transform_filter("isValid(datum.rel_shown)")
+        _interval_fields(
+            alt.layer(bars, *whiskers, rule)
+            .transform_calculate(rel_shown="datum.baseline ? 1 : datum.rel")
+            .transform_filter("isValid(datum.rel_shown)"),
+            "rel_shown",
+            "rel_lo",
+            "rel_hi",
+        )
         .properties(width=WIDTH, height=alt.Step(18))
         .facet(
             row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData("headline")
@@ -395,18 +438,30 @@ def _max_batch(t: Tidy) -> View | None:
             y=y,
             yOffset=offset,
             color=colour,
-            stroke=colour,
+            stroke=alt.Color("machine:N", legend=None, sort=None),  # one legend: the fill's
             opacity=alt.condition("datum.limit", alt.value(0.35), alt.value(1)),
             strokeDash=alt.condition("datum.limit", alt.value([4, 3]), alt.value([1, 0])),
             tooltip=tips,
         )
     )
-    open_end = alt.Chart().transform_filter("datum.limit")
-    arrows = open_end.mark_point(shape="triangle-right", filled=False, size=70).encode(
-        x=x, y=y, yOffset=offset, color=colour, tooltip=tips
+    # On every row, shown where the search stopped short: a layer of its own data (a
+    # filter) would be a source of its own, and Vega warned of its empty panels.
+    arrows = (
+        alt.Chart()
+        .mark_point(shape="triangle-right", filled=False, size=70)
+        .encode(
+            x=x,
+            y=y,
+            yOffset=offset,
+            color=colour,
+            opacity=alt.condition("datum.limit", alt.value(1), alt.value(0)),
+            tooltip=tips,
+        )
     )
-    words = open_end.mark_text(align="left", dx=8, fontSize=12).encode(
-        x=x, y=y, yOffset=offset, text=alt.Text("at_least:N"), tooltip=tips
+    words = (
+        alt.Chart()
+        .mark_text(align="left", dx=8, fontSize=12)
+        .encode(x=x, y=y, yOffset=offset, text=alt.Text("at_least:N"), tooltip=tips)
     )
     chart = (
         alt.layer(bars, arrows, words)
@@ -817,7 +872,7 @@ def views(t: Tidy) -> list[View]:
     """The views the data holds, in the page's order. A view's rows must hold the field
     it draws (`needs`): a chart is never handed rows it would draw nothing of."""
     made = [view for make in MAKERS if (view := make(t)) is not None]
-    colour = machine_colours(t.machines)
+    colour = t.colours or machine_colours(t.machines)
     coloured = []
     for view in made:
         needs = view.needs or view.spec.get("usermeta", {}).get("needs")
@@ -829,12 +884,6 @@ def views(t: Tidy) -> list[View]:
         scale = {"domain": shown, "range": [colour[m] for m in shown]} if shown else None
         coloured.append(replace(view, needs=needs, spec=_machines_coloured(view.spec, scale)))
     return coloured
-
-
-def machine_colours(machines: list[str]) -> dict[str, str]:
-    """Each machine's colour on every chart of the page. Past the palette's ten, the
-    page's script deals colours to the machines each chart draws (ten at most)."""
-    return {m: MACHINE_COLOURS[i % len(MACHINE_COLOURS)] for i, m in enumerate(machines)}
 
 
 def _machines_coloured(spec: Any, scale: dict[str, Any] | None) -> Any:
