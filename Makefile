@@ -14,7 +14,7 @@ CI_IMAGES ?= cuda xeon xeon-ipex tpu tpu-jax
 
 # Every target runs nox sessions: without nox, one line says how to get it.
 need-nox:
-	@command -v nox > /dev/null 2>&1 || { echo "make: nox is not installed (every target runs a nox session): pip install nox" >&2; exit 1; }
+	@command -v nox > /dev/null 2>&1 || { echo "make: nox is not installed (every target runs a nox session): pip install 'nox[uv]'" >&2; exit 1; }
 
 quickstart: need-nox
 	@if [ "$(IMAGE)" = native ] || ! docker info > /dev/null 2>&1; then \

@@ -36,6 +36,10 @@ from bench import archive as archives
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
+# uv makes the venvs where it is installed (pip install 'nox[uv]', as the README says):
+# PyTorch's CUDA wheels take seconds, not pip's minutes, and a second venv links them from
+# uv's cache. Without uv, virtualenv and pip, as before.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
@@ -144,7 +148,10 @@ FULL_EXTRAS = ".[torch,jax,report,dev,xeon,zoo,fleet,float8]"
 def tests(session: nox.Session) -> None:
     """The fast tier: unit tests, small CPU runs and the README's commands on a bare install."""
     session.install("-e", FAST_EXTRAS, *CONSTRAINTS)
-    session.run("pytest", "-m", "not full", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
+    # pytest-xdist, one worker per CPU (at most 4: each test's children use threads of
+    # their own); `nox -s tests -- -n 0` runs them in one process.
+    session.run("pytest", "-m", "not full", "-n", "auto", "--maxprocesses", "4",
+                *session.posargs, env={"PYTHONUNBUFFERED": "1"})  # fmt: skip
 
 
 @nox.session(default=False)

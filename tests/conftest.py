@@ -17,12 +17,16 @@ FULL_ONLY = ("tensorflow", "keras", "jax", "flax", "optax", "sky", "timm")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The full tier: every slow test, and every test parametrized on TensorFlow or JAX."""
+    """The full tier: every slow test, and every test parametrized on TensorFlow or JAX.
+    The README's verbatim install (minutes, mostly pip unpacking PyTorch) goes first, so
+    that under pytest-xdist (nox -s tests) one worker starts it while the others take the
+    rest, rather than the suite ending on it alone."""
     for item in items:
         params = getattr(item, "callspec", None)
         ids = params.id if params is not None else ""
         if item.get_closest_marker("slow") or any(f in ids for f in ("tensorflow", "jax")):
             item.add_marker(pytest.mark.full)
+    items.sort(key=lambda item: item.get_closest_marker("readme") is None)  # stable
 
 
 @pytest.hookimpl(hookwrapper=True)

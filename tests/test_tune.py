@@ -364,7 +364,11 @@ def tune_cli(tmp_path, capsys, *flags):
     return code, capsys.readouterr().out
 
 
-def test_a_budget_too_small_to_rank_says_so_and_recommends_nothing(tmp_path, machine, capsys):
+def test_a_budget_too_small_to_rank_says_so_and_recommends_nothing(
+    tmp_path, machine, capsys, libraries
+):
+    """--allocator tcmalloc with TCMalloc faked: the clock is fake, so the library need not
+    be real, and the README's test command needs no OS package."""
     machine(resnet50_on_two_cores)
     code, out = tune_cli(tmp_path, capsys, "--budget", "60s", "--batch-size", "32,64,128,256",
                          "--precision", "fp32,bf16", "--allocator", "system,tcmalloc")  # fmt: skip
