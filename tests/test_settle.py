@@ -11,7 +11,7 @@ import pytest
 
 from bench import launchers, provenance, result, stopping
 from bench.cli import main
-from bench.commands import diff
+from bench.commands import settle
 from bench.commands.diff import EXIT_DRIFT
 from bench.config import RunConfig
 from bench.result import POINT_AXES, Point, Result, point_axes
@@ -85,7 +85,7 @@ def machine(monkeypatch):
     def install(rate, **kwargs):
         fake = Machine(rate, **kwargs)
         monkeypatch.setattr(launchers, "spawn", fake)
-        monkeypatch.setattr(diff.time, "monotonic", lambda: fake.clock)
+        monkeypatch.setattr(settle.time, "monotonic", lambda: fake.clock)
         return fake
 
     return install

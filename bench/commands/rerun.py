@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import data_ref, drift, registry, result
-from bench.commands import diff
+from bench.commands import diff, settle
 from bench.commands.options import require_extra
 from bench.commands.run_options import (
     add_launch_options,
@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     add_launch_options(rerun)
     add_machine_options(rerun)
     add_output_options(rerun)
-    diff.add_settle_options(rerun, "the rerun")
+    settle.add_settle_options(rerun, "the rerun")
     rerun.set_defaults(func=cmd_rerun)
 
 
@@ -172,7 +172,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     from bench.ladder import LadderRunner
     from bench.tune import TuneRunner
 
-    diff.check_settle_options(args)
+    settle.check_settle_options(args)
     if args.settle:  # its interval needs scipy: one line before anything runs
         require_extra("rerun --settle", "scipy")
     old = result.load(args.file)
