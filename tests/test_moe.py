@@ -3,6 +3,7 @@ and looped expert matmuls alike, dropped tokens, parameter counts of the publish
 shapes, the active-parameter FLOPs formula, and the refusals."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from bench import mfu, registry
 from bench.config import PointConfig
 from bench.errors import UsageError
 from bench.workloads import moe
+from tests.conftest import needs_two_cores
 
 torch = pytest.importorskip("torch")
 moe_torch = pytest.importorskip("bench.workloads.moe.torch")
@@ -236,3 +238,129 @@ def test_a_shape_that_cannot_fit_is_refused_with_its_state_and_the_gpus_it_needs
     assert "gpt-oss-20b does not fit on one cpu device" in err
     assert "311.65 GiB in all, 4 GPU(s) of 80 GiB at the very least" in err
     assert not list(tmp_path.iterdir())
+
+
+# --- a run's record, and expert parallelism over two gloo ranks -----------------------------
+
+
+def test_a_run_records_the_experts_load_and_the_formula_in_its_result(tmp_path):
+    from tests.conftest import only_result, run_bench
+
+    done = run_bench("moe-tiny", "--device", "cpu", "--steps", "2", "--warmup-steps", "1",
+                     "--output-dir", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    point = only_result(tmp_path)["points"][0]
+    record = point["details"]["moe"]
+    assert record["assignments"] == 3 * 4 * 64 * 2 * 2  # steps x batch x tokens x layers x k
+    assert sum(record["tokens_per_expert"]) == record["assignments"]
+    assert record["dropped_assignments"] == 0 and record["exchange"] == "local (one process)"
+    assert record["expert_matmuls"] in (moe_torch.GROUPED, moe_torch.LOOP)
+    assert point["details"]["mfu"]["formula"] == mfu.MOE_FORMULA
+
+
+def _rank_losses(rank, world, parallel, init_file, out):
+    """One rank of `world`: moe-tiny built as the session builds it (meta device,
+    experts over `parallel` ranks, FSDP2, filled), three AdamW steps on its share of one
+    batch; rank 0 writes the mean language-model loss of every step and the record."""
+    import json
+
+    import torch.distributed as dist
+
+    from bench.parallel import fsdp
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world)  # fmt: skip
+    torch.set_num_threads(1)
+    spec = registry.workload("moe-tiny")
+    impl = spec.implementation("torch")
+    point = PointConfig(workload="moe-tiny", seq_len=16, batch_size=4, devices=world,
+                        expert_parallel=parallel)  # fmt: skip
+    with torch.device("meta"):
+        model = impl.build_model(spec, point)
+    fsdp.apply_fsdp(model, world, "cpu")
+    fsdp.materialize(model, torch.device("cpu"))
+    optimizer = impl.optimizer(model.parameters())
+    inputs, targets = impl.make_batch(spec, point, 4, torch.Generator().manual_seed(0))
+    share = slice(rank * 4 // world, (rank + 1) * 4 // world)
+    losses: list[float] = []
+    gradients: list[float] = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        # The language model's loss: the balance loss is each rank's own tokens' (as
+        # per-device micro-batches in OLMoE and Megatron), so it is left out here.
+        loss = impl.loss(model(inputs[share]), targets[share])
+        loss.backward()
+        if not losses:  # the first step's gradients, every parameter's, summed whole
+            gradients.append(_gradient_sum(model, dist))
+        optimizer.step()
+        total = loss.detach().clone()
+        dist.all_reduce(total)
+        losses.append(float(total) / world)
+    record = impl.moe_report(model)
+    if rank == 0:
+        Path(out).write_text(json.dumps({"losses": losses, "grad": gradients, "record": record}))
+
+
+def _gradient_sum(model, dist) -> float:
+    """Sum of |gradient| over the whole model: FSDP2's shards gathered, each rank's own
+    experts added up over ranks (a replica's copy counted once)."""
+    from torch.distributed.tensor import DTensor
+
+    shared, experts = 0.0, torch.zeros((), dtype=torch.float64)
+    for name, parameter in model.named_parameters():
+        grad = parameter.grad
+        whole = grad.full_tensor() if isinstance(grad, DTensor) else grad
+        if ".experts." in name:
+            experts += whole.double().abs().sum()
+        else:
+            shared += float(whole.double().abs().sum())
+    if model.applied is not None:
+        dist.all_reduce(experts)
+        experts /= model.applied["replicas"]
+    return shared + float(experts)
+
+
+def _spawned(tmp_path, world: int, parallel: int) -> dict:
+    import json
+
+    out = tmp_path / f"w{world}p{parallel}.json"
+    torch.multiprocessing.spawn(
+        _rank_losses, args=(world, parallel, str(tmp_path / f"init{world}{parallel}"), str(out)),
+        nprocs=world,
+    )  # fmt: skip
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@needs_two_cores
+def test_two_gloo_ranks_with_expert_parallelism_train_to_the_same_losses_as_one(tmp_path):
+    one = _spawned(tmp_path, 1, 1)
+    two = _spawned(tmp_path, 2, 2)
+    assert two["grad"] == pytest.approx(one["grad"], rel=1e-5)
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-5)
+    assert one["losses"][2] < one["losses"][0]  # it learns: the comparison is not vacuous
+    record = two["record"]
+    assert record["exchange"] == "all_to_all_single over 2 ranks (gloo)"
+    assert record["expert_parallel"]["experts_per_rank"] == 4
+    # Both ranks' tokens counted: 3 steps x 4 sequences x 16 tokens x 2 layers x top-2.
+    assert sum(record["tokens_per_expert"]) == record["assignments"] == 3 * 4 * 16 * 2 * 2
+    assert record["all_to_all_s_per_step"] > 0
+
+
+@pytest.mark.slow
+@needs_two_cores
+def test_bench_runs_expert_parallel_over_two_cpu_ranks_and_records_the_all_to_all(tmp_path):
+    from tests.conftest import only_result, run_bench
+
+    done = run_bench("moe-tiny", "--device", "cpu", "--devices", "2", "--expert-parallel",
+                     "2", "--steps", "3", "--warmup-steps", "1", "--output-dir",
+                     str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = only_result(tmp_path)
+    assert result["config"]["expert_parallel"] == 2
+    point = result["points"][0]
+    assert point["status"] == "ok", point.get("error")
+    record = point["details"]["moe"]
+    assert record["exchange"].startswith("all_to_all_single over 2 ranks")
+    assert 0 < record["all_to_all_share"] < 1
+    assert record["balance_max_over_mean"] >= 1

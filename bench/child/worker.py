@@ -375,6 +375,13 @@ def run_point(
             finally:
                 for source in sources:
                     source.close()
+            # A workload's own account of its steps (mixtures of experts: tokens per
+            # expert, dropped tokens, the all-to-all), summed over ranks by a collective
+            # every rank joins, before they gather.
+            account = getattr(getattr(session, "impl", None), "moe_report", None)
+            if account is not None:
+                moe = account(session.eager_model, response.get("step_times_s"))  # type: ignore[attr-defined]
+                response["details"] = {**response["details"], "moe": moe}
             if rank is not None:
                 shares = session.gather(share(response, rank, socket.gethostname()))
                 response = (

@@ -170,7 +170,7 @@ class MoE(nn.Module):
         self.reset_stats()
 
     def reset_stats(self) -> None:
-        self.tokens_per_expert = torch.zeros(self.size.experts, dtype=torch.int64)
+        self.tokens_per_expert = torch.zeros(self.size.experts, dtype=torch.int64, device="cpu")
         self.dropped = 0
         self.assignments = 0
         self.calls = 0
@@ -262,6 +262,7 @@ def _seed(name: str) -> int:
 
 class MoEDecoder(nn.Module):
     rotary: torch.Tensor
+    applied: dict[str, Any] | None = None  # what bench.parallel.expert applied
 
     def __init__(self, size: Size, seed: int = 0) -> None:
         super().__init__()
@@ -350,12 +351,24 @@ def moe_report(model: nn.Module, step_times_s: list[float] | None = None) -> dic
     if not layers:
         return {}
     tokens = torch.stack([m.tokens_per_expert for m in layers]).sum(0)
+    exchange_s = sum(m.exchange.elapsed() for m in layers if hasattr(m.exchange, "elapsed"))
+    assignments = sum(m.assignments for m in layers)
+    dropped = sum(m.dropped for m in layers)
+    applied = getattr(model, "applied", None)
+    if applied is not None:  # every rank's tokens (a collective: every rank calls this)
+        import torch.distributed as dist
+
+        device = _device(model)
+        totals = torch.cat([tokens, torch.tensor([assignments, dropped])]).to(device)
+        dist.all_reduce(totals)
+        slowest = torch.tensor([exchange_s], dtype=torch.float64, device=device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        tokens, assignments, dropped = totals[:-2].cpu(), int(totals[-2]), int(totals[-1])
+        exchange_s = float(slowest)
     mean = float(tokens.float().mean())
     experts = next(m.experts for m in layers)
     exchange = layers[0].exchange
-    calls = sum(m.calls for m in layers)
     steps = max(1, layers[0].calls)
-    exchange_s = sum(getattr(m.exchange, "seconds", 0.0) for m in layers)
     record: dict[str, Any] = {
         "expert_matmuls": experts.path,
         "why_loop": experts.why_loop,
@@ -363,11 +376,12 @@ def moe_report(model: nn.Module, step_times_s: list[float] | None = None) -> dic
         "top_k": layers[0].size.top_k,
         "tokens_per_expert": [int(t) for t in tokens],
         "balance_max_over_mean": (float(tokens.max()) / mean) if mean else None,
-        "assignments": sum(m.assignments for m in layers),
-        "dropped_assignments": sum(m.dropped for m in layers),
+        "assignments": assignments,
+        "dropped_assignments": dropped,
         "capacity_factor": layers[0].size.capacity_factor,
         "exchange": getattr(exchange, "describe", "local (one process)"),
-        "all_to_all_s_per_step": exchange_s / steps if calls else 0.0,
+        "expert_parallel": applied,
+        "all_to_all_s_per_step": exchange_s / steps,
     }
     if step_times_s:
         mean_step = sum(step_times_s) / len(step_times_s)
@@ -375,16 +389,31 @@ def moe_report(model: nn.Module, step_times_s: list[float] | None = None) -> dic
     return record
 
 
+def _device(model: nn.Module) -> torch.device:
+    """Where the collectives' tensors go: the rotary table's device (the model's)."""
+    rotary = getattr(model, "rotary", None)
+    return rotary.device if isinstance(rotary, torch.Tensor) else torch.device("cpu")
+
+
 def build_model(spec, point) -> nn.Module:
+    """The model; under torchrun with --expert-parallel N, its experts split over groups
+    of N ranks (bench.parallel.expert) before the session's FSDP2 shards the rest. (Here
+    because the session calls the workload, not bench.parallel.expert: the parent counts
+    parameters on one process, where every expert is built.)"""
     model = MoEDecoder(SIZES[spec.name], seed=point.seed)
     parallel = getattr(point, "expert_parallel", 1)
     if parallel > 1:
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized():
+            from bench import registry
             from bench.parallel.expert import apply_expert_parallel
 
-            model.expert_parallel = apply_expert_parallel(model, parallel)
+            dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
+            device_type = torch.device(registry.platform(point.device).torch_device).type
+            model.applied = apply_expert_parallel(
+                model, parallel, device_type, dtype.get(point.precision)
+            )
     return model
 
 
