@@ -130,10 +130,8 @@ class TuneRunner(Runner):
 
     def _resume(self, path: Path) -> None:
         super()._resume(path)
-        try:  # its points were checked on load; the search's own figures here
-            check_record(self.result.tune or {"rounds": []}, len(list(self.config.points())))
-        except InvalidField as error:
-            raise ResultError(visible(f"{path}: invalid tune record ({error})")) from None
+        # its points were checked on load; the search's own figures here
+        check_file_record(self.result.tune or {"rounds": []}, self.config, path)
 
     def resume(self, path: Path) -> None:
         super().resume(path)
@@ -571,6 +569,15 @@ def check_record(tune: dict[str, Any], grid: int) -> None:
     for r, record in enumerate(tune["rounds"]):
         probes = len(record["points"]) if isinstance(record.get("points"), list) else 0
         check_fields(record, round_fields(grid, probes), f"tune.rounds[{r}]")
+
+
+def check_file_record(tune: dict[str, Any], config: Any, path: Path) -> None:
+    """check_record of a file's tune record (a resume's, a rerun's): ResultError, one
+    line naming the file and the field."""
+    try:
+        check_record(tune, len(list(config.points())))
+    except InvalidField as error:
+        raise ResultError(visible(f"{path}: invalid tune record ({error})")) from None
 
 
 def command_line(point: Point, config: Any) -> str:

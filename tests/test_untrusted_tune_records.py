@@ -144,3 +144,23 @@ def test_bench_tune_resume_refuses_an_endless_budget_in_one_line_exit_2(
         and errors
         == [f"bench: error: {path}: invalid tune record (tune.spent_s: {SECONDS}, found -1e+300)"]
     )
+
+
+def test_bench_rerun_of_a_tune_refuses_a_budget_of_a_billion_years_in_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """A rerun searches again with the file's budget: a sent record's 1e21 s is refused
+    as a resume's would be, before any child (it was taken as it stood)."""
+    path = interrupted(tmp_path / "results")
+    _edit(path, lambda tune: tune.update(budget_s=1e21))
+    monkeypatch.chdir(tmp_path)
+
+    def no_child(*args, **kwargs):
+        raise AssertionError("a child was started")
+
+    monkeypatch.setattr(launchers, "spawn", no_child)
+    code = main(["rerun", str(path), "--output-dir", str(tmp_path / "again")])
+    said = capsys.readouterr().err
+    errors = [line for line in said.splitlines() if not line.startswith("bench: warning:")]
+    assert code == 2 and "Traceback" not in said, said
+    assert len(errors) == 1 and f"{path}: invalid tune record (tune.budget_s" in errors[0]

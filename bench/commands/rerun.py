@@ -170,7 +170,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     ladder is climbed again, a tune searches again (on another machine their paths may
     differ). Ranks and machines are this command line's (rerun_config)."""
     from bench.ladder import LadderRunner
-    from bench.tune import TuneRunner
+    from bench.tune import TuneRunner, check_file_record
 
     settle.check_settle_options(args)
     if args.settle:  # its interval needs scipy: one line before anything runs
@@ -182,7 +182,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     for line in said:
         print_line(console_for(args), line)
     climb: Callable[..., Runner] = LadderRunner if old.ladder else Runner
-    if old.tune:  # the same grid, budget and seed
+    if old.tune:  # the same grid, budget and seed; the record checked as a resume's is
+        check_file_record(old.tune, config, args.file)  # (a budget of 1e21 s, say)
         climb = functools.partial(TuneRunner, budget_s=old.tune["budget_s"])
     # --json with --settle: one document on stdout, the file as settled, at the end
     quiet = args.settle and args.json
