@@ -166,3 +166,44 @@ def test_a_fleets_page_draws_ten_machines_each_its_colour_and_every_workload_fir
             assert any("GPU 03" in row and "no interval: one run a side" in row for row in every)
         finally:
             browser.close()
+
+
+def test_a_phone_reads_the_first_screen(tmp_path):
+    """At 390x844 the page was 901 px wide (the ratio and verdict columns off-screen),
+    charts fixed at 560 px were cut, their text 10 px, the filter bar 11% of the screen."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
+    pytest.importorskip("vl_convert")
+    from bench.report import page
+
+    page.write_report(cmp.compare(_results(), "v100"), tmp_path / "report")
+    warnings = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": 390, "height": 844})
+            tab.on("console", lambda m: warnings.append(m.text) if m.type != "log" else None)
+            tab.goto((tmp_path / "report" / "report.html").as_uri())
+            tab.wait_for_function("document.body.dataset.ready", timeout=20_000)
+            assert tab.evaluate("document.documentElement.scrollWidth") <= 390
+            for table in ("#table-like", "#table-headline"):
+                box = tab.locator(table).bounding_box()
+                assert box["x"] >= 0 and box["x"] + box["width"] <= 390, table
+            verdict = tab.locator("#table-headline td.c-sentence", has_text="faster").first
+            assert verdict.bounding_box()["x"] + verdict.bounding_box()["width"] <= 390
+            charts = tab.evaluate(
+                "[...document.querySelectorAll('.view:not([hidden]) .chart svg')]"
+                ".map((s) => [s.closest('.view').id, s.getBoundingClientRect().right])"
+            )
+            assert charts and all(right <= 390 for _, right in charts), charts
+            sizes = tab.evaluate(
+                "[...document.querySelectorAll('.chart svg text')]"
+                ".filter((t) => t.textContent.trim())"
+                ".map((t) => parseFloat(getComputedStyle(t).fontSize))"
+            )
+            assert sizes and min(sizes) >= 12, sorted(set(sizes))
+            assert tab.locator("#filters").bounding_box()["height"] < 0.06 * 844
+            tab.click("#filter-toggle")  # unfolded, the filters are there
+            assert tab.locator("#filter-machine").is_visible()
+        finally:
+            browser.close()
+    assert warnings == [], warnings

@@ -50,6 +50,17 @@ z-index:2;display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center}
 #filters select{max-width:22em}.note,.cap{color:#495057;font-size:.85em}
 .chart{max-width:100%;overflow-x:auto}#failure{color:#c92a2a;white-space:pre-line}
 details{margin:.5em 0}summary{cursor:pointer}
+#filter-toggle{cursor:pointer}
+@media (max-width:640px){
+body{padding:0 .5em}table{display:block;overflow-x:auto;max-width:100%}
+#answer table,#answer tbody,#answer tr,#answer td{display:block}#answer thead{display:none}
+#answer tr{border:1px solid #dee2e6;margin:.5em 0;padding:.2em 0}
+#answer td{border:0;padding:1px 6px}
+#answer td::before{content:attr(data-label) ": ";font-weight:600}#answer td:empty{display:none}
+#filters{position:static}#filters.folded label,#filters.folded #reset{display:none}
+#filter-toggle::after{content:" ▾"}#filters.folded #filter-toggle::after{content:" ▸"}
+.c-command{max-width:none}
+}
 """
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")
 
@@ -102,7 +113,15 @@ def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:
     """A table as the page first shows it (the script redraws it, sortable and filtered;
     without a script it stays readable)."""
     head = "".join(f"<th>{_h(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
+    # Each cell names its column: a phone's screen shows a row as a card of them.
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{_h(h)}">{_h(c)}</td>' for h, c in zip(headers, r, strict=False)
+        )
+        + "</tr>"
+        for r in rows
+    )
     return (
         f'<table id="table-{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
         f'<p class="note" id="note-{table_id}"></p>'
@@ -214,7 +233,7 @@ def _filters() -> str:
         for name in ("workload", "machine", "precision", "framework")
     )
     return (
-        f'<nav id="filters"><strong>Filter</strong>{selects}'
+        f'<nav id="filters"><strong id="filter-toggle">Filter</strong>{selects}'
         '<button id="reset" type="button">all</button></nav>'
     )
 
@@ -271,6 +290,7 @@ def page(
         "several": several,
         "colours": t.colours or machine_colours(t.machines),
         "palette": vega_views.MACHINE_COLOURS,
+        "chart_width": vega_views.WIDTH,  # the script narrows charts to a narrow screen
         "views": [
             {
                 "id": v.id,

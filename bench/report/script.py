@@ -265,7 +265,11 @@ SCRIPT = r"""
     for (const r of rows.slice(0, cap)) {
       const tr = document.createElement("tr");
       if (r.verdict) tr.dataset.verdict = r.verdict;
-      for (const [key, , text] of spec.cols) cell(tr, r[text || key]).className = "c-" + key;
+      for (const [key, title, text] of spec.cols) {
+        const td = cell(tr, r[text || key]);
+        td.className = "c-" + key;
+        td.dataset.label = title; // a phone shows a row as a card of labelled cells
+      }
       tbody.appendChild(tr);
     }
     table.append(thead, tbody);
@@ -283,6 +287,27 @@ SCRIPT = r"""
   // independent scales that union domain of the same fields from different source'):
   // every layer here reads the one named table, which is what it then assumes. That one
   // warning is dropped while a chart is made; any other reaches the console.
+  // A chart as wide as its section: on a narrow screen its plot narrows, its axis
+  // labels and legend with it (a 560-pixel plot and 260-pixel labels were cut at 330).
+  function fit(spec, room) {
+    const wide = D.chart_width + 320;
+    if (!(room > 0) || room >= wide) return spec;
+    const plot = Math.max(140, room - 200);
+    const walk = (x, key) => {
+      if (Array.isArray(x)) return x.map((v) => walk(v));
+      if (!x || typeof x !== "object") {
+        return key === "width" && typeof x === "number" ? Math.min(x, plot) : x;
+      }
+      const out = {};
+      for (const [k, v] of Object.entries(x)) out[k] = walk(v, k);
+      const labels = Math.max(80, room - 200);
+      if (key === "legend") Object.assign(out, { columns: 1, labelLimit: labels });
+      if (key === "axis" || key === "header") out.labelLimit = 110;
+      if (key === "config" && out.view) out.view.continuousWidth = plot;
+      return out;
+    };
+    return walk(spec);
+  }
   const SPURIOUS = "Detected faceted independent scales that union domain";
   async function quietly(make) {
     const warn = console.warn;
@@ -397,7 +422,8 @@ SCRIPT = r"""
     const key = drawn.join("\u0000");
     if (!c.view || c.drawn !== key) {
       if (c.view) c.view.finalize();
-      const spec = Object.assign(recoloured(c.spec, drawn), { datasets: { [c.data]: shown } });
+      const fitted = fit(recoloured(c.spec, drawn), c.section.clientWidth);
+      const spec = Object.assign(fitted, { datasets: { [c.data]: shown } });
       const out = await quietly(() => vegaEmbed(c.section.querySelector(".chart"), spec,
         { actions: false, renderer: "svg", tooltip: { theme: "light" } }));
       c.view = out.view;
@@ -437,6 +463,14 @@ SCRIPT = r"""
       select.addEventListener("change", update);
     }
     document.getElementById("search").addEventListener("input", () => drawTable("points"));
+    // A phone's screen folds the filters under their heading: the bar took 11% of it.
+    const bar = document.getElementById("filters");
+    const toggle = document.getElementById("filter-toggle");
+    const narrow = typeof matchMedia === "function" && matchMedia("(max-width: 640px)").matches;
+    if (bar && toggle) {
+      if (narrow) bar.classList.add("folded");
+      toggle.addEventListener("click", () => bar.classList.toggle("folded"));
+    }
     document.getElementById("reset").addEventListener("click", () => {
       for (const f of FILTERS) document.getElementById("filter-" + f).value = "";
       update();

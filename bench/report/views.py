@@ -109,7 +109,11 @@ def _spec(chart: Any) -> dict[str, Any]:
     spec.pop("$schema", None)
     spec["config"] = {
         "view": {"continuousWidth": WIDTH, "continuousHeight": 220, "stroke": None},
-        "axis": {"labelLimit": 260},
+        # 12 px at least, on a phone too (Vega's 10 and 11 px were most of a chart's text)
+        "axis": {"labelLimit": 260, "labelFontSize": 12, "titleFontSize": 12},
+        "legend": {"labelFontSize": 12, "titleFontSize": 12},
+        "header": {"labelFontSize": 12, "titleFontSize": 12},
+        "text": {"fontSize": 12},
         "font": "sans-serif",
         "mark": {"invalid": None},
     }
