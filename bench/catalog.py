@@ -50,6 +50,34 @@ def pricing(
             "date": entry["date"], "source": entry["source"]}  # fmt: skip
 
 
+def accelerator_price(name: str | None, count: int) -> dict[str, Any] | None:
+    """A catalogue price for `count` of accelerator `name`: the cheapest per-device share
+    of an instance of that accelerator (its on-demand price over its device count), with
+    where it comes from and when it was read; None where the catalogue has no instance of
+    it (nothing is estimated)."""
+    if not name or count < 1:
+        return None
+    shares = [
+        (entry["on_demand"] / entry["accelerator_count"], instance, entry)
+        for instance, entry in instances().items()
+        if entry.get("accelerator") == name
+        and entry.get("on_demand")
+        and entry.get("accelerator_count")
+    ]
+    if not shares:
+        return None
+    share, instance, entry = min(shares, key=lambda s: s[0])
+    devices = entry["accelerator_count"]
+    return {
+        "usd_per_hour": share * count,
+        "kind": "catalogue",
+        "date": entry["date"],
+        "source": f"bench's price catalogue, read {entry['date']}: {instance} on demand "
+        f"({entry['provider']} {entry['region']}, ${entry['on_demand']:g}/h for {devices}) "
+        f"per device x {count}; {entry['source']}",
+    }
+
+
 def _accelerator_peak(name: str, precision: str) -> tuple[float | None, str]:
     for entry in _load("peak_flops.json")["accelerators"]:
         if re.fullmatch(entry["match"], name):

@@ -50,7 +50,13 @@ def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
             for name, colour in zip(scale["domain"], scale["range"], strict=True):
                 assert t.colours[name] == colour, view.id
     drawn, _ = page.figure_machines(comparison, t)
-    figure = page.charts(drawn)["throughput"]
+    made = page.charts(drawn)
+    figure = made["throughput"]
+    import matplotlib.pyplot as plt
+
+    for other in made.values():
+        if other is not None and other is not figure:
+            plt.close(other)
     import matplotlib.colors as mc
 
     handles, labels = figure.axes[0].get_legend_handles_labels()
@@ -62,6 +68,7 @@ def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
     for handle, label in zip(handles, labels, strict=True):
         patch = handle.patches[0] if hasattr(handle, "patches") else handle
         assert mc.to_hex(patch.get_facecolor()) == t.colours[label], label
+    plt.close(figure)
 
 
 def _colour_scales(spec):

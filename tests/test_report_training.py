@@ -60,6 +60,9 @@ def test_the_static_figure_labels_an_interrupted_search_and_ticks_whole_batches(
     assert page._max_batch_text(stopped) == "≥136 so far"
     figure = page._max_batch(cmp.compare(_searches(), "v100"))
     ticks = figure.axes[0].get_yticks()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")  # charts() made every figure
     assert all(float(tick).is_integer() for tick in ticks)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from bench import catalog, registry, units
 from bench.errors import UsageError
 from bench.report.colours import machine_colours
-from bench.report.machines import Machine, image_name, machine_columns
+from bench.report.machines import Machine, cap_label, image_name, machine_columns
 from bench.report.set_apart import SetApart, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
 from bench.report.words import ratio_sentence
@@ -357,6 +357,23 @@ def _select(machines: list[Machine], selector: str, what: str = "baseline") -> M
     return found[0]
 
 
+def _select_priced(machines: list[Machine], selector: str) -> list[Machine]:
+    """The columns a --price names: one machine, with the columns that are facets of it
+    (its memory-capped emulations, which ran on it at its price). 'H200' matched 4
+    machines where 3 were the H200 capped to 16, 24 and 80 GiB, and was refused."""
+    wanted = selector.lower()
+    found = [m for m in machines if m.label.lower() == wanted or wanted in m.label.lower()]
+    hosts = {m.hardware for m in found if m.run_label is None or _is_cap(m)}
+    if len(hosts) == 1 and all(m.hardware in hosts and (m.run_label is None or _is_cap(m))
+                               for m in found):  # fmt: skip
+        return found
+    return [_select(machines, selector, "price")]
+
+
+def _is_cap(machine: Machine) -> bool:
+    return any(cap_label(res) == machine.run_label for _, res in machine.results)
+
+
 # Run labels (--label) that name the reference of a before/after pair, first wins.
 BASELINE_LABELS = ("baseline", "before")
 
@@ -471,8 +488,19 @@ def compare(
             machine.peak_tflops = machine.peak_tflops or res.peak_tflops
     ordered = list(machines.values())
     for selector, usd in (prices or {}).items():
-        target = _select(ordered, selector, "price")
-        target.price_per_hour, target.price_source = usd, "given with --price"
+        for target in _select_priced(ordered, selector):
+            target.price_per_hour, target.price_source = usd, "given with --price"
+    for machine in ordered:  # none given: bench's catalogue, where it knows the device
+        if machine.price_per_hour is None:
+            accelerator = (machine.environment or {}).get("accelerator") or {}
+            found = catalog.accelerator_price(
+                accelerator.get("accelerator"), accelerator.get("accelerator_count") or 0
+            )
+            if found is not None:
+                machine.price_per_hour, machine.price_source = (
+                    found["usd_per_hour"],
+                    found["source"],
+                )
 
     # Workload, then precision, format and compiler, then batch size numerically.
     by_row = _row_runs(ordered)

@@ -136,6 +136,7 @@ LIKE_HEADERS = [
     "the baseline's [95% interval]",
     "vs the baseline [95% interval]",
     "verdict",
+    "per dollar · per joule",
     "configurations shared",
 ]
 LIKE_NOTE = (
@@ -161,6 +162,7 @@ def _like_html(t: Tidy) -> str:
             interval(r["base_tp"], r.get("base_lo"), r.get("base_hi")) if "base_tp" in r else "",
             ratio(r),
             r.get("sentence", ""),
+            r.get("eff_text", ""),
             r.get("shared_text", ""),
         ]
         for r in t.like
@@ -178,6 +180,7 @@ def _headline_html(t: Tidy, several: bool) -> str:
         "machine",
         "best configuration",
         "throughput (samples/s) [95% interval]",
+        "per dollar · per joule",
         "vs the baseline [95% interval]",
         "verdict",
         "differs from the baseline's best",
@@ -188,13 +191,14 @@ def _headline_html(t: Tidy, several: bool) -> str:
             r["machine"],
             r["config"],
             interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")),
+            r.get("eff_text", ""),
             ratio(r),
             r.get("sentence", ""),
             r.get("differs", ""),
-        ][: None if several else 4]  # one machine: nothing to be relative to
+        ][: None if several else 5]  # one machine: nothing to be relative to
         for r in lead
     ]
-    headers = headers if several else headers[:4]
+    headers = headers if several else headers[:5]
     parts = [_table("headline", headers, rows)]
     if several:
         parts.insert(0, f"<h3>Each machine's best (tuned) configuration</h3><p class='note'>"
@@ -300,6 +304,7 @@ def page(
                 "needs": v.needs,
                 "along": v.along,
                 "panels": v.panels,
+                "rank_by": v.rank_by,
             }
             for v in views
         ],

@@ -107,6 +107,10 @@ def like_with_like(
                 sentence=verdict_words(cell.relative, cell.verdict, (tp.n, base_tp.n)),
                 cmd=point_command.get((machine.label, key)),
             )
+            if cell.point is not None:
+                from bench.report.tidy import efficiency  # tidy imports this module
+
+                record.update(efficiency(cell.point, machine))
             if families(cell) != families(base_cell):
                 record["sentence"] += (
                     f"; in {', '.join(sorted(families(cell)))}, the baseline in "

@@ -539,6 +539,16 @@ def _html_table(headers: list[str], body: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
+def price_lines(comparison: Comparison) -> list[str]:
+    """Each priced machine's hourly price and its source: the run's, --price, or bench's
+    catalogue (labelled as such, with the date it was read)."""
+    return [
+        visible(f"{m.label}: ${m.price_per_hour:.4g}/h, {m.price_source or 'source not recorded'}")
+        for m in comparison.machines
+        if m.price_per_hour
+    ]
+
+
 def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
     """The page's first tables in Markdown: like with like (a configuration both ran),
     then each machine's best configuration per workload."""
@@ -546,13 +556,14 @@ def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
     if not rows:
         return "No result holds a measured point: there is nothing to compare."
     headers = ["workload", "machine", "best configuration", "throughput (samples/s) [95%]"]
+    headers += ["per dollar · per joule"]
     headers += ["vs the baseline [95%]", "verdict", "differs from the baseline's best"] * several
     body = []
     for r in rows:
         tp = htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))
         if "unit_tp" in r:  # the figure LLM users quote, beside samples/s
             tp += f" · {human(r['unit_tp'])} {r['unit']}"
-        line = [r["workload"], r["machine"], r["config"], tp]
+        line = [r["workload"], r["machine"], r["config"], tp, r.get("eff_text", "")]
         extra = [htmlpage.ratio(r), r.get("sentence", ""), r.get("differs", "")]
         body.append(line + extra * several)
     best = "## Each machine's best (tuned) configuration per workload\n\n" + markdown(
@@ -572,6 +583,7 @@ def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
             else "",
             htmlpage.ratio(r),
             r.get("sentence", ""),
+            r.get("eff_text", ""),
             r.get("shared_text", ""),
         ]
         for r in t.like
@@ -706,6 +718,9 @@ def texts(
     md.append(_headline_markdown(t, several))
     if noise:
         md.append(f"Less sure than they look:\n\n{noise_md}")
+    if price_lines(comparison):
+        md.append("Prices (USD per hour):\n\n" + "\n".join(
+            f"- {markdown(line)}" for line in price_lines(comparison)))  # fmt: skip
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     md += [f"![{name}]({name}.png)" for name in made]
 
@@ -718,6 +733,10 @@ def texts(
         page_notes.append((f"{count} result{'s' if count > 1 else ''} set apart (measured "
                            "differently from the run each line names):",
                            comparison.set_apart))  # fmt: skip
+    priced = price_lines(comparison)
+    if priced:
+        page_notes.append((f"Prices of {len(priced)} machine{'s' if len(priced) > 1 else ''} "
+                           "(USD per hour, and where each comes from):", priced))  # fmt: skip
     if noise:
         page_notes.append((f"{len(noise)} figure{'s' if len(noise) > 1 else ''} less sure "
                            "than they look:", noise))  # fmt: skip

@@ -169,6 +169,7 @@ SCRIPT = r"""
     headline: {
       cols: [["workload", "workload"], ["machine", "machine"], ["config", "best configuration"],
         ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
+        ["per_usd", "per dollar · per joule", "eff_text"],
         ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"],
         ["differs", "differs from the baseline's best"]],
     },
@@ -177,6 +178,7 @@ SCRIPT = r"""
         ["tp", "throughput (samples/s) [95% interval]", "tp_text"],
         ["base_tp", "the baseline's [95% interval]", "base_text"],
         ["rel", "vs the baseline [95% interval]", "rel_text"], ["sentence", "verdict"],
+        ["per_usd", "per dollar · per joule", "eff_text"],
         ["shared", "configurations shared", "shared_text"]],
     },
     geomean: {
@@ -395,7 +397,18 @@ SCRIPT = r"""
         "marked oom in the table of every point.");
     }
     const machines = new Set(rows.map((r) => r.machine)).size;
-    if (machines > CHART_MACHINES) {
+    if (machines > CHART_MACHINES && c.rank_by) { // a cost chart: the cheapest
+      const least = new Map();
+      for (const r of rows) {
+        const v = r[c.rank_by];
+        if (finite(v) && !(least.get(r.machine) <= v)) least.set(r.machine, v);
+      }
+      const kept = new Set([...least.keys()].sort((a, b) => least.get(a) - least.get(b))
+        .slice(0, CHART_MACHINES));
+      rows = rows.filter((r) => kept.has(r.machine));
+      notes.push("Drawing " + CHART_MACHINES + " of " + machines + " machines (the " +
+        "cheapest, by their lowest figure here): choose a machine to see another.");
+    } else if (machines > CHART_MACHINES) {
       rows = firstMachines(rows);
       notes.push("Drawing " + CHART_MACHINES + " of " + machines + " machines (the " +
         "baseline, then the fastest by geometric mean): choose a machine to see another.");

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import units
 from bench.report.colours import machine_colours
 from bench.report.compare import (
     Cell,
@@ -287,6 +288,27 @@ def _rate(cell: Cell) -> float | None:
     return unit[0] if unit else cell.throughput.value
 
 
+def efficiency(point: Point, machine: Machine) -> dict[str, Any]:
+    """What a figure buys: its workload's unit (tokens for a decoder, else samples) per
+    dollar at the machine's price and per joule measured, and both in words, rounded
+    once ('1.97 M samples/$ · 8.10 samples/J'; 'n/a' where no price or no energy)."""
+    tp = point.throughput
+    if tp is None:
+        return {}
+    unit = point.unit_throughput
+    scale = unit[0] / tp.value if unit and tp.value else 1.0
+    noun = unit[1].split("/")[0] if unit else "samples"
+    price = machine.price_per_hour
+    per_usd = tp.value * scale * 3600 / price if price else None
+    energy = point.energy_summary
+    per_j = energy.samples_per_joule * scale if energy and energy.samples_per_joule else None
+    words = (
+        f"{units.human(per_usd)} {noun}/$" if per_usd is not None else "n/a (no price)",
+        f"{units.human(per_j)} {noun}/J" if per_j is not None else "n/a (no energy)",
+    )
+    return {"per_usd": per_usd, "per_j": per_j, "eff_text": " · ".join(words)}
+
+
 def headline(
     comparison: Comparison,
     point_ids: dict[tuple[str, tuple[Any, ...]], int],
@@ -296,6 +318,7 @@ def headline(
     throughput with its interval, and the ratio to the baseline's best of that workload,
     with its interval and verdict."""
     best, base = _best(comparison, precision), comparison.baseline
+    by_label = {m.label: m for m in comparison.machines}
     rows = []
     for (workload, label), (key, cell) in best.items():
         tp, point = cell.throughput, cell.point
@@ -314,6 +337,7 @@ def headline(
             "tp_hi": tp.ci95_high,
             "n": tp.n,
             "point": point_ids.get((label, key)),
+            **efficiency(point, by_label[label]),
         }
         if point.unit_throughput is not None:  # a decoder's tokens/s beside its samples/s
             record["unit_tp"], record["unit"] = point.unit_throughput

@@ -54,6 +54,9 @@ class View:
     # A line's x: only panels where a machine has two values of it or more are drawn.
     along: str | None = None
     panels: tuple[str, int] | None = None  # (the panels' field, how many a chart draws)
+    # Past ten machines, the ten a chart draws: the lowest of this field first (a cost
+    # chart's cheapest), else the baseline and the fastest by geometric mean.
+    rank_by: str | None = None
 
 
 def _alt() -> Any:
@@ -583,6 +586,7 @@ def _usd_per_million(t: Tidy) -> View | None:
         "image): shorter is cheaper.",
         "points",
         spec,
+        rank_by="usd_per_m",
     )
 
 
@@ -795,6 +799,7 @@ def _usd_per_million_tokens(t: Tidy) -> View | None:
         "The hourly price over tokens per second (LLM training's cost figure).",
         "points",
         spec,
+        rank_by="usd_per_m_units",
     )
 
 
