@@ -157,13 +157,22 @@ def settle_point(old: Point, new: Point, threshold: float, plan: int) -> PointDr
     if not old.measured:
         return PointDrift(label, None, _mean(new), verdict=UNTESTABLE, reason="old point failed")
     a, b = old.repeat_throughputs(), new.repeat_throughputs()
+    if not a or not b:  # an epoch-mode point, or a file whose repeats hold no steps
+        side = "old" if not a else "new"
+        return PointDrift(label, _mean(old), _mean(new), verdict=UNTESTABLE,
+                          reason=f"the {side} point has no per-repeat throughput")  # fmt: skip
     basis = f"repeats ({len(a)} vs {len(b)}), sequential"
     old_mean, new_mean = statistics.fmean(a), statistics.fmean(b)
     looked = sequential.interval(b, a, plan)
     if looked is None:
+        why = (
+            "fewer than 3 repeats in all, no spread yet"
+            if len(a) + len(b) < 3
+            else "the repeats spread too far for an interval"
+        )
         return PointDrift(
             label, old_mean, new_mean, new_mean / old_mean - 1, basis=basis,
-            verdict=CANNOT_TELL, reason="cannot tell: fewer than 3 repeats in all, no spread yet",
+            verdict=CANNOT_TELL, reason=f"cannot tell: {why}",
         )  # fmt: skip
     ratio, interval = looked
     said = verdict.judge(ratio, interval, min(len(a), len(b)), threshold, sequential=True)

@@ -83,14 +83,20 @@ def interval(
 ) -> tuple[float, tuple[float, float]] | None:
     """The ratio of the geometric means new/old and its sequence's interval at this
     look, from per-repeat throughputs; `plan`: the new side's cap (where the sequence is
-    narrowest). None with fewer than three values in all (no spread to speak of) or a
-    value that is not positive."""
+    narrowest). None with fewer than three values in all (no spread to speak of), a
+    value that is not positive, or an interval too wide for a float (a factor past
+    e^700 either way: a crafted file's repeats, a second and a million seconds)."""
     logs = _logs(new, old)
     if logs is None:
         return None
     (center, s), n, m = logs, len(new), len(old)
     half = multiplier(n, m, plan, alpha) * s / math.sqrt(effective(n, m))
+    if not math.isfinite(half) or abs(center) + half > _MAX_LOG:
+        return None
     return math.exp(center), (math.exp(center - half), math.exp(center + half))
+
+
+_MAX_LOG = 700.0  # math.exp overflows past 709.78, and its inverse is 0 below -745
 
 
 def _logs(new: Sequence[float], old: Sequence[float]) -> tuple[float, float] | None:
@@ -123,5 +129,5 @@ def futile(
     at_cap = multiplier(n, m, plan, alpha) * s / math.sqrt(effective(n, m))
     plausible = abs(center) + 2 * s / math.sqrt(effective(len(new), m))
     if at_cap >= math.log1p(margin) and plausible < at_cap:
-        return math.expm1(at_cap)
+        return math.expm1(min(at_cap, _MAX_LOG))
     return None

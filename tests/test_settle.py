@@ -65,12 +65,13 @@ class Machine:
     def __init__(self, rate, repeat_s=30.0, environment=None, stop_at=None):
         self.rate, self.repeat_s, self.stop_at = rate, repeat_s, stop_at
         self.environment = environment or here()
-        self.clock, self.repeats = 0.0, 0
+        self.clock, self.repeats, self.timeouts = 0.0, 0, []
 
     def __call__(self, point, task, on_progress, timeout_s=None):
         if task == "count_flops":
             return {"status": "ok", "flops_per_sample": 2e6, "environment": self.environment}
         self.repeats += 1
+        self.timeouts.append(timeout_s)
         if self.repeats == self.stop_at:
             raise stopping.Interrupted(signal.SIGTERM)
         self.clock += self.repeat_s
@@ -116,7 +117,7 @@ def test_a_slowdown_too_noisy_for_three_repeats_is_settled_slower_and_stops(
     assert "settle: batch 16 fp32: decided; 4 repeats run here, repeats (3 vs 7), sequential" in (
         " ".join(shown.split())
     )
-    assert "at most a 5% chance that any is wrong" in shown
+    assert "each has at most a 5% chance" in shown
     added = settled_file(tmp_path)  # NEW's config, its own file: the 4 repeats run here
     assert added.status == "complete" and added.label == result.load(new).label
     assert [round(r) for r in added.points[0].repeat_throughputs()] == [89, 91, 87, 89]
@@ -226,9 +227,11 @@ def test_new_asking_for_more_threads_than_this_machine_has_is_not_run(tmp_path, 
 def test_no_child_runs_past_the_budget(tmp_path, machine, capsys):
     old = saved(tmp_path, "old", OLD)
     new = saved(tmp_path, "new", NEAR, timeout_s=86400.0)
-    machine(around(94.0), repeat_s=100.0)
+    fake = machine(around(94.0), repeat_s=100.0)
     main(["diff", old, new, "--settle", "--budget", "250s", "--output-dir", str(tmp_path / "out")])
-    assert settled_file(tmp_path).config.timeout_s == 250.0
+    # each child gets what is left of the budget, never NEW's day: 250 s, 150 s
+    assert fake.timeouts == [250.0, 150.0]
+    assert settled_file(tmp_path).config.timeout_s == 86400.0  # NEW's config, as it was
 
 
 def test_a_point_already_decided_runs_nothing(tmp_path, machine, capsys):
@@ -340,3 +343,20 @@ def test_rerun_settle_of_a_ladder_is_one_line(tmp_path, capsys):
     path.write_text(result.dumps(dataclasses.replace(res, ladder=[rung])))
     assert main(["rerun", str(path), "--settle"]) == 2
     assert "is a ladder's result: it chose its points as it ran" in capsys.readouterr().err
+
+
+def test_crafted_repeats_that_overflow_or_hold_no_throughput_are_a_verdict_not_a_traceback():
+    """Valid files, found by review: a second and a million seconds a step (one degree of
+    freedom: exp() of the interval overflowed), and an epoch-mode point with more epochs
+    than steps (no per-repeat throughput: fmean([]) raised)."""
+    from bench import drift
+
+    wild = Point(batch_size=16, precision="fp32", step_times_s=((1e-6,), (1e6,)))
+    new = Point(batch_size=16, precision="fp32", step_times_s=((0.16,),))
+    said = drift.settle_point(wild, new, 0.02, 20)
+    assert said.verdict == drift.CANNOT_TELL and "spread too far" in said.reason
+    empty = Point(batch_size=1, precision="fp32", step_times_s=((0.1,),) * 3,
+                  epoch_times_s=((1.0,) * 18,) * 3)  # fmt: skip
+    assert empty.repeat_throughputs() == []
+    said = drift.settle_point(empty, new, 0.02, 20)
+    assert said.verdict == drift.UNTESTABLE and "old point has no per-repeat" in said.reason

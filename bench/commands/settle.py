@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import data_ref, drift, probe, provenance, result, sequential
+from bench import data_ref, drift, launchers, probe, provenance, result, sequential
 from bench.axes import AXES
 from bench.commands.options import duration
 from bench.config import PointConfig, RunConfig
@@ -103,10 +103,14 @@ class Budget:
     started: float = dataclasses.field(default_factory=lambda: time.monotonic())
     longest: float = 0.0
 
+    def left(self) -> float | None:
+        """Seconds left of it (None: no budget)."""
+        return None if self.seconds is None else self.seconds - (time.monotonic() - self.started)
+
     def why_not(self) -> str | None:
-        if self.seconds is None:
+        left = self.left()
+        if left is None:
             return None
-        left = self.seconds - (time.monotonic() - self.started)
         if left > self.longest:
             return None
         return (
@@ -139,8 +143,9 @@ class Settle:
         said += [f"settle: the repeats run here are in {path}" for path in self.files]
         said.append(
             f"sequential: each verdict above is a {1 - sequential.ALPHA:.0%} confidence "
-            f"sequence (bench.sequential): at most a {sequential.ALPHA:.0%} chance that any "
-            "is wrong, however often --settle looked; wider than a fixed-sample interval"
+            f"sequence (bench.sequential): each has at most a {sequential.ALPHA:.0%} chance "
+            "of being wrong, however often --settle looked (of several points, one may be); "
+            "wider than a fixed-sample interval"
         )
         return said
 
@@ -179,14 +184,24 @@ class SettleRunner(Runner):
         judge: Judge,
         budget: Budget,
         pools: Callable[[dict[str, Any]], str | None] | None = None,
+        cap: int = MAX_CAP,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.judge, self.budget, self.pools = judge, budget, pools
+        if kwargs.get("spawn") is None:
+            self.spawn = self._capped
+        self.judge, self.budget, self.pools, self.cap = judge, budget, pools, cap
         self.stops: list[tuple[PointConfig, str]] = []
         self.added: dict[PointConfig, int] = {}
         self.refused: str | None = None
         self._failed: dict[PointConfig, str] = {}
+
+    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> dict[str, Any]:
+        """launchers.spawn with no child running past what is left of the budget (a
+        file's own timeout may say a day), nor past the config's --timeout."""
+        left = self.budget.left()
+        caps = [c for c in (self.config.timeout_s, None if left is None else max(left, 1.0)) if c]
+        return launchers.spawn(point, task, on_progress, min(caps) if caps else None)
 
     def _index(self, point: PointConfig) -> int | None:
         return next((i for i, p in enumerate(self.result.points) if self._same(p, point)), None)
@@ -208,6 +223,8 @@ class SettleRunner(Runner):
             return self.refused
         if point in self._failed:
             return f"a repeat failed: {self._failed[point]}"
+        if self.added.get(point, 0) >= self.cap:  # whatever the repeats held (the judge
+            return f"the cap of {self.cap} repeats run here"  # counts throughputs)
         stop, look = self.judge(point, current)
         if look:
             axes = dict(zip(POINT_AXES, point_axes(point), strict=True))
@@ -333,7 +350,9 @@ def run_settle(
     made: list[SettleRunner] = []
 
     def runner(*a: Any, **kw: Any) -> SettleRunner:
-        made.append(SettleRunner(*a, judge=judge, budget=settle.budget, pools=pools, **kw))
+        made.append(
+            SettleRunner(*a, judge=judge, budget=settle.budget, pools=pools, cap=settle.cap, **kw)
+        )
         return made[-1]
 
     with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
@@ -379,8 +398,6 @@ def settle_one(
         return 0, point
     run_args = _run_args(new, args.output_dir)
     only = _only(new.config, config)
-    if args.budget is not None:  # no child runs past the whole budget, whatever NEW said
-        only = dataclasses.replace(only, timeout_s=min(only.timeout_s or args.budget, args.budget))
     code, outcome, runner = run_settle(only, run_args, settle, judge, pools, quiet=quiet)
     ran = runner.added.get(config, 0)
     settle.added[point.label] = ran
