@@ -109,9 +109,7 @@ class Budget:
 
     def why_not(self) -> str | None:
         left = self.left()
-        if left is None:
-            return None
-        if left > self.longest:
+        if self.seconds is None or left is None or left > self.longest:
             return None
         return (
             f"the budget of {probe.format_seconds(self.seconds)}: "
