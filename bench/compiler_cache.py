@@ -85,8 +85,12 @@ def default_root(environ: Mapping[str, str]) -> Path:
     """The folder of bench's compiler caches: CACHE_HOME/bench/compile where it can be
     made, else this process's private temporary folder."""
     home = cache_home(environ)
-    if home is not None and _make(home / "bench" / "compile") is None:
-        return _own(home / "bench" / "compile", "compiler cache", _REMOVE)
+    root = home / "bench" / "compile" if home is not None else None
+    # A cache home others may write into (~/.cache 0775 under a umask of 002, as on
+    # user-private-group systems) is not the user's mistake to be refused for: the
+    # private temporary folder serves instead. A planted folder or link is refused.
+    if root is not None and _make(root) is None and _above(root) is None:
+        return _own(root, "compiler cache", _REMOVE)
     return _own(_temporary(), "compiler cache", "set XDG_CACHE_HOME to a folder of your own")
 
 
@@ -140,6 +144,12 @@ def problem(folder: Path) -> str | None:
         return f"belongs to {user_name(st.st_uid)}, not to you"
     if st.st_mode & 0o022:
         return f"can be written by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return _above(folder)
+
+
+def _above(folder: Path) -> str | None:
+    """What makes the folders above `folder` (links resolved) unfit, or None: each must
+    be root's or the user's and, if others may write it, sticky."""
     above = Path(os.path.realpath(folder.parent))
     for parent in (above, *above.parents):
         try:
@@ -162,8 +172,8 @@ def problem(folder: Path) -> str | None:
 def _own(folder: Path, name: str, todo: str) -> Path:
     """`folder`, made if missing, if it may hold a compiler's cache; else UsageError."""
     why = _make(folder) or problem(folder)
-    if why is None:
-        return folder
+    if why is None:  # every folder of its real path was checked: the child gets that one,
+        return Path(os.path.realpath(folder))  # not a link above it someone could repoint
     raise UsageError(
         one_line(
             f"{name}: {folder} {why}; a compiler runs what it finds in its cache, so bench "

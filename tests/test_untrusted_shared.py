@@ -305,3 +305,33 @@ def test_the_compiler_cache_folder_bench_sets_is_not_recorded_as_a_speed_setting
     env = {"TORCHINDUCTOR_CACHE_DIR": "/home/alice/.cache/bench/compile/inductor",
            "TORCHINDUCTOR_FREEZING": "1"}  # fmt: skip
     assert provenance.speed_env(env) == {"TORCHINDUCTOR_FREEZING": "1"}
+
+
+def test_a_cache_folder_under_a_link_reaches_the_child_by_its_real_path(
+    child_env, monkeypatch, tmp_path
+):
+    """A link above the folder (in a folder others can write, where it could be repointed
+    between bench's check and the child's use) never reaches the child: the checked real
+    path does. Found by review: the link's target was checked, its name handed on."""
+    real = tmp_path / "mine"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "link" / "inductor"))
+    env = child_env("process")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(real.resolve() / "inductor")
+
+
+def test_a_cache_home_others_may_write_falls_back_to_a_private_folder(
+    child_env, monkeypatch, tmp_path
+):
+    """~/.cache 0775 (a umask of 002, user-private groups): not refused, and no cache
+    there either: the run's private temporary folder serves."""
+    home = tmp_path / "cache"
+    home.mkdir()
+    home.chmod(0o775)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.setattr(compiler_cache, "_fallback", None)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the fixture's, 1777
+    env = child_env("process")
+    root = Path(env["TORCHINDUCTOR_CACHE_DIR"]).parent
+    assert root.name.startswith("bench-compile-") and _private(str(root))
