@@ -189,6 +189,14 @@ def _refuse_planted(folder: Path, option: str) -> None:
                 "replace what bench writes there: give -o a folder of your own"
             )
         )
+    if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:  # a group's write is a choice
+        raise UsageError(
+            visible(
+                f"{option}: {folder} can be written by anyone (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), who could replace what bench writes there: "
+                f"chmod o-w {folder}, or give -o a folder of your own"
+            )
+        )
 
 
 def require_writable_file(path: Path, option: str) -> Path:

@@ -335,3 +335,17 @@ def test_a_cache_home_others_may_write_falls_back_to_a_private_folder(
     env = child_env("process")
     root = Path(env["TORCHINDUCTOR_CACHE_DIR"]).parent
     assert root.name.startswith("bench-compile-") and _private(str(root))
+
+
+def test_a_report_folder_anyone_can_write_is_refused(results_and_victim, capsys):
+    """The user's own folder, mode 0777: anyone could swap report.html for their own
+    between bench's write and the reader's open. A group's write is allowed."""
+    results, _ = results_and_victim
+    (results / "report").mkdir()
+    (results / "report").chmod(0o777)
+    assert main(["report", "results"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert "output: results/report can be written by anyone (mode 0777)" in said
+    assert not any((results / "report").iterdir())
+    (results / "report").chmod(0o775)
+    assert main(["report", "results"]) == 0
