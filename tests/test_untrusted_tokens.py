@@ -129,13 +129,28 @@ def test_at_most_the_cache_s_files_are_open_and_a_replaced_shard_is_named(tmp_pa
         with pytest.raises(DatasetError) as caught:
             for first in range(0, file.windows, 5):
                 file.read(first, min(5, file.windows - first), spec)
-        assert str(caught.value) == (
-            f"data: {replaced} was replaced while the run read it (another file at its path "
-            "now); keep a token file unchanged for the whole run"
+        said = (
+            f"data: {replaced} was replaced or rewritten while the run read it (another file "
+            "at its path, or new bytes in it); keep a token file unchanged for the whole run"
         )
+        assert str(caught.value) == said
     finally:
         file.close()
     assert len(file.open_files) == 0
+    # The same file rewritten in place (its inode and size kept): its ctime tells.
+    file = tokens.TokenFile(ref, 17, 0)
+    try:
+        for first in range(0, file.windows, 5):
+            file.read(first, min(5, file.windows - first), spec)
+        rewritten = tmp_path / "s_07.bin"
+        with open(rewritten, "r+b") as inside:
+            inside.seek(-4, os.SEEK_END)
+            inside.write(inside.read(0) or b"\x01\x00\x01\x00")
+        with pytest.raises(DatasetError, match="rewritten while the run read it"):
+            for first in range(0, file.windows, 5):
+                file.read(first, min(5, file.windows - first), spec)
+    finally:
+        file.close()
 
 
 # --- held-out means held out -------------------------------------------------------------

@@ -198,6 +198,12 @@ class OpenFiles:
             self.files.popitem()[1].close()
 
 
+def _identity(info: os.stat_result) -> tuple[int, int, int]:
+    """Which file this is: its device and inode, and its ctime, which no user can set
+    back (a file deleted and another made at its path may get the same inode number)."""
+    return info.st_dev, info.st_ino, info.st_ctime_ns
+
+
 class _Shard:
     """One file of token ids, its header checked against its size when found; read
     through `files`, which opens it again (checked to be this file) when it was closed."""
@@ -207,7 +213,7 @@ class _Shard:
         file = open_file(path, MAX_BYTES, "a token file")
         try:
             info = os.fstat(file.fileno())
-            self.size, self.identity = info.st_size, (info.st_dev, info.st_ino)
+            self.size, self.identity = info.st_size, _identity(info)
             head = os.pread(file.fileno(), HEADER_BYTES, 0)
             self.layout = _layout(kind, head, self.size, self.where)
         except BaseException:
@@ -219,11 +225,12 @@ class _Shard:
         """The file at the shard's path again, refused unless it is the one checked."""
         file = open_file(self.path, MAX_BYTES, "a token file")
         info = os.fstat(file.fileno())
-        if (info.st_dev, info.st_ino) != self.identity:
+        if _identity(info) != self.identity:
             file.close()
             raise DatasetError(
-                f"data: {self.where} was replaced while the run read it (another file at "
-                "its path now); keep a token file unchanged for the whole run"
+                f"data: {self.where} was replaced or rewritten while the run read it "
+                "(another file at its path, or new bytes in it); keep a token file unchanged "
+                "for the whole run"
             )
         if info.st_size != self.size:
             file.close()
