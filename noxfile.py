@@ -160,7 +160,10 @@ def tests_full(session: nox.Session) -> None:
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
     session.install("-e", FULL_EXTRAS, "tensorflow-cpu", "keras", "playwright", *CONSTRAINTS)
-    session.run("pytest", "-m", "full", *session.posargs, env={"PYTHONUNBUFFERED": "1"})
+    # os_packages: fast-tier tests that skip without an OS library (the fast tier needs
+    # none); here again, once .ci/run has installed them.
+    session.run("pytest", "-m", "full or os_packages", *session.posargs,
+                env={"PYTHONUNBUFFERED": "1"})  # fmt: skip
 
 
 @nox.session

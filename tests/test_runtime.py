@@ -35,6 +35,7 @@ def test_the_system_allocator_drops_an_inherited_one_and_keeps_the_rest():
     assert "LD_PRELOAD" not in alone.env
 
 
+@pytest.mark.os_packages
 def test_tcmalloc_and_intel_openmp_are_preloaded_with_run_cpus_settings():
     # Every library this test preloads, asked first: a machine with TCMalloc and without
     # jemalloc skips, naming the package, rather than failing halfway.
