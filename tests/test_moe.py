@@ -364,3 +364,23 @@ def test_bench_runs_expert_parallel_over_two_cpu_ranks_and_records_the_all_to_al
     assert record["exchange"].startswith("all_to_all_single over 2 ranks")
     assert 0 < record["all_to_all_share"] < 1
     assert record["balance_max_over_mean"] >= 1
+
+
+def test_a_peer_announcing_more_rows_than_a_rank_routes_is_stopped_in_one_line(monkeypatch):
+    import torch.distributed as dist
+
+    from bench.errors import BenchError
+    from bench.parallel import expert
+
+    def crafted(output, tensor, *args, **kwargs):  # a peer claims 10**9 rows for expert 0
+        output.copy_(torch.tensor([10**9, 0, 0, 0, 0, 0, 0, 0]))
+
+    monkeypatch.setattr(dist, "all_to_all_single", crafted)
+    exchange = expert.AllToAll(group=None, parallel=2, backend="gloo")
+    rows = torch.zeros(16, 64)
+    with pytest.raises(BenchError, match=r"^expert parallelism: a peer announced 1000000000 rows"
+                       r" \(smallest count 0\); each rank routes 16, so at most 16"):  # fmt: skip
+        exchange(rows, [2] * 8, experts=None, grouped=True)
+    monkeypatch.setattr(dist, "all_to_all_single", lambda o, t, *a, **k: o.fill_(-1))
+    with pytest.raises(BenchError, match=r"smallest count -1"):
+        exchange(rows, [2] * 8, experts=None, grouped=True)

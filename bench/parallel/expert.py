@@ -20,6 +20,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from bench.errors import BenchError
+
 if TYPE_CHECKING:
     import torch
     from torch import nn
@@ -73,12 +75,25 @@ class AllToAll:
         self._timed(lambda: dist.all_to_all_single(theirs, mine, group=self.group))
         table = theirs.view(self.parallel, per_rank)
         out_sizes = table.sum(1).tolist()
+        check_counts(out_sizes, int(table.min()), rows.shape[0])
         arrived = self.send(rows, out_sizes, in_sizes)  # by source rank, then expert
         expert_of_row = torch.arange(per_rank, device=rows.device).repeat(self.parallel)
         expert_of_row = expert_of_row.repeat_interleave(table.flatten())
         order = expert_of_row.argsort(stable=True)  # by expert, then source rank
         done = experts(arrived[order], table.sum(0).tolist(), grouped)
         return self.send(done[order.argsort()], in_sizes, out_sizes)
+
+
+def check_counts(out_sizes: list[int], smallest: int, most: int) -> None:
+    """A peer's announced rows, checked before this rank allocates them: every rank
+    routes the same number of rows (its share of the global batch times top-k), so no
+    peer sends more than this rank routes, nor a negative count."""
+    if smallest < 0 or max(out_sizes) > most:
+        raise BenchError(
+            f"expert parallelism: a peer announced {max(out_sizes)} rows (smallest count "
+            f"{smallest}); each rank routes {most}, so at most {most} and none negative: "
+            "stopped"
+        )
 
 
 def _all_to_all_function():
