@@ -231,6 +231,33 @@ def _headline_html(t: Tidy, several: bool) -> str:
     return "".join(parts)
 
 
+COVERAGE_HEADERS = ["workload", "machine", "configurations ran",
+                    "of them, the baseline ran", "which"]  # fmt: skip
+INVENTORY_HEADERS = ["machine", "accelerator", "driver", "CUDA / ROCm", "frameworks",
+                     "power limit", "image", "CPU", "results"]  # fmt: skip
+INVENTORY_KEYS = ["machine", "accelerator", "driver", "runtime", "frameworks", "power_limit",
+                  "image", "cpu", "results"]  # fmt: skip
+
+
+def _inventory_html(t: Tidy) -> str:
+    """Who ran what, on what: the configurations each machine ran of each workload (and
+    how many the baseline ran too), and each machine's software and settings."""
+    if not t.inventory:
+        return ""
+    cover = [[r["workload"], r["machine"], r["ran_text"], r["shared_text"], r["configs"]]
+             for r in t.coverage]  # fmt: skip
+    machines = [[str(r.get(k, "")) for k in INVENTORY_KEYS] for r in t.inventory]
+    return (
+        "<section id='coverage'><h2>Who ran what, on what</h2><p class='note'>Each "
+        "machine's configurations of each workload, and how many of them the baseline ran "
+        "too: a ratio exists only there.</p>"
+        + _table("coverage", COVERAGE_HEADERS, cover)
+        + "<h3>The machines</h3>"
+        + _table("inventory", INVENTORY_HEADERS, machines)
+        + "</section>"
+    )
+
+
 def _filters() -> str:
     selects = "".join(
         f'<label>{name} <select id="filter-{name}"><option value="">all</option></select></label>'
@@ -323,6 +350,7 @@ def page(
         f"<section id='answer'><h2>{_h(heading)}</h2>"
         f"{answer}</section>"
         + "".join(_view_html(v) for v in views)
+        + _inventory_html(t)
         + "<section id='every-point'><h2>Every point, with the command that made it</h2>"
         "<p><label>search <input id='search' type='search'></label></p>"
         + _table("points", [], [])

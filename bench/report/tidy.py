@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import units
+from bench.report import inventory
 from bench.report.colours import machine_colours
 from bench.report.compare import (
     Cell,
@@ -46,6 +47,8 @@ class Tidy:
     commands: list[str] = field(default_factory=list)  # a point's "cmd" indexes this
     headline: list[dict[str, Any]] = field(default_factory=list)
     like: list[dict[str, Any]] = field(default_factory=list)  # bench.report.like
+    coverage: list[dict[str, Any]] = field(default_factory=list)  # bench.report.inventory
+    inventory: list[dict[str, Any]] = field(default_factory=list)  # a row per machine
     geomean: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     history_note: str = ""  # what the history leaves out, if anything
@@ -668,6 +671,8 @@ def tidy(comparison: Comparison) -> Tidy:
         commands=commands.texts,
         headline=lead,
         like=like,
+        coverage=inventory.coverage(comparison),
+        inventory=inventory.machines_table(comparison),
         geomean=means,
         history=past,
         history_note=past_note,
