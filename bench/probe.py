@@ -7,9 +7,14 @@ configuration of the same kind reached:
 
 - the same kind (every axis but the batch) measured at another batch: its seconds per
   FLOP at the nearest batch (throughput moves slowly with the batch);
+- a compiled kind not measured yet: the same without the compiler, as above (a compile
+  seldom slows a step; its price is the cold compile below, so it is probed after);
 - else the median seconds per FLOP of everything measured (one short timing of the
   cheapest configuration is enough to start);
-- a start-up from the fastest child of the same compiler and optimisation, else of any.
+- a start-up from the fastest child of the same compiler and optimisation; else, before
+  any child of that compiler ran, from the fastest child without one plus a cold compile
+  (cold_compile_s: a prior from the model's FLOPs per sample and the machine's cores),
+  so that a compiled probe is priced at what its first child costs, not at a plain one's.
 
 Where the FLOPs per sample are not known (not counted yet, the counter failed) the work is
 counted in samples: within one workload the two rank configurations alike.
@@ -23,7 +28,9 @@ Time: a kind whose probe ran past its time cap at one batch is left out at large
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +41,25 @@ from bench.result import Point
 from bench.units import format_bytes
 
 HEADROOM = 0.9  # of the device's memory a prediction may use before it is left out
+
+# A cold compile's seconds (torch.compile with an empty TORCHINDUCTOR_CACHE_DIR: Dynamo's
+# trace, AOTAutograd, Inductor's lowering and the build of its kernels), as FLOPs per
+# sample (the model's size, as the parent knows it) -> seconds, measured on 2 cores of an
+# "Intel(R) Xeon(R) Processor" (lscpu), PyTorch 2.14.1, 2026-11-27: `bench WORKLOAD
+# --device cpu --compile inductor --steps 2 --warmup-steps 1 --batch-size 8 --repeats 1`
+# with a fresh cache: its first warm-up step less a step (tiny 27.3 s; resnet50 285 s,
+# high: other processes kept 1.74 of the 2 CPUs busy; on the issue's quiet 2-core Zen 4 a
+# compiled ResNet-50 probe ran past 221 s). Between and beyond the two, a power law
+# through them: a graph grows with the model, its compile much more slowly.
+COLD_COMPILE = ((2.52e5, 27.0), (2.43e10, 285.0))  # tiny, resnet50
+COLD_COMPILE_CORES = 2  # the cores those were measured on
+# Seconds x (COLD_COMPILE_CORES / cores) ** COLD_CORE_EXPONENT: tiny's cold compile took
+# 81.7 s on 1 of those cores (taskset), 3x its 2-core figure (a busy machine: steeper than
+# the kernels' parallel build alone); taken as 1 (inverse to the cores), and no further
+# than COLD_MAX_CORES, past which Dynamo's serial trace is assumed to dominate (not
+# measured: the first compiled child's own start-up corrects it).
+COLD_CORE_EXPONENT = 1.0
+COLD_MAX_CORES = 8
 
 
 def kind(point: PointConfig) -> tuple[Any, ...]:
@@ -80,6 +106,25 @@ def memory_line(peaks: dict[int, int]) -> tuple[int, int, float] | None:
     return None
 
 
+def cold_compile_s(flops_per_sample: float | None, cores: int) -> float:
+    """The seconds a first child of a compiler adds to its start-up, before any child of
+    that compiler ran here: COLD_COMPILE's power law at the model's FLOPs per sample
+    (the smaller model's figure where they are not known), scaled to this machine's
+    cores. A prior only: the first compiled child's own start-up replaces it."""
+    (f0, s0), (f1, s1) = COLD_COMPILE
+    flops = max(flops_per_sample or f0, f0)
+    seconds = s0 * (flops / f0) ** (math.log(s1 / s0) / math.log(f1 / f0))
+    cores = min(max(cores, 1), COLD_MAX_CORES)
+    return seconds * (COLD_COMPILE_CORES / cores) ** COLD_CORE_EXPONENT
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on: a compile's workers share them."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def format_seconds(seconds: float) -> str:
     """'45 s', '6.5 min', '2.1 h': a budget as people say it."""
     if seconds < 120:
@@ -111,8 +156,9 @@ class Seen:
 class CostModel:
     """Predicts a child's seconds and a configuration's memory from the probes so far."""
 
-    def __init__(self, limit_bytes: int | None = None) -> None:
+    def __init__(self, limit_bytes: int | None = None, cores: int | None = None) -> None:
         self.limit_bytes = limit_bytes
+        self.cores = cores or usable_cores()
         self.seen: list[Seen] = []
         self._peaks: dict[tuple[Any, ...], dict[int, int]] = {}
         self._oom: dict[tuple[Any, ...], int] = {}  # memory kind -> smallest batch that ran out
@@ -143,27 +189,47 @@ class CostModel:
         if key not in self._over or point.batch_size < self._over[key][0]:
             self._over[key] = (point.batch_size, cap_s)
 
-    def _work(self, point: PointConfig) -> float:
+    def _flops_per_sample(self, point: PointConfig) -> float | None:
         flops = self._flops.get((point.workload, point.seq_len))
         if flops is None and (formula := point.spec.flops(point.seq_len)) is not None:
             flops = float(formula["per_sample"])
-        return point.batch_size * (flops or 1.0)
+        return flops
+
+    def _work(self, point: PointConfig) -> float:
+        return point.batch_size * (self._flops_per_sample(point) or 1.0)
 
     def step_s(self, point: PointConfig) -> float | None:
         """Seconds of one step of `point`, or None before any probe of its workload."""
-        same = [s for s in self.seen if kind(s.point) == kind(point)]
-        if same:
-            nearest = min(same, key=lambda s: abs(math.log(s.point.batch_size / point.batch_size)))
-            return nearest.s_per_work() * self._work(point)
+        plain = dataclasses.replace(point, compile=None)
+        for twin in (point, plain) if point.compile else (point,):
+            same = [s for s in self.seen if kind(s.point) == kind(twin)]
+            if same:
+                nearest = min(
+                    same, key=lambda s: abs(math.log(s.point.batch_size / point.batch_size))
+                )
+                return nearest.s_per_work() * self._work(point)
         alike = [s.s_per_work() for s in self.seen if s.point.workload == point.workload]
         return statistics.median(alike) * self._work(point) if alike else None
 
     def start_s(self, point: PointConfig) -> tuple[float, bool] | None:
-        """A child's start-up, and whether a child of its compiler was seen; None: none seen."""
+        """A child's start-up, and whether a child of its compiler was seen; None: none seen.
+        Not seen: the fastest start-up without a compiler (or, where only compiled children
+        ran, theirs less the prior of their compile), plus the prior of its own."""
         same = [s.start_s for s in self.seen if start_kind(s.point) == start_kind(point)]
         if same:
             return min(same), True
-        return (min(s.start_s for s in self.seen), False) if self.seen else None
+        if not self.seen:
+            return None
+        plain = [s.start_s for s in self.seen if s.point.compile is None]
+        bare = min(plain) if plain else min(max(s.start_s - self.compile_s(s.point), 0.0)
+                                            for s in self.seen)  # fmt: skip
+        return bare + self.compile_s(point), False
+
+    def compile_s(self, point: PointConfig) -> float:
+        """The prior of `point`'s cold compile (cold_compile_s); 0 without a compiler."""
+        if point.compile is None:
+            return 0.0
+        return cold_compile_s(self._flops_per_sample(point), self.cores)
 
     def child_s(self, point: PointConfig) -> float | None:
         """One child of `point`, its steps and warm-up as given; None: nothing to go by."""

@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
+from bench import probe
 from bench.config import PointConfig
-from bench.probe import CostModel, format_seconds
+from bench.probe import CostModel, cold_compile_s, format_seconds
 from bench.result import Point
 
 GIB = 2**30
@@ -34,7 +35,37 @@ def test_one_short_timing_prices_every_batch_and_its_own_kind_first():
     assert model.step_s(point(64, "bf16")) == 1.0
     model.learn(point(32, "bf16"), measured(point(32, "bf16"), 0.2), child_s=8.5)
     assert model.step_s(point(64, "bf16")) == pytest.approx(0.4)
-    assert model.start_s(point(64, compile="inductor")) == (7.5, False)  # not seen: a guess
+    # a compiler never run: the plain start-up and the prior of a cold compile
+    guess = model.start_s(point(64, compile="inductor"))
+    assert guess == (7.5 + cold_compile_s(2e6, model.cores), False)
+
+
+def test_a_compiled_probe_is_priced_with_its_cold_compile_until_one_ran():
+    """The issue's 2-core search priced a bf16 channels_last inductor probe of ResNet-50 at
+    a plain child's start-up (about 10 s): it took 221 s and ran into its cap."""
+    (tiny, tiny_s), (resnet50, resnet50_s) = probe.COLD_COMPILE
+    assert cold_compile_s(tiny, probe.COLD_COMPILE_CORES) == pytest.approx(tiny_s)
+    assert cold_compile_s(resnet50, probe.COLD_COMPILE_CORES) == pytest.approx(resnet50_s)
+    assert cold_compile_s(None, 2) == pytest.approx(tiny_s)  # FLOPs unknown: the small one
+    assert cold_compile_s(1e6, 2) < cold_compile_s(1e9, 2) < cold_compile_s(1e11, 2)
+    # the machine: fewer cores, a longer compile; more, a shorter one, up to a limit
+    assert cold_compile_s(resnet50, 1) == pytest.approx(2 * resnet50_s)
+    assert cold_compile_s(resnet50, 4) == pytest.approx(resnet50_s / 2)
+    assert cold_compile_s(resnet50, 64) == cold_compile_s(resnet50, probe.COLD_MAX_CORES)
+    model = CostModel(cores=probe.COLD_COMPILE_CORES)
+    plain = dataclasses.replace(point(32), workload="resnet50")
+    flops = resnet50  # the count of the first probe: the model's size
+    model.learn(plain, dataclasses.replace(measured(plain, 12.8), flops_per_sample=flops), 74.0)
+    compiled = dataclasses.replace(plain, precision="bf16", memory_format="channels_last",
+                                   compile="inductor")  # fmt: skip
+    start = 74.0 - 5 * 12.8
+    assert model.start_s(compiled) == (pytest.approx(start + resnet50_s), False)
+    assert model.child_s(compiled) > resnet50_s > model.child_s(plain)
+    # once a child of that compiler ran, its own start-up: the compile as it was here
+    model.learn(compiled, dataclasses.replace(measured(compiled, 2.0), flops_per_sample=flops),
+                child_s=60.0)  # fmt: skip
+    assert model.start_s(compiled) == (pytest.approx(50.0), True)
+    assert model.start_s(plain) == (pytest.approx(start), True)
 
 
 def test_steps_that_fit_a_time_in_seconds():
