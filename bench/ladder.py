@@ -7,9 +7,14 @@ PyTorch (ipex.optimize, where it is installed: bench:xeon-ipex). Here every rung
 point like any other (a fresh child per repeat); a change is kept only when it is faster
 beyond noise: the lower end of the 95% interval of its ratio to the best so far
 (stats.ratio_interval) is above 1, or, with a single run on either side, when its mean
-is higher (said to be untested). A change that does not apply here (no bf16 on this
-device, no compiler in this framework, a library not installed) is skipped with its
-reason. A rung that bench tune's cost model (bench.probe) predicts will not fit in
+is higher (said to be untested). The rungs after the batch sweep are the platform's
+(Platform.ladder_rungs): on a CPU the study's; on a CUDA GPU TF32, bf16, channels_last,
+the compiler, its CUDA graphs (inductor:reduce-overhead) and the fused optimizer, each a
+lever a user can also set by hand. A change that does not apply here (no bf16 on this
+device, no compiler in this framework, a compile mode or optimisation the framework
+lacks, a library not installed) is skipped with its reason in one line, before any
+child; one the device itself cannot run (TF32 on a V100) fails in its child, and its
+rung says why. A rung that bench tune's cost model (bench.probe) predicts will not fit in
 memory, from the peaks of the batches measured before it (a 2-core VM of 24 GiB: ResNet-50
 at batch 256 in fp32 takes 21.7 GiB) or a smaller batch that ran out, is skipped with that
 reason instead of swapping the machine for minutes. Every rung, kept or not, is in the
@@ -33,16 +38,11 @@ DEFAULT_BATCHES = (32, 64, 128, 256)
 START_BATCH = 128  # the study's baseline: batch 128, fp32
 
 
-def steps(framework: str) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The changes, in the study's order, each tried on top of the best so far."""
+def steps(framework: str, device: str = "cpu") -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The changes, in the order the platform climbs them (Platform.ladder_rungs: on a
+    CPU the study's), each tried on top of the best so far."""
     compiler = registry.framework(framework).default_compiler
-    return (
-        ("bf16", {"precision": "bf16"}),
-        ("channels_last", {"memory_format": "channels_last"}),
-        (f"compile ({compiler})", {"compile": compiler}),
-        ("TCMalloc + Intel OpenMP", {"allocator": "tcmalloc", "openmp": "intel"}),
-        ("IPEX (ipex.optimize)", {"optimize": "ipex"}),
-    )
+    return registry.platform(device).ladder_rungs(compiler)
 
 
 def start_batch(config: RunConfig) -> int:
@@ -53,6 +53,12 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     """Why this change cannot be tried here, or None."""
     if change.get("compile", "") is None:
         return f"{point.framework} has no compiler to switch on"
+    framework = registry.framework(point.framework)
+    if change.get("optimize") and change["optimize"] not in framework.optimizations:
+        return (
+            f"--optimize {change['optimize']}: not in {point.framework}; it has "
+            f"{', '.join(framework.optimizations) or 'none'}"
+        )
     precision = change.get("precision")
     platform = registry.platform(point.device)
     if precision and precision not in platform.precisions:
@@ -60,7 +66,10 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     try:
         candidate = dataclasses.replace(point, **change)
         runtime.check((change.get("allocator"),), (change.get("openmp"),))
-        registry.framework(point.framework).preflight([candidate])
+        framework.check_compile(candidate.compile)
+        framework.check_platform(registry.platform(point.device), (candidate.compile,),
+                                 (candidate.optimize,))  # fmt: skip
+        framework.preflight([candidate])
     except UsageError as error:
         return str(error)
     return None
@@ -144,7 +153,7 @@ class LadderRunner(Runner):
                 best_config, best = candidate, measured
             self._rung(f"batch {batch}", candidate, kept, why)
             yield
-        for name, change in steps(config.framework):
+        for name, change in steps(config.framework, config.device):
             reason = not_applicable(best_config, change)
             if reason:
                 self._rung(name, best_config, None, f"skipped: {reason}")

@@ -223,3 +223,104 @@ def test_a_batch_predicted_past_the_memory_is_skipped_with_the_cost_models_reaso
     assert [r["rung"] for r in outcome.ladder][:5] == [
         "baseline", "batch 32", "batch 64", "batch 256", "bf16",
     ]  # fmt: skip
+
+
+GPU_GAIN = {"tf32": 1.6, "bf16": 2.4, "channels_last": 1.1, "inductor": 1.2,
+            "inductor:reduce-overhead": 1.35, "fused": 1.05}  # fmt: skip
+
+
+def gpu_speed(point) -> float:
+    rate = RATE[point.batch_size]
+    for axis in (point.precision, point.memory_format, point.compile, point.optimize):
+        rate *= GPU_GAIN.get(axis, 1.0)
+    return rate
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The CUDA platform as the parent sees it on a machine with one 80 GiB GPU, without
+    a GPU, PyTorch's CUDA or NVML: the children are fakes."""
+    from bench.platforms import cuda
+
+    gib = 2**30
+    monkeypatch.setattr(cuda.CudaPlatform, "unavailable_reason", lambda self: None)
+    monkeypatch.setattr(cuda.CudaPlatform, "devices_here", lambda self: 1)
+    monkeypatch.setattr(cuda.CudaPlatform, "memory_per_rank", lambda self, ranks: 80 * gib)
+    return cuda.PLATFORM
+
+
+def gpu_climb(tmp_path, answer, **config):
+    config = RunConfig(workload="tiny", device="cuda", batch_sizes=(32, 64, 128, 256),
+                       **{"repeats": 3, **config})  # fmt: skip
+    child = FakeChild(answer)
+    return LadderRunner(config, tmp_path, spawn=child).run(), child
+
+
+def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda):
+    def answer(point, n):
+        jitter = 1 + 0.005 * (n % 3 - 1)
+        return ok_response(step_s=point.batch_size / (gpu_speed(point) * jitter))
+
+    outcome, child = gpu_climb(tmp_path, answer)
+    assert [(r["rung"], r["kept"]) for r in outcome.ladder] == [
+        ("baseline", True),
+        ("batch 32", False),
+        ("batch 64", True),
+        ("batch 256", False),
+        ("tf32", True),  # fp32 on tensor cores
+        ("bf16", True),  # on top of tf32: replaces it
+        ("channels_last", True),
+        ("compile (inductor)", True),
+        ("CUDA graphs (inductor:reduce-overhead)", True),
+        ("fused optimizer", True),
+    ]  # before: the CPU study's rungs (TCMalloc, IPEX) and no tf32, CUDA graphs or fused
+    top = outcome.ladder[-1]["point"]
+    assert (top["batch_size"], top["precision"], top["memory_format"], top["compile"],
+            top["optimize"]) == (64, "bf16", "channels_last", "inductor:reduce-overhead",
+                                 "fused")  # fmt: skip
+    # each rung is a point like any other: a child of the device with its levers
+    measured = {(p.precision, p.compile, p.optimize) for p, task in child.calls
+                if task == "measure"}  # fmt: skip
+    assert ("bf16", "inductor:reduce-overhead", "fused") in measured
+    assert all(p.device == "cuda" for p, _ in child.calls)
+
+
+def test_a_gpu_rung_that_cannot_run_says_why_in_one_line(tmp_path, fake_cuda):
+    """A V100: no TF32 or bf16 tensor cores; its children refuse both in one line, and the
+    climb goes on from fp32."""
+
+    def v100(point, n):
+        if point.precision in ("tf32", "bf16"):
+            return {"status": "error",
+                    "error": f"{point.precision} needs compute capability 8.0 or newer; "
+                             "this GPU is 7.0"}  # fmt: skip
+        return ok_response(step_s=point.batch_size / gpu_speed(point))
+
+    outcome, _ = gpu_climb(tmp_path, v100, repeats=1)
+    rungs = {r["rung"]: r for r in outcome.ladder}
+    assert rungs["tf32"]["kept"] is False
+    assert (
+        rungs["tf32"]["why"] == "error: tf32 needs compute capability 8.0 or newer; this GPU is 7.0"
+    )
+    assert "\n" not in rungs["bf16"]["why"] and rungs["bf16"]["kept"] is False
+    assert rungs["fused optimizer"]["point"]["precision"] == "fp32"
+    assert rungs["fused optimizer"]["kept"] is True
+
+
+def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child():
+    from bench.config import PointConfig
+    from bench.ladder import not_applicable, steps
+
+    tf = PointConfig(workload="tiny", framework="tensorflow", device="cuda", batch_size=64)
+    rungs = dict(steps("tensorflow", "cuda"))
+    why = not_applicable(tf, rungs["CUDA graphs (xla:reduce-overhead)"])
+    assert why is not None and why.startswith("compile: 'xla:reduce-overhead'") and "\n" not in why
+    why = not_applicable(tf, rungs["fused optimizer"])
+    assert why == "--optimize fused: not in tensorflow; it has none"
+    # what each platform climbs: the CPU the Xeon study's rungs, a Mac's the plain three
+    assert [name for name, _ in steps("torch", "cpu")][-2:] == [
+        "TCMalloc + Intel OpenMP", "IPEX (ipex.optimize)"
+    ]  # fmt: skip
+    assert [name for name, _ in steps("torch", "mps")] == [
+        "bf16", "channels_last", "compile (inductor)"
+    ]  # fmt: skip

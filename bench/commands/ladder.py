@@ -1,7 +1,9 @@
 """`bench ladder WORKLOAD [RUN OPTIONS]`: the Xeon CPU training study's table, on the
-machine it runs on. From its start (batch 128, fp32) through a batch sweep, then bf16,
-channels_last, the framework's compiler, TCMalloc with Intel OpenMP, IPEX, each tried on top
-of the best so far and kept only when faster beyond noise (bench.ladder). One result
+machine it runs on. From its start (batch 128, fp32) through a batch sweep, then the
+platform's rungs (on a CPU bf16, channels_last, the framework's compiler, TCMalloc with
+Intel OpenMP, IPEX; on a CUDA GPU TF32, bf16, channels_last, the compiler, CUDA graphs,
+the fused optimizer), each tried on top of the best so far and kept only when faster
+beyond noise (bench.ladder). One result
 file; `bench rerun` climbs it again, `bench report` charts it; --resume FILE goes on
 with an interrupted climb.
 """

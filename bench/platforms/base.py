@@ -47,6 +47,17 @@ class Platform(ABC):
     tune_precisions: ClassVar[tuple[str, ...]] = ("bf16", "fp16")
     tunes_host_runtimes: ClassVar[bool] = False
 
+    def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """What bench ladder climbs here after its batch sweep, in order, each tried on
+        top of the best so far: (the rung's name, the point fields it sets), each a lever
+        a user can also set by hand. `compiler`: the framework's (None: it has none, and
+        its rung is skipped with that reason). Here: bf16, channels_last, the compiler."""
+        return (
+            ("bf16", {"precision": "bf16"}),
+            ("channels_last", {"memory_format": "channels_last"}),
+            (f"compile ({compiler})", {"compile": compiler}),
+        )
+
     @abstractmethod
     def unavailable_reason(self) -> str | None:
         """None if this platform can run here, else why not and how to fix it."""

@@ -6,6 +6,7 @@ import contextlib
 import os
 import resource
 from pathlib import Path
+from typing import Any
 
 from bench.numa import node_cpus
 from bench.platforms.base import MemoryReading, Platform
@@ -52,6 +53,15 @@ class CpuPlatform(Platform):
     # and OpenMP runtime are the Xeon CPU training study's launcher settings.
     tune_precisions = ("bf16",)
     tunes_host_runtimes = True
+
+    def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The Xeon CPU training study's order: bf16, channels_last, the compiler, then
+        its launcher's TCMalloc with Intel OpenMP, then IPEX (ipex.optimize)."""
+        return (
+            *super().ladder_rungs(compiler),
+            ("TCMalloc + Intel OpenMP", {"allocator": "tcmalloc", "openmp": "intel"}),
+            ("IPEX (ipex.optimize)", {"optimize": "ipex"}),
+        )
 
     def devices_here(self) -> int:
         """Ranks need a core each at least: the CPUs this process may run on."""

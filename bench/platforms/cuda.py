@@ -124,6 +124,25 @@ class CudaPlatform(Platform):
     energy_counter = "nvml_counter"  # Volta and newer; older GPUs are polled for power
     xla_device: ClassVar[str | None] = "gpu"
 
+    def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """A GPU's climb (issue 51): TF32 then bf16 tensor cores, channels_last, the
+        compiler, then its CUDA graphs (torch.compile's reduce-overhead mode: one launch
+        for a step's hundreds of kernels), then the fused optimizer (one kernel for
+        every parameter's update). A rung the framework or this GPU cannot run is
+        skipped, or fails in its child, with the reason in one line."""
+        graphs = [] if compiler is None else [
+            (f"CUDA graphs ({compiler}:reduce-overhead)",
+             {"compile": f"{compiler}:reduce-overhead"}),
+        ]  # fmt: skip
+        return (
+            ("tf32", {"precision": "tf32"}),
+            ("bf16", {"precision": "bf16"}),
+            ("channels_last", {"memory_format": "channels_last"}),
+            (f"compile ({compiler})", {"compile": compiler}),
+            *graphs,
+            ("fused optimizer", {"optimize": "fused"}),
+        )
+
     def devices_here(self) -> int:
         import torch
 
