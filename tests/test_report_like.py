@@ -68,3 +68,13 @@ def test_another_framework_version_is_named_beside_the_ratio():
     html, _ = _report([(Path("a.json"), base), (Path("b.json"), other)], "v100")
     [like] = _data(html)["like"]
     assert like["sentence"].endswith("; in torch 2.14, the baseline in torch 2.11")
+
+
+def test_a_workload_the_baseline_never_ran_says_why_it_has_no_ratio():
+    """LLM rows had blank ratio cells with no reason."""
+    base = _with(machine(V100, [point(64, [200, 201])]), ["bench", "resnet50"])
+    other = _with(machine(A100, [point(64, [300, 301])]), ["bench", "cnn-s"])
+    other = dataclasses.replace(other, config=dataclasses.replace(other.config, workload="cnn-s"))
+    html, _ = _report([(Path("a.json"), base), (Path("b.json"), other)], "v100")
+    [row] = [r for r in _data(html)["headline"] if r["workload"] == "cnn-s"]
+    assert row["sentence"] == "no ratio: the baseline ran no cnn-s configuration"

@@ -361,6 +361,10 @@ def headline(
                     f"{', '.join(sorted(families(base_best[1])))})"
                 )
             record["differs"] = differs
+        else:  # a blank ratio said nothing of why
+            record["sentence"] = f"no ratio: the baseline ran no {workload} configuration" + (
+                f" in {precision}" if precision else ""
+            )
         rows.append(_clean(record))
     rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
     return rows
