@@ -394,6 +394,8 @@ class TuneRunner(Runner):
                     f"half of the budget; {len(remaining) + 1} were not reached",
                 )
                 break
+            if taken is None:  # its own child, once per workload: not this probe's start-up
+                self._flops_per_sample(sized)
             cap = self._cap(sized)
             self.cap_s = cap
             clock = time.monotonic()

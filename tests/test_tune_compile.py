@@ -134,3 +134,15 @@ def test_probes_past_their_caps_in_the_first_half_leave_the_second_to_rank(tmp_p
     assert fake.clock <= 13 * 60 * (1 + tune.SOFT_OVERRUN)
     best = outcome.points[0]
     assert (best.precision, best.memory_format, best.compile) == ("bf16", "channels_last", None)
+
+
+def test_the_flop_count_is_no_part_of_the_first_probes_start_up(tmp_path, two_cores):
+    """The FLOP count is a child of its own, started once before the first probe: taken
+    as that probe's start-up, it doubled every prediction, and a real 4-minute search of
+    tiny stopped after one probe ("a budget of about 4.6 min would probe another")."""
+    fake = two_cores(step_s=issue_step_s, compile_s=221.0, flops=RESNET50_FLOPS, start_s=15.0)
+    config = RunConfig(workload="tiny", steps=20, repeats=3, **ISSUE_GRID)
+    runner = TuneRunner(config, tmp_path, budget_s=12 * 60.0)
+    runner.run()
+    assert fake.clock > 15.0 and runner.cost.seen
+    assert runner.cost.seen[0].start_s == pytest.approx(15.0, abs=0.5)  # before: 30
