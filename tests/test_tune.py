@@ -142,6 +142,10 @@ def test_the_grid_holds_what_the_platform_says_is_worth_tuning(monkeypatch):
     assert axes["precisions"] == ("fp32", "bf16") and "allocators" in axes
     gpu = default_axes(RunConfig(workload="tiny", device="cuda"), set())
     assert gpu["precisions"] == ("fp32", "bf16", "fp16") and "allocators" not in gpu
+    # the GPU ladder's levers: CUDA graphs and the fused optimizer (before: inductor only)
+    assert gpu["compilers"] == (None, "inductor", "inductor:reduce-overhead")
+    assert gpu["optimizations"] == (None, "fused")
+    assert axes["compilers"] == (None, "inductor") and "fused" not in axes["optimizations"]
     # the command asks the platform; it knows no platform by name
     monkeypatch.setattr(type(registry.platform("cpu")), "tune_precisions", ("fp16",))
     monkeypatch.setattr(type(registry.platform("cpu")), "tunes_host_runtimes", False)

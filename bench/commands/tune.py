@@ -2,11 +2,12 @@
 within a time budget, by successive halving with probes sized in seconds (bench.tune). The
 grid is the run options' sweep axes; an axis not given takes every value that applies here
 (batch 32 to 256, the device's reduced precisions, both memory formats, the framework's
-compiler, and on a CPU the allocators and OpenMP runtimes installed, and IPEX where it
-is). One result file: the finalists are its points, every probe is in its `tune` record.
-It ends with the grid's coverage and, when at least two configurations were measured to
-the end, their ranking with intervals and the winner as a command; else why it could not
-rank, what budget would let it, and no command."""
+compiler, the compile modes and optimisations its platform's ladder climbs (on a CUDA GPU
+CUDA graphs and the fused optimizer), and on a CPU the allocators and OpenMP runtimes
+installed, and IPEX where it is). One result file: the finalists are its points, every
+probe is in its `tune` record. It ends with the grid's coverage and, when at least two
+configurations were measured to the end, their ranking with intervals and the winner as
+a command; else why it could not rank, what budget would let it, and no command."""
 
 from __future__ import annotations
 
@@ -55,10 +56,14 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
         axes["precisions"] = ("fp32", *(p for p in reduced if p in platform.precisions))
     if not given & {"--memory-format", "--channels-last"}:
         axes["memory_formats"] = framework.memory_formats
+    levers = _ladder_levers(config)
     if "--compile" not in given and framework.default_compiler:
-        axes["compilers"] = (None, framework.default_compiler)
+        more = [c for c in levers.get("compile", ()) if c != framework.default_compiler]
+        axes["compilers"] = (None, framework.default_compiler, *more)
     if "--optimize" not in given and framework.optimizations:
-        axes["optimizations"] = (None, *framework.usable_optimizations(platform))
+        usable = framework.usable_optimizations(platform)
+        more = [o for o in levers.get("optimize", ()) if o not in usable]
+        axes["optimizations"] = (None, *usable, *more)
     if platform.tunes_host_runtimes:
         for flag, field, axis, values in (
             ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),
@@ -75,6 +80,28 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
                     pass
             axes[field] = tuple(installed)
     return axes
+
+
+def _ladder_levers(config: Any) -> dict[str, list[Any]]:
+    """The compile modes and optimisations the platform's ladder climbs (on a CUDA GPU
+    its CUDA graphs, inductor:reduce-overhead, and the fused optimizer), where this
+    framework and machine can run them (bench.ladder.not_applicable): tune searches the
+    same levers."""
+    import dataclasses
+
+    from bench import registry
+    from bench.ladder import not_applicable
+
+    point = dataclasses.replace(next(iter(config.points())), compile=None, optimize=None)
+    levers: dict[str, list[Any]] = {}
+    for _, change in registry.platform(config.device).ladder_rungs(
+        registry.framework(config.framework).default_compiler
+    ):
+        for axis in ("compile", "optimize"):
+            value = change.get(axis)
+            if value and len(change) == 1 and not_applicable(point, change) is None:
+                levers.setdefault(axis, []).append(value)
+    return levers
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
