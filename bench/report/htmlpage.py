@@ -69,12 +69,16 @@ def compact(value: Any) -> Any:
     """Floats to 5 significant digits (the page shows 3): a fleet's page stays small.
     Where those 5 digits end in a 5, a shorter rounding of them would be a tie the raw
     value is not (9.0949934 kept as 9.095 printed 9.10 where report.md printed 9.09):
-    such a value is kept whole, so that the page rounds the raw value once."""
+    such a value keeps a digit more (9.09499), until its last is not a 5, so that every
+    shorter rounding of it is the raw value's."""
     if isinstance(value, float):
         if not math.isfinite(value):
             return value
-        digits = f"{abs(value):.4e}".partition("e")[0].replace(".", "").rstrip("0")
-        return value if digits.endswith("5") else float(f"{value:.5g}")
+        for kept in range(5, 17):  # almost always 5, else 6
+            digits = f"{abs(value):.{kept - 1}e}".partition("e")[0].replace(".", "").rstrip("0")
+            if not digits.endswith("5"):
+                return float(f"{value:.{kept}g}")
+        return value
     if isinstance(value, dict):
         return {k: compact(v) for k, v in value.items()}
     if isinstance(value, list):
