@@ -39,7 +39,7 @@ def test_a_slower_ratio_reads_below_one_with_its_interval_and_turned_over_after(
     [row] = [r for r in _data(html)["headline"] if r.get("rel")]
     assert row["rel_hi"] < 1 and row["sentence"] == "2.26x slower"
     assert "| 0.44x \\[0.43x–0.45x\\] | 2.26x slower |" in md
-    assert ">0.44x [0.43x–0.45x]</td><td data-label=\"verdict\">2.26x slower</td>" in html
+    assert '>0.44x [0.43x–0.45x]</td><td data-label="verdict">2.26x slower</td>' in html
     assert "95% CI" not in md
     json_record = [r for r in cmp.compare(_slower(), "v100").to_records() if not r["baseline"]]
     assert json_record[0]["verdict_text"] == "0.44x [0.43x–0.45x], 2.26x slower"

@@ -59,7 +59,7 @@ def test_the_first_screen_gives_each_machines_best_with_intervals_and_verdicts()
     html, md = _report(_results())
     answer = html[html.index("<section id='answer'>") : html.index("</section>")]
     # A100's best (batch 64, 300/s) over V100's best (batch 128, 110/s): 2.73x.
-    assert ">2.73x [2.66x–2.79x]</td><td data-label=\"verdict\">faster</td>" in answer
+    assert '>2.73x [2.66x–2.79x]</td><td data-label="verdict">faster</td>' in answer
     assert "300 [298–302]" in answer and "bs 64 fp32" in answer
     assert "the baseline" in answer
     assert "Geometric mean over workloads" in answer
