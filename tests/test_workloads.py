@@ -14,6 +14,9 @@ torch = pytest.importorskip("torch")
 # the M2 Max vs V100 study's smallest (122,570); the family spans its range up to ~1.65 M.
 PARAMETERS = {
     "tiny": 5_354,
+    "moe-tiny": 189_760,
+    "olmoe-1b-7b": 6_919_161_856,
+    "gpt-oss-20b": 20_914_755_648,
     "cnn-s": 122_570,
     "cnn-m": 356_810,
     "cnn-l": 750_346,
