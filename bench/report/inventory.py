@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report.compare import Comparison, Machine
+from bench.report.words import config_label
 from bench.text import visible
 
 CHARS, DISTINCT, NAMES = 80, 4, 6
@@ -102,8 +103,6 @@ def machines_table(comparison: Comparison) -> list[dict[str, Any]]:
 def coverage(comparison: Comparison) -> list[dict[str, Any]]:
     """Per workload and machine: how many of the workload's configurations it ran, how
     many of them the baseline ran too, and which (the first NAMES)."""
-    from bench.report.tidy import config_label  # tidy imports this module
-
     base = comparison.machines.index(comparison.baseline)
     total: dict[str, int] = {}
     ran: dict[tuple[str, int], list[tuple[str, bool]]] = {}

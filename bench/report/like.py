@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from bench.report.compare import Cell, Comparison
-from bench.report.words import verdict_words
+from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Result
 
 _AXES = ("batch", "precision", "format", "compile", "setup")
@@ -108,8 +108,6 @@ def like_with_like(
                 cmd=point_command.get((machine.label, key)),
             )
             if cell.point is not None:
-                from bench.report.tidy import efficiency  # tidy imports this module
-
                 record.update(efficiency(cell.point, machine))
             if families(cell) != families(base_cell):
                 record["sentence"] += (
@@ -122,8 +120,6 @@ def like_with_like(
 
 
 def _config(key: tuple[Any, ...]) -> str:
-    from bench.report.tidy import config_label  # tidy imports this module
-
     return config_label(key)
 
 

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from bench import files, registry
-from bench.report import htmlpage, tidy, views
+from bench.report import htmlpage, tidy, views, words
 from bench.report.compare import Cell, Comparison, training_cost
 from bench.report.grids import (
     LLM_CAPTION,
@@ -246,7 +246,7 @@ def _throughput_vs_batch(comparison: Comparison) -> Figure | None:
     series: dict[tuple[str, str], dict[str, list[tuple[int, float, float, float]]]] = {}
     for key, cells in comparison.rows:  # a line per configuration but its batch, as the page's
         workload, batch = key[:2]
-        variant = tidy.variant_label(key)
+        variant = words.variant_label(key)
         for machine, cell in zip(comparison.machines, cells, strict=True):
             tp = cell.throughput
             if tp:

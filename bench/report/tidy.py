@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import units
 from bench.report import inventory
 from bench.report.colours import machine_colours
 from bench.report.compare import (
@@ -30,7 +29,7 @@ from bench.report.compare import (
 )
 from bench.report.like import differences, families, like_with_like
 from bench.report.table import ladder_rows
-from bench.report.words import verdict_words
+from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Point, Result
 from bench.stats import ratio_interval
 from bench.text import visible
@@ -67,23 +66,6 @@ class Tidy:
             for name in self.__dataclass_fields__
             if name not in ("machines", "colours")
         }
-
-
-def config_label(key: tuple[Any, ...]) -> str:
-    """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line."""
-    return visible(f"bs {key[1]} {variant_label(key)}")
-
-
-def variant_label(key: tuple[Any, ...]) -> str:
-    """A row's axes but the batch size: what a line over batch sizes keeps fixed."""
-    _, _, precision, fmt, compiler, setup = key
-    parts = [str(precision)]
-    if fmt not in ("contiguous", "n/a"):
-        parts.append(str(fmt))
-    if compiler:
-        parts.append(str(compiler))
-    text = " ".join(parts)
-    return visible(f"{text} · {setup}" if setup else text)
 
 
 def command_text(res: Result, path: Path) -> str:
@@ -289,27 +271,6 @@ def _rate(cell: Cell) -> float | None:
         return None
     unit = cell.point.unit_throughput if cell.point is not None else None
     return unit[0] if unit else cell.throughput.value
-
-
-def efficiency(point: Point, machine: Machine) -> dict[str, Any]:
-    """What a figure buys: its workload's unit (tokens for a decoder, else samples) per
-    dollar at the machine's price and per joule measured, and both in words, rounded
-    once ('1.97 M samples/$ · 8.10 samples/J'; 'n/a' where no price or no energy)."""
-    tp = point.throughput
-    if tp is None:
-        return {}
-    unit = point.unit_throughput
-    scale = unit[0] / tp.value if unit and tp.value else 1.0
-    noun = unit[1].split("/")[0] if unit else "samples"
-    price = machine.price_per_hour
-    per_usd = tp.value * scale * 3600 / price if price else None
-    energy = point.energy_summary
-    per_j = energy.samples_per_joule * scale if energy and energy.samples_per_joule else None
-    words = (
-        f"{units.human(per_usd)} {noun}/$" if per_usd is not None else "n/a (no price)",
-        f"{units.human(per_j)} {noun}/J" if per_j is not None else "n/a (no energy)",
-    )
-    return {"per_usd": per_usd, "per_j": per_j, "eff_text": " · ".join(words)}
 
 
 def headline(

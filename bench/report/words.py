@@ -11,8 +11,15 @@ side ran once: 'one run a side' only where both did.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from bench import units
+from bench.text import visible
 from bench.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
+
+if TYPE_CHECKING:  # types only: compare imports this module
+    from bench.report.machines import Machine
+    from bench.result import Point
 
 
 def ratio_sentence(
@@ -54,3 +61,41 @@ def one_run(own: int, base: int) -> str:
     if base < 2:
         return f"one run of the baseline ({own} of this machine)"
     return f"one run of this machine ({base} of the baseline)"
+
+
+def config_label(key: tuple[Any, ...]) -> str:
+    """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line."""
+    return visible(f"bs {key[1]} {variant_label(key)}")
+
+
+def variant_label(key: tuple[Any, ...]) -> str:
+    """A row's axes but the batch size: what a line over batch sizes keeps fixed."""
+    _, _, precision, fmt, compiler, setup = key
+    parts = [str(precision)]
+    if fmt not in ("contiguous", "n/a"):
+        parts.append(str(fmt))
+    if compiler:
+        parts.append(str(compiler))
+    text = " ".join(parts)
+    return visible(f"{text} · {setup}" if setup else text)
+
+
+def efficiency(point: Point, machine: Machine) -> dict[str, Any]:
+    """What a figure buys: its workload's unit (tokens for a decoder, else samples) per
+    dollar at the machine's price and per joule measured, and both in words, rounded
+    once ('1.97 M samples/$ · 8.10 samples/J'; 'n/a' where no price or no energy)."""
+    tp = point.throughput
+    if tp is None:
+        return {}
+    unit = point.unit_throughput
+    scale = unit[0] / tp.value if unit and tp.value else 1.0
+    noun = unit[1].split("/")[0] if unit else "samples"
+    price = machine.price_per_hour
+    per_usd = tp.value * scale * 3600 / price if price else None
+    energy = point.energy_summary
+    per_j = energy.samples_per_joule * scale if energy and energy.samples_per_joule else None
+    words = (
+        f"{units.human(per_usd)} {noun}/$" if per_usd is not None else "n/a (no price)",
+        f"{units.human(per_j)} {noun}/J" if per_j is not None else "n/a (no energy)",
+    )
+    return {"per_usd": per_usd, "per_j": per_j, "eff_text": " · ".join(words)}
