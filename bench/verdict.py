@@ -38,8 +38,9 @@ class Verdict:
     sequential: bool = False  # the interval is bench.sequential's, valid at every look
 
     def sentence(self, unit: str = "repeats") -> str:
-        """'1.05x faster (95% CI 1.02x to 1.08x)', 'cannot tell (...): about 9 repeats
-        a side would likely settle it'."""
+        """'1.05x faster (95% CI 1.02x to 1.08x)', '1.25x slower: 0.80x (95% CI 0.79x to
+        0.81x)' (the ratio beside its interval in one direction, then turned over in
+        words), 'cannot tell (...): about 9 repeats a side would likely settle it'."""
         low, high = self.interval
         digits = 3 if high - low < 0.02 else 2  # a narrow interval keeps its ends apart
         kind = "sequential 95% CI" if self.sequential else "95% CI"
@@ -47,7 +48,7 @@ class Verdict:
         if self.word == FASTER:
             return f"{self.ratio:.{digits}f}x faster ({ci})"
         if self.word == SLOWER:
-            return f"{1 / self.ratio:.{digits}f}x slower ({ci})"
+            return f"{1 / self.ratio:.{digits}f}x slower: {self.ratio:.{digits}f}x ({ci})"
         if self.word == SAME:
             return f"the same within ±{self.margin:.0%} ({ci})"
         if self.sequential:  # --settle says why it stopped

@@ -113,7 +113,7 @@ def test_a_slowdown_too_noisy_for_three_repeats_is_settled_slower_and_stops(
     shown = capsys.readouterr().out
     assert code == EXIT_DRIFT
     assert fake.repeats == 4  # decided at 7 repeats of NEW: 3 of its file, 4 run here
-    assert "1.12x slower (sequential 95% CI 0.80x to 0.99x)" in shown
+    assert "1.12x slower: 0.89x (sequential 95% CI 0.80x to 0.99x)" in shown
     assert "settle: batch 16 fp32: decided; 4 repeats run here, repeats (3 vs 7), sequential" in (
         " ".join(shown.split())
     )
@@ -308,7 +308,7 @@ def test_rerun_settle_with_json_prints_one_document_the_file_as_settled(tmp_path
     machine(lambda n: rates[n - 1])
     code = main(["rerun", old, "--settle", "--json", "--output-dir", str(tmp_path / "out")])
     out, err = capsys.readouterr()
-    assert code == EXIT_DRIFT and "1.12x slower (sequential" in err
+    assert code == EXIT_DRIFT and "1.12x slower: 0.89x (sequential" in err
     document = json.loads(out)  # one document: neither the rerun's nor the settle's twice
     assert len(document["points"][0]["step_times_s"]) == 7
 
