@@ -51,6 +51,12 @@ def _add_comparison_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+# What the time-and-cost-to-train figures assume, unless told: bench report's defaults,
+# and bench fleet collect's report.
+TRAIN_EPOCHS = 90
+TRAIN_TOKENS = 1e9
+
+
 def register(sub: Any) -> None:
     compare = sub.add_parser("compare", help="compare machines, normalised to a baseline")
     _add_comparison_options(compare)
@@ -69,15 +75,16 @@ def register(sub: Any) -> None:
     report.add_argument(
         "--train-epochs",
         type=measure,
-        default=90,
-        help="epochs for the time-and-cost-to-train figures of sample workloads (default 90)",
+        default=TRAIN_EPOCHS,
+        help="epochs for the time-and-cost-to-train figures of sample workloads (default "
+        f"{TRAIN_EPOCHS})",
     )
     report.add_argument(
         "--train-tokens",
         type=measure,
-        default=1e9,
+        default=TRAIN_TOKENS,
         help="tokens for the time-and-cost-to-train figures of token workloads (LLMs), "
-        "where a run did not train to a target loss (default 1e9)",
+        f"where a run did not train to a target loss (default {TRAIN_TOKENS:,.0f})",
     )
     report.set_defaults(func=cmd_report)
 

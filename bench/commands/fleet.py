@@ -215,5 +215,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
         out.print(plain(f"no report: {error}"))
     else:
         report = folder / "report"
-        compare.cmd_report(argparse.Namespace(**common, output=report, train_epochs=90))
+        compare.cmd_report(
+            argparse.Namespace(
+                **common,
+                output=report,
+                train_epochs=compare.TRAIN_EPOCHS,
+                train_tokens=compare.TRAIN_TOKENS,
+            )
+        )
     return 1 if missing or failed else 0
