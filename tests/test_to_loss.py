@@ -417,7 +417,9 @@ def test_a_stopped_child_answers_with_the_curve_it_measured(tmp_path):
     )  # fmt: skip
     child.stdin.write(json.dumps({"point": point.to_dict(), "task": "measure"}))  # type: ignore[union-attr]
     child.stdin.close()  # type: ignore[union-attr]
-    time.sleep(6)
+    # Past its start-up (importing torch, building the model: seconds, more on a busy
+    # machine), into training: a signal before the child's handler is set ends it bare.
+    time.sleep(20)
     child.send_signal(signal.SIGTERM)
     response = json.loads(child.stdout.read())  # type: ignore[union-attr]
     child.wait(timeout=60)
