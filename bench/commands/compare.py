@@ -162,8 +162,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             grids.throughput_grid(comparison),
         ),
         (grids.LLM_CAPTION, grids.llm_grid(comparison)),
-        ("time and cost to the target top-1, best top-1", grids.accuracy_grid(comparison)),
+        (grids.ACCURACY_CAPTION, grids.accuracy_grid(comparison)),
         (grids.LOSS_CAPTION, grids.loss_grid(comparison)),
+        (grids.STEPS_CAPTION, grids.steps_grid(comparison)),
         ("largest batch that trains", grids.max_batch_grid(comparison)),
     )  # fmt: skip
     for caption, (headers, body) in tables:
@@ -175,6 +176,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             for row in body:
                 table.add_row(*map(plain, row))
             terminal.print(table)
+    if comparison.steps[1]:  # numpy missing: said, where a history could have stepped
+        terminal.print(plain(f"bench: {comparison.steps[1]}"), highlight=False)
     if several:
         terminal.print(plain(grids.legend()), highlight=False)
     return 0

@@ -17,6 +17,7 @@ one line per reason with a count, their files listed in the JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import shlex
 from collections import defaultdict
@@ -30,6 +31,8 @@ from bench.report.colours import machine_colours
 from bench.report.machines import Machine, cap_label, image_name, machine_columns
 from bench.report.set_apart import SetApart, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
+from bench.report.steps import HistoryStep, history_steps
+from bench.report.to_target import of as to_target
 from bench.report.words import ratio_sentence
 from bench.result import MaxBatch, Point, Result
 from bench.stats import Estimate, ratio_interval
@@ -183,6 +186,12 @@ class Comparison:
     # every machine compared: a figure of fewer machines keeps the page's colours.
     colours: dict[str, str] = field(default_factory=dict)
 
+    @functools.cached_property
+    def steps(self) -> tuple[list[HistoryStep], str | None]:
+        """Where a machine's configuration measured on many dates stepped
+        (bench.report.steps), found once; and a line where they could not be looked for."""
+        return history_steps(self)
+
     @property
     def set_apart_count(self) -> int:
         return sum(len(group.files) for group in self.set_apart_groups)
@@ -268,11 +277,13 @@ class Comparison:
         """Every run's own figures of every cell, oldest first: what pooled into each
         cell, for a history of one configuration of one machine (asv's view)."""
         records = []
+        stepped = {(s.machine, s.key, s.after[1], s.after[0]): s for s in self.steps[0]}
         for key, cells in self.rows:
             axes = dict(zip(ROW_KEYS, key, strict=True))
             for machine, cell in zip(self.machines, cells, strict=True):
                 for path, res, p in cell.runs:
                     tp = ok_throughput(p)
+                    step = stepped.get((machine.label, key, str(path), res.started))
                     records.append(
                         {
                             **axes,
@@ -286,6 +297,8 @@ class Comparison:
                             "ci95_low": tp.ci95_low if tp else None,
                             "ci95_high": tp.ci95_high if tp else None,
                             "repeats": tp.n if tp else 0,
+                            # the first run after a step: the step, in words
+                            "step": visible(step.step.sentence()) if step else None,
                         }
                     )
         return records
@@ -295,7 +308,9 @@ def _to_accuracy_record(point: Point | None, machine: Machine) -> dict[str, Any]
     reached = point.to_accuracy if point else None
     if reached is None:
         return {}
+    runs = to_target(point)
     return {
+        **(runs.record(machine.price_per_hour) if runs else {}),
         "best_top1": reached.best_top1,
         "epochs_to_target": reached.epochs_to_target,
         "time_to_target_s": reached.time_to_target_s,
@@ -309,7 +324,9 @@ def _to_loss_record(point: Point | None, machine: Machine) -> dict[str, Any]:
     reached = point.to_loss if point else None
     if reached is None:
         return {}
+    runs = to_target(point)
     return {
+        **(runs.record(machine.price_per_hour) if runs else {}),
         "target_loss": reached.target,
         "reached_repeats": reached.reached,
         "best_loss": reached.best_loss,

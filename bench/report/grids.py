@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
+from bench.report.to_target import of as to_target
 from bench.result import Point
 from bench.text import csv_cell, markdown
 from bench.units import format_bytes, human
@@ -44,6 +45,8 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
         "legend": legend(),
         "points": comparison.to_records(),
         "history": comparison.history_records(),
+        "steps": [step.record() for step in comparison.steps[0]],
+        "steps_note": comparison.steps[1],
         "max_batch": [
             {
                 **dict(
@@ -187,7 +190,8 @@ def _accuracy_cell(cell: Cell, machine: Machine) -> str:
             parts.insert(1, f"${cost:,.2f}")
     elif reached.target is not None:
         parts.insert(0, "not reached")
-    return " · ".join(parts)
+    runs = to_target(cell.point)
+    return " · ".join([*parts, *(runs.summary(machine.price_per_hour) if runs else [])])
 
 
 def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -198,7 +202,11 @@ def accuracy_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 LOSS_CAPTION = (
     "time and cost to the target validation loss (training plus evaluation), or the best "
-    "loss where it was not reached"
+    "loss where it was not reached; over several runs, MLPerf's score of their times"
+)
+ACCURACY_CAPTION = (
+    "time and cost to the target top-1, best top-1; over several runs, MLPerf's score of "
+    "their times"
 )
 
 
@@ -221,13 +229,34 @@ def _loss_text(reached: Any, price_per_hour: float | None) -> str:
 
 def _loss_cell(cell: Cell, machine: Machine) -> str:
     reached = cell.point.to_loss if cell.point else None
-    return cell.text if reached is None else _loss_text(reached, machine.price_per_hour)
+    if reached is None:
+        return cell.text
+    runs = to_target(cell.point)
+    more = runs.summary(machine.price_per_hour) if runs else []
+    return " · ".join([_loss_text(reached, machine.price_per_hour), *more])
 
 
 def loss_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Training a decoder to a validation loss: per machine, time, cost and tokens to
     the target, as MLPerf's LLM benchmark and the GPT-2 speedrun report them."""
     return _rows_of(comparison, lambda p: p.to_loss, _loss_cell)
+
+
+STEPS_CAPTION = (
+    "steps in history: where a configuration measured on many dates changed level "
+    "(binary segmentation over its runs, a permutation test at 1%; none where it is noise)"
+)
+
+
+def steps_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Each step of a machine's configuration over the dates it ran: the first run after
+    it, and the step with its interval (bench.report.steps)."""
+    headers = ["machine", "workload", "configuration", "from the run of", "step"]
+    body = [
+        [step.machine, str(step.key[0]), step.config, step.after[0][:19], step.step.sentence()]
+        for step in comparison.steps[0]
+    ]
+    return headers, body
 
 
 def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -285,10 +314,16 @@ def to_markdown(comparison: Comparison) -> str:
         parts += [f"{LLM_CAPTION}:", markdown_table(*llm)]
     accuracy = accuracy_grid(comparison)
     if accuracy[1]:
-        parts += ["Time and cost to the target top-1, best top-1:", markdown_table(*accuracy)]
+        parts += [f"{ACCURACY_CAPTION[0].upper()}{ACCURACY_CAPTION[1:]}:",
+                  markdown_table(*accuracy)]  # fmt: skip
     loss = loss_grid(comparison)
     if loss[1]:
         parts += [f"{LOSS_CAPTION[0].upper()}{LOSS_CAPTION[1:]}:", markdown_table(*loss)]
+    steps = steps_grid(comparison)
+    if steps[1]:
+        parts += [f"{STEPS_CAPTION[0].upper()}{STEPS_CAPTION[1:]}:", markdown_table(*steps)]
+    if comparison.steps[1]:
+        parts.append(markdown(comparison.steps[1][0].upper() + comparison.steps[1][1:] + "."))
     if comparison.max_batch:
         parts += [
             "Largest batch that trains ('*': not even the smallest):",

@@ -30,8 +30,10 @@ from bench import files, registry
 from bench.report import htmlpage, tidy, views, words
 from bench.report.compare import Cell, Comparison, training_cost
 from bench.report.grids import (
+    ACCURACY_CAPTION,
     LLM_CAPTION,
     LOSS_CAPTION,
+    STEPS_CAPTION,
     accuracy_grid,
     grid,
     legend,
@@ -39,6 +41,7 @@ from bench.report.grids import (
     loss_grid,
     markdown_table,
     max_batch_grid,
+    steps_grid,
     throughput_grid,
 )
 from bench.report.table import ladder_rows
@@ -682,10 +685,13 @@ def texts(
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
     accuracy = accuracy_grid(comparison)
     if accuracy[1]:
-        tables.append(("Time and cost to the target top-1, best top-1", accuracy))
+        tables.append((ACCURACY_CAPTION[0].upper() + ACCURACY_CAPTION[1:], accuracy))
     to_loss = loss_grid(comparison)
     if to_loss[1]:
         tables.append((LOSS_CAPTION[0].upper() + LOSS_CAPTION[1:], to_loss))
+    steps = steps_grid(comparison)
+    if steps[1]:
+        tables.append((STEPS_CAPTION[0].upper() + STEPS_CAPTION[1:], steps))
     epochs = _training_rows(comparison, train_epochs)
     if epochs[1]:
         tables.append((f"Time and cost to train {train_epochs:g} epochs", epochs))

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from bench import registry
 from bench.errors import UsageError
+from bench.report.to_target import MLPERF_NOTE
+from bench.report.to_target import of as to_target
 from bench.result import Point, Result, point_axes
 from bench.result.point import ToLoss
 from bench.stats import Estimate
@@ -476,6 +478,43 @@ def loss_table(result: Result) -> Table:
     return table
 
 
+def to_target_table(result: Result) -> Table | None:
+    """The points trained to a target in several runs (--repeats): each run's time and
+    tokens or epochs to it, MLPerf's score of the times with its interval and cost, and
+    what to check (a run far faster than the others, runs that missed, the speedrun's
+    test of the final losses). None where no point ran more than once."""
+    price = (result.pricing or {}).get("usd_per_hour")
+    found = [(p, runs) for p in result.points if (runs := to_target(p)) and len(runs.runs) > 1]
+    if not found:
+        return None
+    table = Table(title=plain(f"to the target over several runs: {MLPERF_NOTE}"),
+                  title_justify="left")  # fmt: skip
+    headers = ["point", "runs reached", "time to target per run (s)\n(dropped in brackets)",
+               "to target per run", "score", "check"]  # fmt: skip
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("point", "check") else "right")
+    for point, runs in found:
+        score = runs.score
+        checks = runs.flags()
+        if score.value is None and score.why:
+            checks.insert(0, f"no score: {score.why}")
+        elif score.ci95 is None and score.why:
+            checks.insert(0, score.why)
+        if score.note:
+            checks.append(score.note)
+        if runs.reaches is not None:
+            checks.append(runs.reaches.sentence())
+        table.add_row(*map(plain, [
+            point.label_for(takes_images(result)),
+            f"{score.reached} of {score.runs}",
+            runs.times_words(),
+            f"{runs.amounts_words()} {runs.amount_unit}",
+            runs.score_figure(price) or "none",
+            "; ".join(checks),
+        ]))  # fmt: skip
+    return table
+
+
 def is_rung(point: Point, config: dict) -> bool:
     return point_axes(point) == point_axes(config)
 
@@ -492,6 +531,9 @@ def tables(result: Result, width: int | None = None) -> list[Table]:
         found.append(accuracy_table(result))
     if any(point.to_loss for point in result.points):
         found.append(loss_table(result))
+    scored = to_target_table(result)
+    if scored is not None:
+        found.append(scored)
     if result.max_batch:
         found.append(max_batch_table(result))
     return found

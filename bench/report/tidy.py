@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.changepoint import Step
 from bench.report import inventory
 from bench.report.colours import machine_colours
 from bench.report.compare import (
@@ -383,6 +384,7 @@ def history(comparison: Comparison, commands: _Commands) -> tuple[list[dict[str,
     that day's runs, the band from the lowest to the highest bound); at most
     HISTORY_ROWS rows, the baseline's series first, then those measured on most days."""
     found: list[tuple[tuple[bool, int], list[dict[str, Any]]]] = []
+    stepped = {(s.machine, s.key, s.after[1], s.after[0]): s.step for s in comparison.steps[0]}
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
             runs = [
@@ -409,6 +411,7 @@ def history(comparison: Comparison, commands: _Commands) -> tuple[list[dict[str,
                     "runs": 1,
                     "cmd": commands.index(command_text(res, path)),
                     "file": path.name,
+                    **_step_fields(stepped.get((machine.label, key, str(path), res.started))),
                 }
                 for path, res, tp in runs
             ]
@@ -433,9 +436,21 @@ def history(comparison: Comparison, commands: _Commands) -> tuple[list[dict[str,
     return rows, note
 
 
+def _step_fields(step: Step | None) -> dict[str, Any]:
+    """The first run after a step (bench.report.steps) carries it: the history view
+    draws a rule there, its words in the tooltip."""
+    if step is None:
+        return {}
+    return {"step": step.sentence(), "step_ratio": step.ratio}
+
+
+_STEP = ("step", "step_ratio")  # a history row's step (_step_fields)
+
+
 def _daily(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row a day: the mean of the day's runs, the band from the lowest to the
-    highest bound among them, the latest run's command and file."""
+    highest bound among them, the latest run's command and file, and a step that began
+    that day."""
     days: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in series:
         days[r["date"][:10]].append(r)
@@ -443,16 +458,18 @@ def _daily(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for day, runs in sorted(days.items()):
         lows = [r["tp_lo"] for r in runs if r["tp_lo"] is not None]
         highs = [r["tp_hi"] for r in runs if r["tp_hi"] is not None]
-        out.append(
-            {
-                **runs[-1],
-                "date": f"{day}T12:00:00",
-                "tp": sum(r["tp"] for r in runs) / len(runs),
-                "tp_lo": min(lows, default=None),
-                "tp_hi": max(highs, default=None),
-                "runs": len(runs),
-            }
+        row: dict[str, Any] = {k: v for k, v in runs[-1].items() if k not in _STEP}
+        stepped = next((r for r in runs if "step" in r), None)
+        if stepped is not None:
+            row.update((k, stepped[k]) for k in _STEP)
+        row.update(
+            date=f"{day}T12:00:00",
+            tp=sum(r["tp"] for r in runs) / len(runs),
+            tp_lo=min(lows, default=None),
+            tp_hi=max(highs, default=None),
+            runs=len(runs),
         )
+        out.append(row)
     return out
 
 

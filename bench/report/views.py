@@ -262,8 +262,11 @@ def _lines(
     log_x: bool = False,
     tooltip: tuple[tuple[str, str], ...] = (),
     x_type: str = "Q",
+    rule: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Lines with points, a panel per `panel`, a shaded 95% band where given."""
+    """Lines with points, a panel per `panel`, a shaded 95% band where given, and a
+    dashed rule at each row where `rule`'s first field is a number (its second field,
+    the words, in the rule's tooltip)."""
     alt = _alt()
     scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
     if x_type == "T":
@@ -294,6 +297,14 @@ def _lines(
             tooltip=_tooltip(*tooltip),
         )
     )
+    if rule is not None:
+        marks, words = rule
+        layers.append(
+            alt.Chart()
+            .mark_rule(strokeDash=[5, 3], color="black")
+            .encode(x=ex, tooltip=_tooltip((words, "step"), *tooltip))
+            .transform_filter(f"isValid(datum.{marks})")
+        )
     layered = alt.layer(*layers).transform_filter(f"isValid(datum.{y})")
     if low and high:  # a panel without intervals: a band of no width, not a warning
         layered = _interval_fields(layered, y, low, high)
@@ -841,13 +852,20 @@ def _history(t: Tidy) -> View | None:
         high="tp_hi",
         x_type="T",
         tooltip=(_TP, ("date", "date")),
+        rule=("step_ratio", "step") if any("step" in r for r in t.history) else None,
+    )
+    steps = (
+        " A dashed rule: a step, where the figure changed level (binary segmentation over "
+        "the runs, a permutation test at 1%; none is drawn where it is noise)."
+        if any("step" in r for r in t.history)
+        else ""
     )
     return View(
         "history",
         "History: one configuration over the dates it was measured",
         "Each configuration of a machine measured on several dates, as asv shows a "
         "benchmark's history; shaded: 95% interval (of a day's runs, where a history of "
-        f"many runs is shown a day at a time). {t.history_note}".strip(),
+        f"many runs is shown a day at a time).{steps} {t.history_note}".strip(),
         "history",
         spec,
         cap=2000,
