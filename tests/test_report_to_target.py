@@ -73,10 +73,10 @@ def test_a_points_runs_to_a_loss_each_keep_their_own_time_tokens_and_final_loss(
 
 def test_bench_show_lists_each_runs_time_the_score_and_what_to_check():
     shown = _to_loss()
-    assert any("MLPerf" in str(t.title) for t in tables(shown))
+    assert any("scored as MLPerf does" in str(t.title) for t in tables(shown))
     text = _rendered(to_target_table(shown))
     row = next(line for line in text.splitlines() if "batch" in line)
-    for cell in ("5 of 5", "100.0 102.0 (98.0) (130.0) 101.0", "19.2 k 19.2 k",
+    for cell in ("5 of 5", "100.0 102.0 (98.0) (130.0) 101.0", "19.2 k tokens each",
                  "101.0 s [", "reaches 5: p = "):  # fmt: skip
         assert cell in row, (cell, row)
     cost = f"${(100 + 102 + 101) / 3 / 100:.2f}"[:4]  # 36 USD/h: a cent a second

@@ -487,8 +487,10 @@ def to_target_table(result: Result) -> Table | None:
     found = [(p, runs) for p in result.points if (runs := to_target(p)) and len(runs.runs) > 1]
     if not found:
         return None
-    table = Table(title=plain(f"to the target over several runs: {MLPERF_NOTE}"),
-                  title_justify="left")  # fmt: skip
+    title = "to the target over several runs, scored as MLPerf does (the mean of the runs "
+    table = Table(title=plain(title + "between the fastest and the slowest)"),
+                  title_justify="left", caption=plain(MLPERF_NOTE),
+                  caption_justify="left")  # fmt: skip
     headers = ["point", "runs reached", "time to target per run (s)\n(dropped in brackets)",
                "to target per run", "score", "check"]  # fmt: skip
     for header in headers:
@@ -508,7 +510,7 @@ def to_target_table(result: Result) -> Table | None:
             point.label_for(takes_images(result)),
             f"{score.reached} of {score.runs}",
             runs.times_words(),
-            f"{runs.amounts_words()} {runs.amount_unit}",
+            runs.amounts_words(),
             runs.score_figure(price) or "none",
             "; ".join(checks),
         ]))  # fmt: skip

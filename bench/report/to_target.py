@@ -128,8 +128,13 @@ class ToTarget:
         return " ".join(words)
 
     def amounts_words(self) -> str:
-        """Each run's tokens or epochs to the target: '1.92 M 2.05 M -'."""
-        return " ".join(human(r.amount) if r.amount is not None else "-" for r in self.runs)
+        """Each run's tokens or epochs to the target: '1.92 M 2.05 M - tokens', or
+        '1.92 M tokens each' ('-': a run that missed)."""
+        amounts = {r.amount for r in self.runs}
+        if len(amounts) == 1 and None not in amounts:
+            return f"{human(self.runs[0].amount)} {self.amount_unit} each"
+        words = " ".join(human(r.amount) if r.amount is not None else "-" for r in self.runs)
+        return f"{words} {self.amount_unit}"
 
     def record(self, usd_per_hour: float | None) -> dict[str, Any]:
         """The fields compare's JSON and CSV hold (None where there is no figure)."""
