@@ -79,6 +79,82 @@ def test_only_the_platforms_compare_a_platform_name():
     assert not found, "ask the Platform (bench/platforms/base.py) instead:\n" + "\n".join(found)
 
 
+# What names a device's type: torch's `<device>.type`, a platform's `torch_device` and
+# `xla_device`, and a `device_type` taken from either.
+_DEVICE_TYPE_ATTRIBUTES = ("type", "torch_device", "xla_device", "device_type")
+
+
+def _device_types() -> set[str]:
+    """Every name a platform module declares for itself or its devices (`name = "cuda"`,
+    `torch_device = "xla"`, `xla_device = "gpu"`), read from bench/platforms/ unimported."""
+    declared = ("name", "torch_device", "xla_device")
+    found = set()
+    for path in (BENCH / "platforms").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            target = node.target if isinstance(node, ast.AnnAssign) else None
+            targets = node.targets if isinstance(node, ast.Assign) else [target]
+            value = getattr(node, "value", None)
+            named = any(isinstance(t, ast.Name) and t.id in declared for t in targets)
+            if named and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.add(value.value)
+    return found
+
+
+def _names_a_device_type(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in _DEVICE_TYPE_ATTRIBUTES[1:]
+    return isinstance(node, ast.Attribute) and node.attr in _DEVICE_TYPE_ATTRIBUTES
+
+
+def _device_type_decisions(tree: ast.AST, types: set[str]) -> list[tuple[int, str]]:
+    """Comparisons of a device's type with a device's name (`device.type == "cuda"`,
+    `platform.xla_device != "gpu"`, `x.type in ("cpu", "mps")`), and tables looked up by
+    a device's type."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            literals = set().union(*(_platform_literals(s, types) for s in sides))
+            if literals and any(_names_a_device_type(s) for s in sides):
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Subscript) and _names_a_device_type(node.slice):
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_only_the_platforms_test_a_devices_type():
+    """A device's differences live in its platform (issue 55): the frameworks and the rest
+    of bench ask it for what a difference means (`pins_host_memory`, `timing_event`,
+    `xla_memory_stats`, ...), never whether its device is a "cuda" or a "cpu" one. Torch's
+    "meta" device is no platform's and may be asked for."""
+    types = _device_types()
+    assert {"cpu", "cuda", "gpu", "tpu", "xla"} <= types, types
+    found = [
+        f"{path.relative_to(BENCH.parent)}:{line}: {text}"
+        for path in sorted(BENCH.rglob("*.py"))
+        if BENCH / "platforms" not in path.parents
+        for line, text in _device_type_decisions(ast.parse(path.read_text()), types)
+    ]
+    assert not found, "ask the Platform (bench/platforms/base.py) instead:\n" + "\n".join(found)
+
+
+def test_a_device_type_test_is_found_however_it_is_written():
+    types = _device_types()
+    tests = [
+        'self.device.type == "cuda"',
+        'platform.xla_device != "gpu"',
+        '"cpu" == platform.torch_device',
+        'p.device.type in ("cuda", "mps")',
+        "IMAGES[platform.xla_device]",
+        "device_type == 'tpu'",
+    ]
+    for text in tests:
+        assert _device_type_decisions(ast.parse(text), types), text
+    asked = ['rotary.device.type != "meta"', "p.device.type in devices", "torch.device(x.type)"]
+    for text in asked:
+        assert not _device_type_decisions(ast.parse(text), types), text
+
+
 def _import_graph():
     import importlib.util
 

@@ -56,7 +56,7 @@ def used_by(optimize: str | None, compile: str | None) -> bool:
 
 def runs_on(platform: Platform) -> bool:
     """IPEX's CPU build: PyTorch's cpu device."""
-    return platform.torch_device == "cpu"
+    return platform.torch_runs_ipex
 
 
 def check_platform(platform: Platform, asked: tuple[str | None, ...]) -> None:

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets
 from bench.datasets import pipeline, tokens
-from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
-from bench.platforms.base import MemoryReading
+from bench.platforms.base import MemoryReading, device_summary
 from bench.trackers.timing import CompletionTimer, StepTimer
 
 if TYPE_CHECKING:
@@ -297,12 +296,12 @@ class JaxSession(Session):
         jax.block_until_ready((self.state, self.last_loss))
 
     def reset_peak_memory(self) -> None:
-        if self.platform.xla_device == "cpu":  # XLA's CPU device keeps no statistics
+        if not self.platform.xla_memory_stats:
             self.platform.reset_peak_memory()
         # XLA's device statistics cannot be reset: their peak counts from start-up.
 
     def peak_memory(self) -> MemoryReading:
-        if self.platform.xla_device == "cpu":
+        if not self.platform.xla_memory_stats:
             return self.platform.peak_memory()
         peaks = [(d.memory_stats() or {}).get("peak_bytes_in_use") for d in self.jax_devices]
         return _xla.max_peak(peaks, "device_peak_in_use_since_start")
@@ -313,6 +312,8 @@ class JaxSession(Session):
 
 class JaxFramework(Framework):
     name = "jax"
+    label = "JAX"  # what a platform with an XLA device asks (bench.platforms.base.XlaFramework)
+    cuda_image, tpu_image = "bench:cuda-jax", "bench:tpu-jax"
     memory_formats = ("channels_last",)  # Flax convolutions take NHWC
     data_sources = ("synthetic", "dataset", "tokens")
     sets_threads = False  # XLA's CPU thread pool has no supported setting
@@ -323,9 +324,8 @@ class JaxFramework(Framework):
 
     def configure(self, platform: Platform) -> None:
         _xla.configure(platform)
-        if platform.xla_device == "cpu":
-            # Keep JAX off any GPU or TPU here (it would also reserve their memory).
-            os.environ["JAX_PLATFORMS"] = "cpu"
+        if platform.jax_platforms is not None:
+            os.environ["JAX_PLATFORMS"] = platform.jax_platforms
 
     def flops_point(self, point: PointConfig) -> PointConfig:
         return _xla.reference_point(point)
@@ -334,39 +334,39 @@ class JaxFramework(Framework):
         return _xla.table_flops(point)
 
     def unavailable_reason(self, platform: Platform) -> str | None:
-        plugins = ("jax_cuda13_plugin", "jax_cuda12_plugin")
-        cuda_missing = None
-        if not any(importlib.util.find_spec(p) for p in plugins):
-            cuda_missing = "this JAX has no CUDA plugin (pip install 'jax[cuda12]')"
         return _xla.missing("JAX", "jax", "pip install 'bench[jax]'") or _xla.device_missing(
-            "JAX", platform, cuda_missing, ("bench:cuda-jax", "bench:tpu-jax")
+            self, platform
         )
+
+    def cuda_missing(self) -> str | None:
+        plugins = ("jax_cuda13_plugin", "jax_cuda12_plugin")
+        if not any(importlib.util.find_spec(p) for p in plugins):
+            return "this JAX has no CUDA plugin (pip install 'jax[cuda12]')"
+        return None
 
     def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
         return _xla.precision_unsupported(platform, precision)
 
     def limit_memory(self, platform: Platform, nbytes: int) -> None:
-        if platform.xla_device != "gpu":  # CPU: RLIMIT_DATA; TPU: a clear error
-            return platform.limit_memory(nbytes)
-        total = _xla.nvidia_memory_bytes()
-        if total is None:
-            raise BenchError("memory_limit: the GPU's memory size is unknown (no nvidia-ml-py)")
-        # Read when JAX first opens the GPU, which has not happened yet in this process.
-        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{min(1.0, nbytes / total):.4f}"
+        platform.xla_limit_memory(nbytes, self)
+
+    def cap_device_memory(self, nbytes: int, device_memory: Callable[[], int]) -> None:
+        # Read when JAX first opens a device, which has not happened yet in this process.
+        fraction = min(1.0, nbytes / device_memory())
+        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{fraction:.4f}"
 
     def describe_devices(self, platform: Platform) -> dict[str, Any]:
-        if platform.xla_device == "gpu":
-            return _xla.describe_nvidia(platform)
-        if platform.xla_device != "tpu":
-            return platform.describe()
+        return platform.xla_describe(self)
+
+    def build_facts(self) -> dict[str, Any]:
+        return {}
+
+    def opened_devices(self, kind: str) -> dict[str, Any]:
         import jax
 
-        devices = jax.devices("tpu")  # opens the TPU: this child is the one to use it
+        devices = jax.devices(kind)  # opens them: this child is the one to use them
         memory = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
-        return {
-            **platform.describe(),
-            **_xla.device_summary("tpu", [d.device_kind for d in devices], memory),
-        }
+        return device_summary(kind, [d.device_kind for d in devices], memory)
 
     def versions(self) -> dict[str, Any]:
         import flax

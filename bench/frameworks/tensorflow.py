@@ -13,12 +13,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+from collections.abc import Callable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from bench import datasets
 from bench.datasets import pipeline
-from bench.errors import BenchError
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
 from bench.platforms.base import MemoryReading
@@ -44,37 +44,6 @@ def _import_tensorflow():
     return tf
 
 
-def _cuda_missing() -> str | None:
-    """Why this TensorFlow cannot use CUDA: the tensorflow wheel (not tensorflow-cpu)
-    finds cuDNN in the nvidia-* wheels that tensorflow[and-cuda] installs."""
-    try:
-        metadata.distribution("tensorflow")
-    except metadata.PackageNotFoundError:
-        return "this TensorFlow has no CUDA support (tensorflow-cpu or tensorflow-tpu)"
-    if importlib.util.find_spec("nvidia.cudnn") is None:
-        return "TensorFlow's CUDA libraries are missing (pip install 'tensorflow[and-cuda]')"
-    return None
-
-
-def _strategy(tf, platform: Platform):
-    """The distribution strategy over every local device of the platform."""
-    if platform.xla_device == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    if platform.xla_device == "gpu":
-        gpus = tf.config.list_logical_devices("GPU")
-        if not gpus:
-            raise BenchError(f"TensorFlow sees no GPU: {_xla.NO_GPU_HINT}")
-        if len(gpus) > 1:
-            return tf.distribute.MirroredStrategy([g.name for g in gpus])
-        return tf.distribute.OneDeviceStrategy(gpus[0].name)
-    # --device cpu on a GPU machine: keep TensorFlow off the GPUs altogether.
-    tf.config.set_visible_devices([], "GPU")
-    return tf.distribute.OneDeviceStrategy("/cpu:0")
-
-
 class TensorFlowSession(Session):
     def __init__(self, point: PointConfig, platform: Platform) -> None:
         tf = _import_tensorflow()  # before keras, which imports TensorFlow
@@ -88,7 +57,7 @@ class TensorFlowSession(Session):
         tf.config.experimental.enable_tensor_float_32_execution(point.precision == "tf32")
         keras.utils.set_random_seed(point.seed)
         keras.mixed_precision.set_global_policy(_POLICIES[point.precision])
-        self.strategy = _strategy(tf, platform)
+        self.strategy = platform.tensorflow_strategy(tf)
         self.devices = self.strategy.num_replicas_in_sync
         per_device = _xla.split_batch(point.batch_size, self.devices)
 
@@ -259,13 +228,13 @@ class TensorFlowSession(Session):
         return [d.name for d in self.tf.config.list_logical_devices(kind)]
 
     def reset_peak_memory(self) -> None:
-        if self.platform.xla_device == "cpu":  # the process's own memory
+        if not self.platform.xla_memory_stats:  # the process's own memory
             return self.platform.reset_peak_memory()
         for name in self._device_names():
             self.tf.config.experimental.reset_memory_stats(name)
 
     def peak_memory(self) -> MemoryReading:
-        if self.platform.xla_device == "cpu":
+        if not self.platform.xla_memory_stats:
             return self.platform.peak_memory()
         peaks = [
             self.tf.config.experimental.get_memory_info(name).get("peak")
@@ -279,6 +248,8 @@ class TensorFlowSession(Session):
 
 class TensorFlowFramework(Framework):
     name = "tensorflow"
+    # What a platform with an XLA device asks (bench.platforms.base.XlaFramework).
+    label, cuda_image, tpu_image = "TensorFlow", "bench:cuda-tf", "bench:tpu"
     # Keras' layout; TensorFlow's CPU convolutions support no other.
     memory_formats = ("channels_last",)
     data_sources = ("synthetic", "dataset")
@@ -299,16 +270,26 @@ class TensorFlowFramework(Framework):
     def unavailable_reason(self, platform: Platform) -> str | None:
         return _xla.missing(
             "TensorFlow", "tensorflow", "pip install 'bench[tensorflow]'"
-        ) or _xla.device_missing(
-            "TensorFlow", platform, _cuda_missing(), ("bench:cuda-tf", "bench:tpu")
-        )
+        ) or _xla.device_missing(self, platform)
+
+    def cuda_missing(self) -> str | None:
+        """The tensorflow wheel (not tensorflow-cpu) finds cuDNN in the nvidia-* wheels
+        that tensorflow[and-cuda] installs."""
+        try:
+            metadata.distribution("tensorflow")
+        except metadata.PackageNotFoundError:
+            return "this TensorFlow has no CUDA support (tensorflow-cpu or tensorflow-tpu)"
+        if importlib.util.find_spec("nvidia.cudnn") is None:
+            return "TensorFlow's CUDA libraries are missing (pip install 'tensorflow[and-cuda]')"
+        return None
 
     def precision_unsupported(self, platform: Platform, precision: str) -> str | None:
         return _xla.precision_unsupported(platform, precision)
 
     def limit_memory(self, platform: Platform, nbytes: int) -> None:
-        if platform.xla_device != "gpu":
-            return platform.limit_memory(nbytes)
+        platform.xla_limit_memory(nbytes, self)
+
+    def cap_device_memory(self, nbytes: int, device_memory: Callable[[], int]) -> None:
         tf = _import_tensorflow()
         # A logical device of this size on each GPU: TensorFlow's allocator fails past it.
         config = [tf.config.LogicalDeviceConfiguration(memory_limit=nbytes // 2**20)]
@@ -316,14 +297,14 @@ class TensorFlowFramework(Framework):
             tf.config.set_logical_device_configuration(gpu, config)
 
     def describe_devices(self, platform: Platform) -> dict[str, Any]:
-        if platform.xla_device != "gpu":
-            return platform.describe()
+        return platform.xla_describe(self)
+
+    def build_facts(self) -> dict[str, Any]:
         build = _import_tensorflow().sysconfig.get_build_info()
-        return {
-            **_xla.describe_nvidia(platform),
-            "cuda_runtime": build.get("cuda_version"),
-            "cudnn": build.get("cudnn_version"),
-        }
+        return {"cuda_runtime": build.get("cuda_version"), "cudnn": build.get("cudnn_version")}
+
+    def opened_devices(self, kind: str) -> dict[str, Any]:
+        return {}  # bench describes TensorFlow's TPUs by their device files alone
 
     def versions(self) -> dict[str, Any]:
         tf = _import_tensorflow()

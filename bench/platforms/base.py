@@ -1,14 +1,25 @@
 """The platform interface: one module per kind of hardware, found by discovery.
 
-Platform code imports its framework lazily, inside methods, so that discovery and the
-parent process stay light. A platform never asks which workload or framework runs.
+Everything that differs between kinds of hardware is here, asked for by what it means:
+the frameworks never test a device's type (tests/test_imports.py). What PyTorch does
+differently on a device is a `torch_*` attribute or method; what TensorFlow and JAX do
+(both through XLA) an `xla_*` one, some of which ask the framework back through
+`XlaFramework`. Platform code imports its framework lazily, inside methods, so that
+discovery and the parent process stay light. A platform never asks which workload or
+framework runs.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -18,6 +29,39 @@ class MemoryReading:
     peak_bytes: int | None
     kind: str  # e.g. "device_peak_allocated", "host_peak_rss"
     unavailable_reason: str | None = None
+
+
+def device_summary(kind: str, names: list[str], memory: list[Any]) -> dict[str, Any]:
+    """The accelerators as provenance records them: model, count, memory, XLA's kind."""
+    return {
+        "accelerator": names[0] if names else None,
+        "accelerator_count": len(names),
+        "accelerator_memory_bytes": memory,
+        "device_kind": kind,
+    }
+
+
+class XlaFramework(Protocol):
+    """TensorFlow or JAX as a platform with an XLA device asks it back, where what the
+    platform does depends on the framework too (bench/frameworks/tensorflow.py, jax.py)."""
+
+    label: str  # "TensorFlow", "JAX": how messages name it
+    cuda_image: str  # bench's images of the framework for NVIDIA GPUs and for TPUs
+    tpu_image: str
+
+    def cuda_missing(self) -> str | None:
+        """Why this install of the framework cannot use CUDA, or None."""
+
+    def cap_device_memory(self, nbytes: int, device_memory: Callable[[], int]) -> None:
+        """Cap what the framework's allocator takes of each accelerator to `nbytes`, before
+        it opens one; `device_memory()`: one device's bytes (a BenchError where unknown)."""
+
+    def build_facts(self) -> dict[str, Any]:
+        """The accelerator libraries the framework was built with, for provenance."""
+
+    def opened_devices(self, kind: str) -> dict[str, Any]:
+        """The devices of XLA's `kind` as the framework sees them once opened (their
+        model and memory), or {} where it leaves them unopened."""
 
 
 class Platform(ABC):
@@ -47,6 +91,21 @@ class Platform(ABC):
     tune_precisions: ClassVar[tuple[str, ...]] = ("bf16", "fp16")
     tunes_host_runtimes: ClassVar[bool] = False
 
+    # PyTorch here (bench/frameworks/torch.py): whether its convolution library (cuDNN,
+    # MIOpen on ROCm) times its algorithms once and keeps the fastest; whether batches
+    # come through page-locked host memory (DataLoader's pin_memory); whether
+    # torch.compile's reduce-overhead and max-autotune modes replay CUDA graphs; whether
+    # Intel Extension for PyTorch has a build for it (its CPU build).
+    torch_autotunes_convolutions: ClassVar[bool] = False
+    torch_pins_host_memory: ClassVar[bool] = False
+    torch_replays_graphs: ClassVar[bool] = False
+    torch_runs_ipex: ClassVar[bool] = False
+    # JAX here: the JAX_PLATFORMS its child is started with (None: JAX chooses).
+    jax_platforms: ClassVar[str | None] = None
+    # Whether XLA's devices here keep memory statistics (peaks); where they do not, the
+    # framework reads the platform's own (the host process's).
+    xla_memory_stats: ClassVar[bool] = True
+
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """What bench ladder climbs here after its batch sweep, in order, each tried on
         top of the best so far: (the rung's name, the point fields it sets), each a lever
@@ -70,6 +129,51 @@ class Platform(ABC):
                 f"{self.name} supports: {', '.join(sorted(self.precisions))}"
             )
         return None
+
+    def torch_device_here(self) -> torch.device:
+        """The torch.device this process trains on, once bind_rank has run."""
+        import torch
+
+        return torch.device(self.torch_device)
+
+    def torch_rank_threads(self) -> int | None:
+        """Intra-op threads for a rank torchrun started (torchrun sets OMP_NUM_THREADS=1),
+        where it needs more; None: leave torch's setting."""
+        return None
+
+    def torch_ddp_device_ids(self, device: torch.device) -> list[int] | None:
+        """DistributedDataParallel's device_ids for a model on `device` (None: a module
+        on the host, or on several devices)."""
+        return None
+
+    def torch_timing_event(self) -> Callable[[], Any] | None:
+        """A maker of the device's timing events (record, synchronize, elapsed_time in
+        ms, as torch.cuda.Event), or None where steps are timed by the host's clock."""
+        return None
+
+    def xla_environment(self) -> dict[str, str]:
+        """Environment TensorFlow and JAX read at import, set (unless already set) before
+        the child imports them. Off a TPU, libtpu (installed in the TPU images) would ask
+        the GCE metadata server about the TPU, and wait for ever without a network."""
+        return {"TPU_SKIP_MDS_QUERY": "1"}
+
+    def xla_unavailable(self, framework: XlaFramework) -> str | None:
+        """Why `framework` cannot open this platform's XLA devices here, judged without
+        opening any (only the child may open a GPU, and one process a TPU); None: it can.
+        Asked only where xla_device is set."""
+        return None
+
+    def xla_limit_memory(self, nbytes: int, framework: XlaFramework) -> None:
+        """Cap the memory `framework` may train in: here, as for PyTorch, the platform's."""
+        self.limit_memory(nbytes)
+
+    def xla_describe(self, framework: XlaFramework) -> dict[str, Any]:
+        """Accelerator facts for provenance, from a TensorFlow or JAX child."""
+        return self.describe()
+
+    def tensorflow_strategy(self, tf: Any) -> Any:
+        """The tf.distribute strategy over every local device of this platform."""
+        raise BenchError(f"bench runs TensorFlow on no {self.name} device")
 
     def synchronize(self) -> None:  # noqa: B027 - a no-op is right for host-synchronous devices
         """Wait for all queued device work; called before every clock read."""

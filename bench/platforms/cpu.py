@@ -53,6 +53,19 @@ class CpuPlatform(Platform):
     # and OpenMP runtime are the Xeon CPU training study's launcher settings.
     tune_precisions = ("bf16",)
     tunes_host_runtimes = True
+    torch_runs_ipex = True  # IPEX's CPU build
+    # Keep JAX off any GPU or TPU here (it would also reserve their memory).
+    jax_platforms = "cpu"
+    xla_memory_stats = False  # XLA's CPU device keeps none: the process's own memory
+
+    def torch_rank_threads(self) -> int | None:
+        """A CPU rank uses the cores bind_rank gave it."""
+        return len(os.sched_getaffinity(0))
+
+    def tensorflow_strategy(self, tf: Any) -> Any:
+        # --device cpu on a GPU machine: keep TensorFlow off the GPUs altogether.
+        tf.config.set_visible_devices([], "GPU")
+        return tf.distribute.OneDeviceStrategy("/cpu:0")
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """The Xeon CPU training study's order: bf16, channels_last, the compiler, then

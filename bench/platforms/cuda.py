@@ -5,11 +5,17 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.platforms.base import MemoryReading, Platform
+from bench.errors import BenchError
+from bench.platforms.base import MemoryReading, Platform, XlaFramework, device_summary
 
-_NO_GPU_HINT = (
+if TYPE_CHECKING:
+    import torch
+
+_NVIDIACTL = Path("/dev/nvidiactl")  # the NVIDIA driver's control device
+NO_GPU_HINT = (
     "in Docker, run with --gpus all (NVIDIA Container Toolkit); "
     "or pass --device cpu to run on the CPU"
 )
@@ -104,6 +110,42 @@ def _nvml_facts() -> dict[str, list[Any]] | None:
             return None
 
 
+def _nvml_devices() -> dict[str, Any]:
+    """The GPUs as NVML sees them, without opening them in any framework (JAX would
+    open the GPUs, and a memory cap must be set before that happens)."""
+
+    def read(nv) -> dict[str, Any]:
+        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+        names = [nv.nvmlDeviceGetName(h) for h in handles]
+        return {
+            **device_summary(
+                "gpu",
+                [n.decode() if isinstance(n, bytes) else n for n in names],
+                [int(nv.nvmlDeviceGetMemoryInfo(h).total) for h in handles],
+            ),
+            "compute_capability": [
+                "{}.{}".format(*nv.nvmlDeviceGetCudaComputeCapability(h)) for h in handles
+            ],
+        }
+
+    with _nvml() as nv:
+        try:
+            found = read(nv) if nv is not None else None
+        except Exception:
+            found = None
+    return found or {"accelerator": None, "unavailable": "nvidia-ml-py could not read the GPUs"}
+
+
+def _first_gpu_memory() -> int:
+    """GPU 0's memory, from NVML: without opening the GPU in any framework."""
+    with _nvml() as nv:
+        try:
+            return int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(0)).total)
+        except Exception:  # no NVML (None), or it cannot read the GPU
+            pass
+    raise BenchError("memory_limit: the GPU's memory size is unknown (no nvidia-ml-py)")
+
+
 # NVML's clock event reasons that slow a GPU below what it could run at (idle, the
 # application clock setting, sync boost and display clocks are left out).
 _SLOWDOWNS = {
@@ -123,6 +165,54 @@ class CudaPlatform(Platform):
     distributed_backend = "nccl"  # RCCL on ROCm, under the same name
     energy_counter = "nvml_counter"  # Volta and newer; older GPUs are polled for power
     xla_device: ClassVar[str | None] = "gpu"
+    # Fixed shapes: cuDNN (MIOpen on ROCm) times its algorithms once, in warm-up, and
+    # keeps the fastest, as every published GPU training benchmark does.
+    torch_autotunes_convolutions = True
+    torch_pins_host_memory = True
+    torch_replays_graphs = True  # HIP graphs on ROCm, through the same API
+
+    def torch_device_here(self) -> torch.device:
+        """The rank's GPU (bind_rank set it), or GPU 0."""
+        import torch
+
+        return torch.device(self.torch_device, torch.cuda.current_device())
+
+    def torch_ddp_device_ids(self, device: torch.device) -> list[int] | None:
+        return [device.index] if device.index is not None else None
+
+    def torch_timing_event(self) -> Callable[[], Any] | None:
+        import torch
+
+        return lambda: torch.cuda.Event(enable_timing=True)
+
+    def xla_unavailable(self, framework: XlaFramework) -> str | None:
+        missing = framework.cuda_missing()
+        if missing:
+            return f"{missing}; use the {framework.cuda_image} image"
+        if not _NVIDIACTL.exists():
+            return f"no NVIDIA device is visible to {framework.label}: {NO_GPU_HINT}"
+        return None
+
+    def xla_limit_memory(self, nbytes: int, framework: XlaFramework) -> None:
+        """The framework's allocator is capped on each GPU (the platform's own cap is
+        PyTorch's), before the framework opens one."""
+        framework.cap_device_memory(nbytes, _first_gpu_memory)
+
+    def xla_describe(self, framework: XlaFramework) -> dict[str, Any]:
+        return {
+            "platform": self.name,
+            **_nvml_devices(),
+            "driver_version": _driver_version(),
+            **framework.build_facts(),
+        }
+
+    def tensorflow_strategy(self, tf: Any) -> Any:
+        gpus = tf.config.list_logical_devices("GPU")
+        if not gpus:
+            raise BenchError(f"TensorFlow sees no GPU: {NO_GPU_HINT}")
+        if len(gpus) > 1:
+            return tf.distribute.MirroredStrategy([g.name for g in gpus])
+        return tf.distribute.OneDeviceStrategy(gpus[0].name)
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """A GPU's climb (issue 51): TF32 then bf16 tensor cores, channels_last, the
@@ -184,7 +274,7 @@ class CudaPlatform(Platform):
         if missing:
             return missing
         if not torch.cuda.is_available():
-            return f"no {self.name.upper()} device is visible to PyTorch: {_NO_GPU_HINT}"
+            return f"no {self.name.upper()} device is visible to PyTorch: {NO_GPU_HINT}"
         return None
 
     def precision_unsupported(self, precision: str) -> str | None:

@@ -8,10 +8,16 @@ TPU admits a single process and the parent must leave it to the measuring child.
 from __future__ import annotations
 
 import glob
+import importlib.util
 from typing import Any
 
 from bench.errors import BenchError
-from bench.platforms.base import MemoryReading, Platform
+from bench.platforms.base import MemoryReading, Platform, XlaFramework
+
+NO_TPU_HINT = (
+    "run on a Cloud TPU VM; in Docker with --privileged --network host "
+    "(nox -s run does); or pass --device cpu"
+)
 
 
 def device_files() -> list[str]:
@@ -27,6 +33,26 @@ class TpuPlatform(Platform):
     torch_device = "xla"
     energy_unavailable = "Cloud TPUs expose no energy or power counter to the VM"
     xla_device = "tpu"
+
+    def xla_environment(self) -> dict[str, str]:
+        return {}  # libtpu asks the metadata server which TPU this VM has
+
+    def xla_unavailable(self, framework: XlaFramework) -> str | None:
+        if importlib.util.find_spec("libtpu") is None:
+            image = framework.tpu_image
+            return f"libtpu is not installed for {framework.label}; use the {image} image"
+        if not device_files():
+            return f"no TPU device is visible (/dev/accel*, /dev/vfio): {NO_TPU_HINT}"
+        return None
+
+    def xla_describe(self, framework: XlaFramework) -> dict[str, Any]:
+        return {**self.describe(), **framework.opened_devices("tpu")}
+
+    def tensorflow_strategy(self, tf: Any) -> Any:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
 
     def unavailable_reason(self) -> str | None:
         # Asked only for PyTorch, which bench runs on TPUs not at all.

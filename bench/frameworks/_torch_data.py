@@ -1,0 +1,61 @@
+"""Samples for PyTorch's DataLoader in bench's session: a fixed random dataset made on
+the host (--data loader), a dataset split (--data KIND:PATH), and a map over a batch's
+tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from bench.datasets import pipeline
+
+if TYPE_CHECKING:
+    from bench import datasets
+    from bench.config import PointConfig
+
+
+class SyntheticSamples:
+    """Sample i of a fixed random dataset, made on the host (for --data loader)."""
+
+    def __init__(self, impl: Any, point: PointConfig, length: int, offset: int = 0) -> None:
+        self.impl, self.point, self.length, self.offset = impl, point, length, offset
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int):
+        import torch
+
+        sample = self.offset + index  # each rank its own samples
+        generator = torch.Generator().manual_seed(self.point.seed * 1_000_003 + sample)
+        batch = self.impl.make_batch(self.point.spec, self.point, 1, generator)
+        return tree_map(lambda tensor: tensor[0], batch)
+
+
+class SplitSamples:
+    """A dataset split as a map-style dataset: CHW tensors, augmented as epoch `epoch`
+    of the shared order (bench.datasets.pipeline)."""
+
+    def __init__(self, split: datasets.Split, seed: int, epoch: int, train: bool) -> None:
+        self.split, self.seed, self.epoch, self.train = split, seed, epoch, train
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, index: int):
+        import numpy as np
+        import torch
+
+        rng = pipeline.sample_rng(self.seed, self.epoch, index) if self.train else None
+        image, label = self.split.sample(index, rng)
+        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
+
+
+def tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
+    """`function` on every tensor of a batch: a tensor, or tuples, lists and dicts of them
+    (detection targets are a dict of boxes, labels and masks)."""
+    if isinstance(batch, tuple | list):
+        return type(batch)(tree_map(function, item) for item in batch)
+    if isinstance(batch, dict):
+        return {key: tree_map(function, item) for key, item in batch.items()}
+    return function(batch)
