@@ -1,57 +1,59 @@
-"""The sweep axes, declared once: what a run sweeps over (a tuple on RunConfig), what one
-point takes (a field of PointConfig), the option that sets it, and the values allowed
-where they are fixed (a framework's memory formats and compilers, a workload's batch
-sizes are checked where they are known). The config, the command line, the max-batch
-search and the result schema read them from here.
-
-Order: the slowest-varying first. A sweep's points run in this order, the batch size
-varying fastest, as in the published tables, and the device count just above it (a
-scaling table reads down one config).
+"""The sweep axes: the run options that sweep (bench.options_table declares them, with
+what a run sweeps over, a tuple on RunConfig; what one point takes, a field of
+PointConfig; the option that sets it; and the values allowed where they are fixed: a
+framework's memory formats and compilers, a workload's batch sizes are checked where
+they are known), in the sweep's order (options_table.SWEEP_ORDER, slowest-varying
+first). The config, the max-batch search, settle, drift and the result schema read
+them from here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
-MEMORY_FORMATS = ("contiguous", "channels_last")
-ALLOCATORS = ("system", "tcmalloc", "jemalloc")
-OPENMP_RUNTIMES = ("gnu", "intel")
-NUMA_MODES = ("auto", "on", "off")
-CHECKPOINTING_MODES = ("none", "selective", "full")
-
-
-@dataclass(frozen=True)
-class Axis:
-    many: str  # the RunConfig field: a tuple of values to sweep
-    one: str  # the PointConfig field: one value
-    flag: str  # the bench run option
-    allowed: tuple[str, ...] | None = None  # None: checked where the values are known
-    # The max-batch search takes one value of it (it searches once per precision,
-    # memory format and compiler, over the batch size).
-    one_value_in_search: bool = False
-    runtime: bool = False  # how the child is started (allocator, OpenMP, NUMA binding)
-
-
-AXES = (
-    Axis(
-        "allocators", "allocator", "--allocator", ALLOCATORS, runtime=True, one_value_in_search=True
-    ),
-    Axis("openmps", "openmp", "--openmp", OPENMP_RUNTIMES, runtime=True, one_value_in_search=True),
-    Axis("numas", "numa", "--numa", NUMA_MODES, runtime=True, one_value_in_search=True),
-    Axis("optimizations", "optimize", "--optimize", one_value_in_search=True),
-    Axis(
-        "activation_checkpointings",
-        "activation_checkpointing",
-        "--activation-checkpointing",
-        CHECKPOINTING_MODES,
-        one_value_in_search=True,
-    ),
-    Axis("precisions", "precision", "--precision", PRECISIONS),
-    Axis("memory_formats", "memory_format", "--memory-format", MEMORY_FORMATS),
-    Axis("compilers", "compile", "--compile"),
-    Axis("devices", "devices", "--devices", one_value_in_search=True),
-    Axis("batch_sizes", "batch_size", "--batch-size"),
+from bench.options_table import (
+    ALLOCATORS,
+    CHECKPOINTING_MODES,
+    MEMORY_FORMATS,
+    NUMA_MODES,
+    OPENMP_RUNTIMES,
+    PRECISIONS,
+    RUN_OPTIONS,
+    SWEEP_ORDER,
+    RunOption,
 )
+
+__all__ = [
+    "ALLOCATORS",
+    "AXES",
+    "CHECKPOINTING_MODES",
+    "MEMORY_FORMATS",
+    "NAMES",
+    "NUMA_MODES",
+    "OPENMP_RUNTIMES",
+    "POINT_AXES",
+    "PRECISIONS",
+    "RUNTIME",
+    "Axis",
+]
+
+Axis = RunOption  # an axis is a run option that sweeps: .many, .one, .flag, .allowed, ...
+
+
+def in_sweep_order(options: tuple[RunOption, ...], order: tuple[str, ...]) -> tuple[Axis, ...]:
+    """The options that sweep, in `order` (their RunConfig fields); one missing from it,
+    or named twice, is refused here, at import, not left out of every sweep."""
+    swept = {o.many: o for o in options if o.sweeps}
+    if set(order) != set(swept) or len(order) != len(swept):
+        raise ValueError(
+            f"options_table.SWEEP_ORDER must name each sweep axis once: {sorted(swept)}, "
+            f"not {list(order)}"
+        )
+    return tuple(swept[name] for name in order)
+
+
+AXES = in_sweep_order(RUN_OPTIONS, SWEEP_ORDER)
 NAMES = tuple(axis.many for axis in AXES)
 RUNTIME = tuple(axis for axis in AXES if axis.runtime)
+# What tells one point of a result from another, the device count aside: the same names
+# in a Point, a PointConfig and a PointConfig's dict (a ladder rung); as the options list
+# them.
+POINT_AXES = tuple(o.one for o in RUN_OPTIONS if o.sweeps and o.point_axis)

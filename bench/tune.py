@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import launchers, probe, registry
+from bench.axes import RUNTIME
 from bench.config import PointConfig
 from bench.result import POINT_AXES, Point, ResultError, point_axes
 from bench.result.checks import (
@@ -615,10 +616,10 @@ def command_line(point: Point, config: Any) -> str:
         words += ["--optimize", point.optimize]
     if point.activation_checkpointing != "none":
         words += ["--activation-checkpointing", point.activation_checkpointing]
-    for axis in ("allocator", "openmp", "numa"):
-        value = getattr(point, axis)
+    for axis in RUNTIME:
+        value = getattr(point, axis.one)
         if value:
-            words += [f"--{axis}", value]
+            words += [axis.flag, value]
     if config.threads:
         words += ["--threads", str(config.threads)]
     return " ".join(words)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from bench import registry
 from bench.errors import UsageError
+from bench.option_types import measure as measure  # the run options' types, for the
+from bench.option_types import number as number  # commands' own options too
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -24,33 +25,6 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message: str):
         # One line, not argparse's usage block; the caller prints it and exits 2.
         raise UsageError(f"{message} (see: {self.prog} --help)")
-
-
-_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
-
-
-def number(text: str) -> float:
-    """A finite decimal number in ASCII (no 'nan', 'inf', '1e400' or non-ASCII digits)."""
-    value = float(text) if _NUMBER.fullmatch(text) else math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not allowed; use a finite number in digits 0-9 (e.g. 0.5 or 1e-3)"
-        )
-    return value
-
-
-def measure(text: str) -> float:
-    """A positive figure a result stores (seconds, a price, TFLOP/s): from 1e-12 to 1e21,
-    what bench's result reader accepts (bench.result.checks), so no run is saved into
-    a file bench itself then refuses."""
-    from bench.result.checks import HUGE, TINY
-
-    value = number(text)
-    if not TINY <= value <= HUGE:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not allowed; use a positive number from 1e-12 to 1e21"
-        )
-    return value
 
 
 def require_extra(command: str, *modules: str, extra: str | None = None) -> None:

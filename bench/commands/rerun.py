@@ -16,8 +16,8 @@ from bench import data_ref, drift, registry, result
 from bench.commands import diff, settle
 from bench.commands.options import require_extra
 from bench.commands.run_options import (
-    add_launch_options,
     add_machine_options,
+    add_options,
     add_output_options,
     console_for,
     print_line,
@@ -27,7 +27,14 @@ from bench.commands.run_options import (
 )
 from bench.config import RunConfig
 from bench.errors import UsageError
+from bench.options_table import RUN_OPTIONS
 from bench.runner import Runner
+
+# What a rerun takes from its own command line, never from the file (options_table's
+# `rerun`): the ranks and machines as `bench run` declares them, and the data's paths,
+# declared here (a path of the file's kind).
+FROM_HERE = tuple(o for o in RUN_OPTIONS if o.rerun)
+_OWN = ("data", "val_data")
 
 
 def register(sub: Any) -> None:
@@ -54,7 +61,7 @@ def register(sub: Any) -> None:
         help="for a result that trained to a validation loss: the token file to evaluate on "
         "here (the path the file names is never read)",
     )
-    add_launch_options(rerun)
+    add_options(rerun, (o for o in FROM_HERE if o.field not in _OWN))
     add_machine_options(rerun)
     add_output_options(rerun)
     settle.add_settle_options(rerun, "the rerun")
@@ -71,21 +78,20 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
     import dataclasses
 
     framework = registry.framework(old.framework)
-    data = _data(old, getattr(args, "data", None), args.file)
-    val_data = _val_data(old, getattr(args, "val_data", None), args.file)
+    here: dict[str, Any] = {o.field: getattr(args, o.name, None) for o in FROM_HERE if o.field}
+    here["data"] = _data(old, here["data"], args.file)
+    here["val_data"] = _val_data(old, here["val_data"], args.file)
     threads, num_workers, said = _capped(old)
     try:  # as `bench run` resolves them, the saved config's rules checked again
         resolve_device(old.device, old.framework)
         config = dataclasses.replace(
             old,
-            data=data,
-            val_data=val_data,
-            threads=threads,
-            num_workers=num_workers,
-            devices=resolve_devices(args.devices, old.device, old.framework),
-            nnodes=args.nnodes,
-            node_rank=args.node_rank,
-            rdzv_endpoint=args.rdzv_endpoint,
+            **{
+                **here,
+                "devices": resolve_devices(here["devices"], old.device, old.framework),
+                "threads": threads,
+                "num_workers": num_workers,
+            },
         )
     except UsageError as error:
         raise UsageError(f"{args.file}: cannot run it here: {error}") from None

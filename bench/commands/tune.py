@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from bench.axes import ALLOCATORS, OPENMP_RUNTIMES
 from bench.commands.options import (
     add_resume,
     duration,
@@ -41,45 +44,99 @@ def register(sub: Any) -> None:
 
 
 def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
-    """The values of every axis the user did not give, that apply on this device."""
-    from bench import registry, runtime
+    """The values of every axis tune searches (bench.options_table's `tune`) that the user
+    did not give, that apply on this device."""
+    from bench import registry
+    from bench.options_table import RUN_OPTIONS, flags_of
+
+    here = _Here(
+        config,
+        registry.framework(config.framework),
+        registry.platform(config.device),
+        _ladder_levers(config),
+    )
+    axes: dict[str, Any] = {}
+    for option in RUN_OPTIONS:
+        if option.tune and option.field and not given & set(flags_of(option.field)):
+            values = GRID[option.field](here)
+            if values is not None:
+                axes[option.field] = values
+    return axes
+
+
+@dataclass(frozen=True)
+class _Here:
+    """What an axis's values in the grid depend on."""
+
+    config: Any
+    framework: Any
+    platform: Any
+    levers: dict[str, list[Any]]  # the platform's ladder's compile modes and optimisations
+
+
+def _batch_sizes(here: _Here) -> tuple[int, ...]:
+    from bench import registry
     from bench.tune import DEFAULT_BATCHES
 
-    framework = registry.framework(config.framework)
-    platform = registry.platform(config.device)
-    axes: dict[str, Any] = {}
-    if "--batch-size" not in given:
-        low = registry.workload(config.workload).min_batch_size
-        axes["batch_sizes"] = tuple(b for b in DEFAULT_BATCHES if b >= low)
-    if "--precision" not in given:
-        reduced = platform.tune_precisions
-        axes["precisions"] = ("fp32", *(p for p in reduced if p in platform.precisions))
-    if not given & {"--memory-format", "--channels-last"}:
-        axes["memory_formats"] = framework.memory_formats
-    levers = _ladder_levers(config)
-    if "--compile" not in given and framework.default_compiler:
-        more = [c for c in levers.get("compile", ()) if c != framework.default_compiler]
-        axes["compilers"] = (None, framework.default_compiler, *more)
-    if "--optimize" not in given and framework.optimizations:
-        usable = framework.usable_optimizations(platform)
-        more = [o for o in levers.get("optimize", ()) if o not in usable]
-        axes["optimizations"] = (None, *usable, *more)
-    if platform.tunes_host_runtimes:
-        for flag, field, axis, values in (
-            ("--allocator", "allocators", "allocator", ("system", "tcmalloc", "jemalloc")),
-            ("--openmp", "openmps", "openmp", ("gnu", "intel")),
-        ):
-            if flag in given or (axis == "openmp" and config.framework != "torch"):
-                continue
-            installed = []
-            for value in values:
-                try:
-                    runtime.library(axis, value)
-                    installed.append(value)
-                except UsageError:
-                    pass
-            axes[field] = tuple(installed)
-    return axes
+    low = registry.workload(here.config.workload).min_batch_size
+    return tuple(b for b in DEFAULT_BATCHES if b >= low)
+
+
+def _precisions(here: _Here) -> tuple[str, ...]:
+    reduced = here.platform.tune_precisions
+    return ("fp32", *(p for p in reduced if p in here.platform.precisions))
+
+
+def _compilers(here: _Here) -> tuple[str | None, ...] | None:
+    default = here.framework.default_compiler
+    if not default:
+        return None
+    return (None, default, *(c for c in here.levers.get("compile", ()) if c != default))
+
+
+def _optimizations(here: _Here) -> tuple[str | None, ...] | None:
+    if not here.framework.optimizations:
+        return None
+    usable = here.framework.usable_optimizations(here.platform)
+    return (None, *usable, *(o for o in here.levers.get("optimize", ()) if o not in usable))
+
+
+def _installed(axis: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    from bench import runtime
+
+    installed = []
+    for value in values:
+        try:
+            runtime.library(axis, value)
+            installed.append(value)
+        except UsageError:
+            pass
+    return tuple(installed)
+
+
+def _allocators(here: _Here) -> tuple[str, ...] | None:
+    if not here.platform.tunes_host_runtimes:
+        return None
+    return _installed("allocator", ALLOCATORS)
+
+
+def _openmps(here: _Here) -> tuple[str, ...] | None:
+    if not here.platform.tunes_host_runtimes or here.config.framework != "torch":
+        return None
+    return _installed("openmp", OPENMP_RUNTIMES)
+
+
+# Each axis tune searches (bench.options_table's `tune`): its values here, or None where
+# it does not apply (the run's value stands).
+GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
+    "batch_sizes": _batch_sizes,
+    "precisions": _precisions,
+    "memory_formats": lambda here: here.framework.memory_formats,
+    "compilers": _compilers,
+    "optimizations": _optimizations,
+    "allocators": _allocators,
+    "openmps": _openmps,
+}
 
 
 def _ladder_levers(config: Any) -> dict[str, list[Any]]:
@@ -108,13 +165,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
     from bench.commands import run_options
+    from bench.options_table import flags_of
     from bench.text import plain
     from bench.tune import TuneRunner
 
     known, options = own_options("bench tune", args, "--budget", "--resume")
     given = set(option_names(options))
-    for flag in ("--find-max-batch", "--epochs"):
-        if flag in given:
+    for field in ("find_max_batch", "epochs"):
+        for flag in given & set(flags_of(field)):  # --max-epochs too
             raise UsageError(f"{flag}: not with bench tune, which measures steps; use bench run")
     parsed = run_options.parse_run([args.workload, *options])
     if "--repeats" not in given:

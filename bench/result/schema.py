@@ -14,7 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.axes import ALLOCATORS, CHECKPOINTING_MODES, NUMA_MODES, OPENMP_RUNTIMES
+# POINT_AXES: what tells one point of a run from another, the device count aside (the
+# sweep axes' names in a Point, a PointConfig and a PointConfig's dict, a ladder rung);
+# MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.axes).
+from bench.axes import ALLOCATORS, CHECKPOINTING_MODES, NUMA_MODES, OPENMP_RUNTIMES, POINT_AXES
+from bench.option_types import MAX_TOKENS
 from bench.result.checks import (
     MAX_WHOLE,
     Check,
@@ -85,12 +89,6 @@ from bench.result.checks import (
 SCHEMA_VERSION = 13
 
 STATUSES = ("ok", "oom", "error")
-# What tells one point of a run from another, the device count aside: the same names
-# in a Point, a PointConfig and a PointConfig's dict (a ladder rung).
-POINT_AXES = ("batch_size", "precision", "memory_format", "compile", "allocator", "openmp",
-              "numa", "optimize", "activation_checkpointing")  # fmt: skip
-
-MAX_TOKENS = 10**15  # tokens a run trains on, at most (bench.commands.run_options)
 UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
 
 

@@ -1,0 +1,436 @@
+"""Every option of `bench run` that sets a RunConfig field, declared once: its flags, type,
+help and default, the RunConfig field it sets, and, for a sweep axis, the PointConfig
+field of one value, its allowed values and how the max-batch search and tune treat it.
+
+The parser (bench.commands.run_options), the mapping from options to a config
+(`config_from_args`), the sweep axes (bench.axes, in SWEEP_ORDER), the point axes of the
+result schema (bench.result.schema.POINT_AXES), tune's grid (bench.commands.tune) and
+what `bench rerun` takes from its own command line (bench.commands.rerun) are read from
+RUN_OPTIONS. RunConfig and PointConfig stay written out for their types;
+tests/test_options_table.py checks they declare exactly the names declared here, as
+tests/test_result_schema.py checks the result's dataclasses against its tables.
+
+Order: as `bench run --help` lists them. The options that set no config field (the
+machine's price, the label, where the result goes) are the commands' own
+(bench.commands.run_options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.option_types import (
+    MAX_WHOLE,
+    choice_list,
+    compilers,
+    device_count,
+    eval_every,
+    list_of,
+    measure,
+    number,
+    one_length,
+    repeats,
+    size,
+    strict_int,
+    tokens,
+    whole,
+)
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+MEMORY_FORMATS = ("contiguous", "channels_last")
+ALLOCATORS = ("system", "tcmalloc", "jemalloc")
+OPENMP_RUNTIMES = ("gnu", "intel")
+NUMA_MODES = ("auto", "on", "off")
+CHECKPOINTING_MODES = ("none", "selective", "full")
+# `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
+DEFAULT_COMPILER = "default"
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """One option of `bench run` and the config field it sets."""
+
+    flags: tuple[str, ...]  # the first is its name; ("workload",): a positional argument
+    help: str | None
+    field: str | None  # the RunConfig field; None: another spelling of one (`same_as`)
+    type: Callable[[str], Any] | None = None  # argparse's: text -> value, one line if bad
+    default: Any = None
+    env: str | None = None  # an environment variable that, when set, is the default
+    metavar: str | None = None
+    switch: bool = False  # takes no value (store_true)
+    bare: Any = None  # the value of the flag given without one (argparse's const, nargs="?")
+    dest: str | None = None  # where argparse keeps it, where not its name's
+    same_as: str | None = None  # the RunConfig field this spelling sets too (config_from_args)
+    # PointConfig's field of the same name, copied to every point; False: the parent's
+    # alone (how often to repeat, what to search, when to give up).
+    child: bool = True
+    # A sweep axis: the PointConfig field of one value (its RunConfig field is a tuple).
+    sweep: str | None = None
+    allowed: tuple[str, ...] | None = None  # None: checked where the values are known
+    # The max-batch search takes one value of it (it searches once per precision,
+    # memory format and compiler, over the batch size).
+    one_value_in_search: bool = False
+    runtime: bool = False  # how the child is started (allocator, OpenMP, NUMA binding)
+    # Tells one point of a result from another (POINT_AXES); the device count does not:
+    # a point records its ranks.
+    point_axis: bool = True
+    tune: bool = False  # bench tune searches it where it is not given (bench.commands.tune)
+    # `bench rerun` takes it from its own command line, never from the file.
+    rerun: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.flags or (self.field is None) == (self.same_as is None):
+            raise ValueError(f"{self.flags}: a run option sets one field, or is another spelling")
+        if self.sweep is None and (self.allowed or self.runtime or self.one_value_in_search):
+            raise ValueError(f"{self.flags[0]}: only a sweep axis (sweep=...) takes those")
+
+    @property
+    def flag(self) -> str:
+        return self.flags[0]
+
+    @property
+    def name(self) -> str:
+        """Its argparse dest: what a parsed namespace calls it."""
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def sweeps(self) -> bool:
+        return self.sweep is not None
+
+    @property
+    def many(self) -> str:
+        """A sweep axis's RunConfig field (a tuple of values)."""
+        if self.sweep is None or self.field is None:
+            raise ValueError(f"{self.flag} is not a sweep axis")
+        return self.field
+
+    @property
+    def one(self) -> str:
+        """A sweep axis's PointConfig field (one value)."""
+        if self.sweep is None:
+            raise ValueError(f"{self.flag} is not a sweep axis")
+        return self.sweep
+
+
+def _runtime(flag: str, env: str, choices: tuple[str, ...], what: str, tune: bool) -> RunOption:
+    """The child's allocator, OpenMP runtime or NUMA binding: a sweep axis whose default is
+    $BENCH_ALLOCATOR, $BENCH_OPENMP, $BENCH_NUMA (bench:xeon sets them), else the child
+    runs as bench was launched."""
+    one = flag[2:]
+    return RunOption(
+        (flag,),
+        f"{what}: {', '.join(choices)}; comma-separated for a sweep "
+        f"(default ${env}, else as bench was launched)",
+        f"{one}s",
+        choice_list(one, choices),
+        default=(None,),
+        env=env,
+        sweep=one,
+        allowed=choices,
+        one_value_in_search=True,
+        runtime=True,
+        tune=tune,
+    )
+
+
+RUN_OPTIONS: tuple[RunOption, ...] = (
+    RunOption(
+        ("workload",),
+        "what to train (see: bench list); a,b runs each in turn, one result each",
+        "workload",
+    ),
+    RunOption(
+        ("--framework",),
+        "torch (default), tensorflow, jax; an image sets its own default",
+        "framework",
+        default="torch",
+        env="BENCH_FRAMEWORK",
+    ),
+    RunOption(
+        ("--device",),
+        "auto (default: the best available), cpu, cuda, rocm, mps, tpu",
+        "device",
+        default="auto",
+        env="BENCH_DEVICE",
+    ),
+    RunOption(
+        ("--batch-size",),
+        "global batch size(s), comma-separated for a sweep",
+        "batch_sizes",
+        list_of(strict_int, "batch-size", f"whole numbers up to {MAX_WHOLE}, e.g. 16,32"),
+        default=(),
+        sweep="batch_size",
+        tune=True,
+    ),
+    RunOption(
+        ("--precision",),
+        "fp32, tf32, fp16 (with a grad scaler), bf16; comma-separated for a sweep",
+        "precisions",
+        choice_list("precision", PRECISIONS),
+        default=("fp32",),
+        sweep="precision",
+        allowed=PRECISIONS,
+        tune=True,
+    ),
+    RunOption(
+        ("--memory-format",),
+        "contiguous, channels_last; comma-separated for a sweep",
+        "memory_formats",
+        choice_list("memory-format", MEMORY_FORMATS),
+        sweep="memory_format",
+        allowed=MEMORY_FORMATS,
+        tune=True,
+    ),
+    RunOption(
+        ("--channels-last",),
+        "same as --memory-format channels_last",
+        None,
+        switch=True,
+        same_as="memory_formats",
+    ),
+    RunOption(
+        ("--compile",),
+        "torch: torch.compile with BACKEND (default inductor; ipex: IPEX's backend), "
+        "or inductor:MODE (reduce-overhead: CUDA graphs on a GPU; max-autotune, "
+        "max-autotune-no-cudagraphs, default); tensorflow: xla (jit_compile); jax always "
+        "compiles; a list like none,inductor sweeps",
+        "compilers",
+        compilers,
+        default=(None,),
+        metavar="BACKEND",
+        bare=(DEFAULT_COMPILER,),
+        sweep="compile",
+        tune=True,
+    ),
+    RunOption(
+        ("--optimize",),
+        "torch: fused trains with SGD's fused kernel where torch has one for the "
+        "device; on the cpu, ipex applies ipex.optimize(model, optimizer, dtype) (Intel "
+        "Extension for PyTorch, in bench:xeon-ipex); none,fused sweeps",
+        "optimizations",
+        compilers,
+        default=(None,),
+        metavar="WHAT",
+        sweep="optimize",
+        one_value_in_search=True,
+        tune=True,
+    ),
+    RunOption(
+        ("--expert-parallel",),
+        "mixtures of experts (moe-tiny, olmoe-1b-7b, gpt-oss-20b): split the experts "
+        "over N ranks, tokens exchanged by all-to-all; FSDP2 shards the rest (default 1)",
+        "expert_parallel",
+        whole,
+        default=1,
+        metavar="N",
+    ),
+    RunOption(
+        ("--activation-checkpointing",),
+        "torch and jax, llama3: recompute blocks' activations in the backward: none, "
+        "selective (every other block), full (every block); a list like none,full sweeps",
+        "activation_checkpointings",
+        choice_list("activation-checkpointing", CHECKPOINTING_MODES),
+        default=("none",),
+        metavar="MODE",
+        sweep="activation_checkpointing",
+        allowed=CHECKPOINTING_MODES,
+        one_value_in_search=True,
+    ),
+    RunOption(("--threads",), "intra-op CPU threads (default: the framework's)", "threads", whole),
+    _runtime("--allocator", "BENCH_ALLOCATOR", ALLOCATORS,
+             "memory allocator preloaded in the child", tune=True),
+    _runtime("--openmp", "BENCH_OPENMP", OPENMP_RUNTIMES,
+             "OpenMP runtime (gnu: libgomp, intel: libiomp5, preloaded)", tune=True),
+    _runtime("--numa", "BENCH_NUMA", NUMA_MODES, "bind the child with numactl to one thread per "
+             "physical core and their NUMA nodes", tune=False),
+    # Ranks and machines (torch, through torchrun: the same flags torchrun takes).
+    RunOption(
+        ("--devices",),
+        "torch: data-parallel ranks on this machine, one device each, launched by "
+        "torchrun (default all: every GPU; 1 on a CPU, where N ranks get N shares of the "
+        "cores); comma-separated for a scaling sweep. TensorFlow and JAX use every device",
+        "devices",
+        list_of(device_count, "devices", "all or whole numbers, e.g. 1,2,4,8"),
+        default=("all",),
+        sweep="devices",
+        one_value_in_search=True,
+        point_axis=False,
+        rerun=True,
+    ),
+    RunOption(("--nnodes",), "machines training each point together", "nnodes", whole,
+              default=1, rerun=True),
+    RunOption(("--node-rank",), "this machine's rank (0: writes)", "node_rank", whole,
+              default=0, rerun=True),
+    RunOption(("--rdzv-endpoint",), "node 0's rendezvous, the same on every machine",
+              "rdzv_endpoint", metavar="HOST:PORT", rerun=True),
+    RunOption(
+        ("--data",),
+        "synthetic: one batch made on the device (default); loader: synthetic samples "
+        "through a real DataLoader; cifar10:PATH or imagenet:PATH: train on a real dataset "
+        "in its published layout, a whole epoch at a time, with top-1 after each; "
+        "tokens:PATH: decoders (torch, jax) train on a token file, llm.c's .bin (its header "
+        "says uint16 or uint32) or nanoGPT's train.bin (uint16, no header); "
+        "tokens-u32:PATH: uint32 tokens with no header",
+        "data",
+        default="synthetic",
+        metavar="SOURCE",
+        rerun=True,
+    ),
+    RunOption(
+        ("--num-workers",),
+        "input pipeline workers with --data loader or a dataset (default 0: in the "
+        "training process)",
+        "num_workers",
+        whole,
+        default=0,
+    ),
+    RunOption(
+        ("--train-to",),
+        "with a dataset: stop once top-1 on its validation split reaches TOP1 "
+        "(e.g. 0.94), at most --max-epochs epochs; records time, energy and cost to it",
+        "train_to",
+        number,
+        metavar="TOP1",
+    ),
+    # A decoder trained to a validation loss (bench.datasets.loss_target).
+    RunOption(
+        ("--train-to-loss",),
+        "decoders on --data tokens:PATH: stop once the loss on --val-data reaches LOSS "
+        "(nats per token: log perplexity, e.g. 3.28), at most --max-tokens; records time, "
+        "tokens, energy and cost to it (training plus evaluation) and the loss curve",
+        "train_to_loss",
+        number,
+        metavar="LOSS",
+    ),
+    RunOption(
+        ("--val-data",),
+        "with --train-to-loss: the validation token file, tokens:PATH (same format and "
+        "vocabulary as --data, never the same file)",
+        "val_data",
+        metavar="SOURCE",
+        rerun=True,
+    ),
+    RunOption(
+        ("--max-tokens",),
+        "with --train-to-loss: the token budget, e.g. 10B (default: --steps steps)",
+        "max_tokens",
+        tokens,
+        metavar="N",
+    ),
+    RunOption(
+        ("--eval-every",),
+        "with --train-to-loss: evaluate every N training tokens (50M) or sequences "
+        "(12288seq), rounded to whole steps (default: 20 evaluations over the budget)",
+        "eval_every",
+        eval_every,
+        metavar="N",
+    ),
+    RunOption(
+        ("--eval-sequences",),
+        "with --train-to-loss: validation sequences per evaluation, the file's first M "
+        "(default: up to 1,024), split evenly over the ranks",
+        "eval_sequences",
+        whole,
+        metavar="M",
+    ),
+    RunOption(
+        ("--recipe",),
+        "with --train-to-loss: AdamW's learning rate, warm-up and decay: default, "
+        "llmc-gpt2-124m, mlperf-llama31-8b (bench.datasets.recipe)",
+        "recipe",
+        metavar="NAME",
+    ),
+    RunOption(("--warmup-steps",), "unmeasured steps first (default 5; 0 in epoch mode)",
+              "warmup_steps", whole),
+    RunOption(("--steps",), "measured steps (default 20)", "steps", whole),
+    RunOption(
+        ("--epochs", "--max-epochs"),
+        "epoch mode: time N epochs, summarise epochs 2..N (with --train-to: the most "
+        "epochs to train)",
+        "epochs",
+        whole,
+    ),
+    RunOption(("--epoch-samples",), "samples per epoch (default: the dataset's size)",
+              "epoch_samples", whole),
+    RunOption(("--seq-len",), "sequence length, for language workloads (one a run)", "seq_len",
+              one_length),
+    RunOption(
+        ("--repeats",),
+        "fresh processes per point (default 1); auto: until the spread is under "
+        "--target-rsd, between --min-repeats and --max-repeats",
+        "repeats",
+        repeats,
+        default=1,
+        child=False,
+    ),
+    RunOption(("--min-repeats",), None, "min_repeats", whole, default=3, child=False),
+    RunOption(("--max-repeats",), None, "max_repeats", whole, default=10, child=False),
+    RunOption(
+        ("--target-rsd",),
+        "relative standard deviation that ends automatic repeats (default 0.035)",
+        "target_rsd",
+        number,
+        default=0.035,
+        child=False,
+    ),
+    RunOption(
+        ("--find-max-batch",),
+        "search the largest batch that trains (grow, then bisect)",
+        "find_max_batch",
+        switch=True,
+        child=False,
+    ),
+    RunOption(
+        ("--find-max-seq-len",),
+        "search the longest sequence that trains at one --batch-size, up to the "
+        "workload's longest: powers of two below 128, multiples of 128 above",
+        "find_max_seq_len",
+        switch=True,
+        child=False,
+    ),
+    RunOption(("--max-batch-limit",), "largest batch the search probes", "max_batch_limit",
+              whole, default=4096, child=False),
+    RunOption(
+        ("--max-batch-step",),
+        "the search's resolution: above this batch it probes only its multiples "
+        "(default 8; 1 for the exact batch)",
+        "max_batch_step",
+        whole,
+        default=8,
+        child=False,
+    ),
+    RunOption(
+        ("--memory-limit",),
+        "cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
+        "memory_limit_bytes",
+        size,
+    ),
+    RunOption(("--timeout",), "seconds per child process", "timeout_s", measure,
+              dest="timeout_s", child=False),
+    RunOption(("--seed",), None, "seed", whole, default=0),
+)  # fmt: skip
+
+# The sweep's order, slowest-varying first: a sweep's points run in this order, the
+# batch size varying fastest, as in the published tables, and the device count just
+# above it (a scaling table reads down one config). Every sweep axis, once.
+SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
+               "precisions", "memory_formats", "compilers", "devices", "batch_sizes")  # fmt: skip
+
+# RunConfig's fields that no option sets as given: what config_from_args derives from
+# an option (the first batch a max-batch search tries; what --eval-every counts), and
+# what only the Python API sets.
+DERIVED_FIELDS = {"max_batch_start": "--batch-size", "eval_every_unit": "--eval-every"}
+API_FIELDS = ("probe_steps",)
+POINT_DERIVED = ("eval_every_unit",)  # of DERIVED_FIELDS, those a point carries too
+
+
+def flags_of(field: str) -> tuple[str, ...]:
+    """Every flag that sets RunConfig's `field` (--memory-format and --channels-last)."""
+    return tuple(
+        flag
+        for option in RUN_OPTIONS
+        if field in (option.field, option.same_as)
+        for flag in option.flags
+    )
