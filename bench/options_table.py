@@ -77,6 +77,7 @@ class RunOption:
     # a point records its ranks.
     point_axis: bool = True
     tune: bool = False  # bench tune searches it where it is not given (bench.commands.tune)
+    ladder_sets: bool = False  # bench ladder sets it, rung by rung, and refuses it given
     # `bench rerun` takes it from its own command line, never from the file.
     rerun: bool = False
 
@@ -114,7 +115,9 @@ class RunOption:
         return self.sweep
 
 
-def _runtime(flag: str, env: str, choices: tuple[str, ...], what: str, tune: bool) -> RunOption:
+def _runtime(
+    flag: str, env: str, choices: tuple[str, ...], what: str, tune: bool, ladder_sets: bool
+) -> RunOption:
     """The child's allocator, OpenMP runtime or NUMA binding: a sweep axis whose default is
     $BENCH_ALLOCATOR, $BENCH_OPENMP, $BENCH_NUMA (bench:xeon sets them), else the child
     runs as bench was launched."""
@@ -132,6 +135,7 @@ def _runtime(flag: str, env: str, choices: tuple[str, ...], what: str, tune: boo
         one_value_in_search=True,
         runtime=True,
         tune=tune,
+        ladder_sets=ladder_sets,
     )
 
 
@@ -173,6 +177,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="precision",
         allowed=PRECISIONS,
         tune=True,
+        ladder_sets=True,
     ),
     RunOption(
         ("--memory-format",),
@@ -182,6 +187,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="memory_format",
         allowed=MEMORY_FORMATS,
         tune=True,
+        ladder_sets=True,
     ),
     RunOption(
         ("--channels-last",),
@@ -189,6 +195,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         None,
         switch=True,
         same_as="memory_formats",
+        ladder_sets=True,
     ),
     RunOption(
         ("--compile",),
@@ -203,6 +210,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         bare=(DEFAULT_COMPILER,),
         sweep="compile",
         tune=True,
+        ladder_sets=True,
     ),
     RunOption(
         ("--optimize",),
@@ -216,6 +224,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="optimize",
         one_value_in_search=True,
         tune=True,
+        ladder_sets=True,
     ),
     RunOption(
         ("--expert-parallel",),
@@ -240,11 +249,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption(("--threads",), "intra-op CPU threads (default: the framework's)", "threads", whole),
     _runtime("--allocator", "BENCH_ALLOCATOR", ALLOCATORS,
-             "memory allocator preloaded in the child", tune=True),
+             "memory allocator preloaded in the child", tune=True, ladder_sets=True),
     _runtime("--openmp", "BENCH_OPENMP", OPENMP_RUNTIMES,
-             "OpenMP runtime (gnu: libgomp, intel: libiomp5, preloaded)", tune=True),
+             "OpenMP runtime (gnu: libgomp, intel: libiomp5, preloaded)", tune=True,
+             ladder_sets=True),
     _runtime("--numa", "BENCH_NUMA", NUMA_MODES, "bind the child with numactl to one thread per "
-             "physical core and their NUMA nodes", tune=False),
+             "physical core and their NUMA nodes", tune=False, ladder_sets=False),
     # Ranks and machines (torch, through torchrun: the same flags torchrun takes).
     RunOption(
         ("--devices",),
@@ -258,6 +268,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         one_value_in_search=True,
         point_axis=False,
         rerun=True,
+        ladder_sets=True,
     ),
     RunOption(("--nnodes",), "machines training each point together", "nnodes", whole,
               default=1, rerun=True),
@@ -381,6 +392,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "find_max_batch",
         switch=True,
         child=False,
+        ladder_sets=True,
     ),
     RunOption(
         ("--find-max-seq-len",),

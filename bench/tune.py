@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import launchers, probe, registry
-from bench.axes import RUNTIME
 from bench.config import PointConfig
+from bench.options_table import RUN_OPTIONS
 from bench.result import POINT_AXES, Point, ResultError, point_axes
 from bench.result.checks import (
     HUGE,
@@ -602,24 +602,21 @@ def check_file_record(tune: dict[str, Any], config: Any, path: Path) -> None:
 
 
 def command_line(point: Point, config: Any) -> str:
-    """`bench run ...` for one configuration: what to paste to measure the winner again."""
+    """`bench run ...` for one configuration: what to paste to measure the winner again.
+    Each axis of the point as its option (bench.options_table), in their order, but
+    those that are off (no value, 'none'); a decoder's sequence length in place of a
+    memory format (an image tensor's layout)."""
     words = ["bench", "run", config.workload, "--framework", config.framework,
-             "--device", config.device, "--batch-size", str(point.batch_size),
-             "--precision", point.precision]  # fmt: skip
-    if registry.workload(config.workload).takes_seq_len:  # a decoder: its tokens, no layout
-        words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
-    else:
-        words += ["--memory-format", point.memory_format]
-    if point.compile:
-        words += ["--compile", point.compile]
-    if point.optimize:
-        words += ["--optimize", point.optimize]
-    if point.activation_checkpointing != "none":
-        words += ["--activation-checkpointing", point.activation_checkpointing]
-    for axis in RUNTIME:
+             "--device", config.device]  # fmt: skip
+    decoder = registry.workload(config.workload).takes_seq_len
+    for axis in RUN_OPTIONS:
+        if not (axis.sweeps and axis.point_axis):
+            continue
         value = getattr(point, axis.one)
-        if value:
-            words += [axis.flag, value]
+        if axis.one == "memory_format" and decoder:  # its tokens, no layout
+            words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
+        elif value and value != "none":
+            words += [axis.flag, str(value)]
     if config.threads:
         words += ["--threads", str(config.threads)]
     return " ".join(words)

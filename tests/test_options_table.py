@@ -144,3 +144,29 @@ def test_an_option_sets_one_field_or_spells_another():
 def test_the_option_types_bounds_are_what_the_result_reader_accepts():
     assert (option_types.TINY, option_types.HUGE) == (result_checks.TINY, result_checks.HUGE)
     assert option_types.MAX_WHOLE == result_checks.MAX_WHOLE
+
+
+def test_the_ladder_refuses_every_option_it_sets():
+    from bench.commands import ladder
+
+    marked = [flag for o in RUN_OPTIONS if o.ladder_sets for flag in o.flags]
+    assert "--channels-last" in marked and "--numa" not in marked
+    for flag in marked:
+        value = [] if flag in ("--channels-last", "--find-max-batch") else ["1"]
+        args = argparse.Namespace(workload="tiny", options=[flag, *value], resume=None)
+        with pytest.raises(UsageError, match=f"^{flag}: the ladder sets it"):
+            ladder.cmd_ladder(args)
+
+
+def test_tunes_winner_is_every_axis_that_is_on_as_its_option():
+    from bench.tune import command_line
+
+    config = RunConfig(workload="tiny", threads=2)
+    point = Point(batch_size=64, precision="bf16", memory_format="channels_last",
+                  compile="inductor", optimize="fused", activation_checkpointing="none",
+                  allocator="tcmalloc", openmp=None, numa="on")  # fmt: skip
+    assert command_line(point, config) == (
+        "bench run tiny --framework torch --device cpu --batch-size 64 --precision bf16 "
+        "--memory-format channels_last --compile inductor --optimize fused "
+        "--allocator tcmalloc --numa on --threads 2"
+    )

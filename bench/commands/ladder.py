@@ -15,11 +15,10 @@ from typing import Any
 
 from bench.commands.options import add_resume, option_names, own_options, workload_and_run_options
 from bench.errors import UsageError
+from bench.options_table import RUN_OPTIONS
 
-# The ladder sets these itself, rung by rung.
-_SET_BY_THE_LADDER = ("--precision", "--memory-format", "--channels-last", "--compile",
-                      "--allocator", "--openmp", "--optimize", "--find-max-batch",
-                      "--devices")  # fmt: skip
+# The ladder sets these itself, rung by rung (bench.options_table's `ladder_sets`).
+_SET_BY_THE_LADDER = tuple(flag for o in RUN_OPTIONS if o.ladder_sets for flag in o.flags)
 
 
 def register(sub: Any) -> None:
