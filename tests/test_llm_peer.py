@@ -55,7 +55,7 @@ def test_the_peer_builds_bench_s_weights_and_computes_its_logits():
 
 @pytest.mark.parametrize("name", ["sgd", "adamw"])
 def test_the_peer_describes_its_optimizer_as_bench_does(name):
-    from bench.frameworks.torch import _describe
+    from bench.frameworks._torch_optimizer import describe as _describe
 
     optimizer = _peer().OPTIMIZERS[name]([torch.nn.Parameter(torch.zeros(1))])
     assert _peer().describe(optimizer) == _describe(optimizer)

@@ -241,7 +241,7 @@ def test_compile_modes_and_the_fused_optimizer_train_and_are_recorded(tmp_path):
 
 
 def test_compile_arguments_name_the_backend_and_the_mode():
-    from bench.frameworks.torch import compile_arguments, uses_cuda_graphs
+    from bench.frameworks._torch_compile import compile_arguments, uses_cuda_graphs
 
     assert compile_arguments("inductor") == ("inductor", None)
     assert compile_arguments("inductor:max-autotune") == ("inductor", "max-autotune")

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
-from bench.frameworks._torch_compile import compile_arguments, uses_cuda_graphs
+from bench.frameworks._torch_compile import uses_cuda_graphs
 from bench.frameworks._torch_data import SplitSamples, SyntheticSamples, tree_map
-from bench.frameworks._torch_optimizer import FUSED, optimizer_for, schedule_for
-from bench.frameworks._torch_optimizer import describe as _describe
+from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
 
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
     from bench.config import PointConfig
     from bench.platforms.base import Platform
     from bench.workloads.base import WorkloadSpec
-
-__all__ = ["FRAMEWORK", "TorchSession", "compile_arguments", "uses_cuda_graphs"]
 
 _OOM_MESSAGES = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
@@ -157,7 +154,7 @@ class TorchSession(Session):
         point, rank = self.point, self.rank
         details: dict[str, Any] = {
             "threads": torch.get_num_threads(),
-            "optimizer": _describe(self.optimizer),
+            "optimizer": describe(self.optimizer),
             "grad_scaler": self.scaler is not None,
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
