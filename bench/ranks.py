@@ -12,10 +12,11 @@ import re
 import secrets
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.errors import BenchError, UsageError
+from bench.result.response import Response
 
 # The run's shared secret on every machine of a run with several (never on a command
 # line, which `ps` shows and the result records, nor in a result or a log).
@@ -70,22 +71,22 @@ def current() -> Rank | None:
 
 # What rank 0 keeps of each rank: enough to see a straggler, a node's provenance and
 # its energy; not every rank's whole response.
-def share(response: dict[str, Any], rank: Rank, host: str) -> dict[str, Any]:
-    """This rank's part of the point, for rank 0 to gather."""
+def share(response: Response, rank: Rank, host: str) -> dict[str, Any]:
+    """This rank's part of the point, for rank 0 to gather (JSON)."""
     mine: dict[str, Any] = {
         "rank": rank.rank,
         "node": rank.node,
         "host": host,
-        "binding": response.get("binding"),
-        "step_times_s": response.get("step_times_s") or [],
-        "peak_memory_bytes": response.get("peak_memory_bytes"),
+        "binding": response.binding,
+        "step_times_s": list(response.step_times_s),
+        "peak_memory_bytes": response.peak_memory_bytes,
     }
     if rank.leads_node:
         mine.update(
-            environment=response.get("environment"),
-            energy=response.get("energy"),
-            energy_unavailable=response.get("energy_unavailable"),
-            power_before=response.get("power_before"),
+            environment=response.environment,
+            energy=response.energy,
+            energy_unavailable=response.energy_unavailable,
+            power_before=response.power_before,
         )
     return mine
 
@@ -139,7 +140,7 @@ def _fact(environment: dict[str, Any], section: str, key: str) -> str:
     return json.dumps((environment.get(section) or {}).get(key), sort_keys=True)
 
 
-def merge(shares: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, Any]:
+def merge(shares: list[dict[str, Any]], response: Response) -> Response:
     """Rank 0's response for the whole point: its own step times (the global pace,
     every rank synchronised), every rank's mean step and the slowest rank's steps, the
     largest per-rank peak memory, every machine's provenance and energy."""
@@ -149,11 +150,12 @@ def merge(shares: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, A
     slowest = max(range(len(shares)), key=lambda i: means[i] or 0.0)
     peaks = [s["peak_memory_bytes"] for s in shares if s["peak_memory_bytes"] is not None]
     nodes = [s for s in shares if "environment" in s]  # each machine's local rank 0
-    merged = {
-        **response,
-        "devices": len(shares),
-        "peak_memory_bytes": max(peaks) if peaks else response.get("peak_memory_bytes"),
-        "ranks": {
+    energy, energy_unavailable = _energy(nodes)
+    merged = replace(
+        response,
+        devices=len(shares),
+        peak_memory_bytes=max(peaks) if peaks else response.peak_memory_bytes,
+        ranks={
             "world_size": len(shares),
             "nodes": len(nodes),
             "hosts": [s["host"] for s in shares],
@@ -162,26 +164,25 @@ def merge(shares: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, A
             "slowest_step_times_s": shares[slowest]["step_times_s"],
             "bindings": [s["binding"] for s in shares],
         },
-    }
-    if "energy" in response:
-        merged["energy"], merged["energy_unavailable"] = _energy(nodes)
-    if len(nodes) > 1 and response.get("environment"):
+        energy=energy,
+        energy_unavailable=energy_unavailable,
+    )
+    if len(nodes) > 1 and response.environment:
         environments = [n.get("environment") or {} for n in nodes]
         differ = sorted(
             f"{section}.{key}"
             for section, key in _SAME_ON_EVERY_NODE
             if len({_fact(e, section, key) for e in environments}) > 1
         )
-        merged["environment"] = {
-            **response["environment"],
-            "nodes": environments,
-            "nodes_differ": differ,
-        }
         power = {}
         for node in nodes:
             for device, reading in (node.get("power_before") or {}).items():
                 power[f"node{node['node']}/{device}"] = reading
-        merged["power_before"] = power or None
+        merged = replace(
+            merged,
+            environment={**response.environment, "nodes": environments, "nodes_differ": differ},
+            power_before=power or None,
+        )
     return merged
 
 

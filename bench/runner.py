@@ -21,10 +21,12 @@ from bench import files, launchers, memory_floor, probe, provenance, registry, r
 from bench.config import PointConfig, RunConfig
 from bench.errors import BenchError, UsageError
 from bench.result import POINT_AXES, MaxBatch, Point, Probe, Result, point_axes
+from bench.result.response import Response
 
-Response = dict[str, Any]
-# spawn(point, task, on_progress) -> response; task is "measure" or "count_flops".
-Spawn = Callable[[PointConfig, str, Callable[[str, int, int], None]], Response]
+# spawn(point, task, on_progress) -> the child's answer; task is "measure" or
+# "count_flops". launchers.spawn answers a Response; a stand-in may answer the JSON a
+# child writes, read here as the launchers read it (launchers.read).
+Spawn = Callable[[PointConfig, str, Callable[[str, int, int], None]], Response | dict[str, Any]]
 
 
 class Reporter(Protocol):
@@ -261,16 +263,17 @@ class Runner:
 
     def _spawn(self, point: PointConfig, task: str = "measure") -> Response:
         try:
-            response = self.spawn(point, task, self.reporter.progress)
+            response = launchers.read(self.spawn(point, task, self.reporter.progress))
         except launchers.Stopped as stop:
+            stop.response = launchers.read(stop.response)
             self._environment(stop.response)
             raise
         self._environment(response)
         return response
 
     def _environment(self, response: Response) -> None:
-        if self.result.environment is None and response.get("environment"):
-            self.result.environment = {**response["environment"], "command": self.result.command}
+        if self.result.environment is None and response.environment:
+            self.result.environment = {**response.environment, "command": self.result.command}
 
     def _flops_per_sample(self, point: PointConfig) -> float | None:
         """Counted once per workload and input shape, in a child of its own (None if
@@ -294,9 +297,8 @@ class Runner:
             if known is None:
                 self.reporter.start(f"counting FLOPs of {point.workload}", 1)
                 counted = framework.flops_point(alone)
-                known = self.spawn(counted, "count_flops", self.reporter.progress).get(
-                    "flops_per_sample"
-                )
+                answer = self.spawn(counted, "count_flops", self.reporter.progress)
+                known = launchers.read(answer).flops_per_sample
             self._flops[key] = known
         return self._flops[key]
 
@@ -317,7 +319,8 @@ class Runner:
             try:
                 responses.append(self._spawn(point))
             except launchers.Stopped as stop:  # a point training to a target, stopped
-                stop.point = Point.from_responses(axes, [*responses, stop.response], flops)
+                stopped = launchers.read(stop.response)
+                stop.point = Point.from_responses(axes, [*responses, stopped], flops)
                 raise
             measured = Point.from_responses(axes, responses, flops)
             if measured.status != "ok":
@@ -418,16 +421,15 @@ class Runner:
                             f"max {what} {search.label}: probe {value * unit}", trial.steps
                         )
                         response = self._spawn(trial)
-                        peak = response.get("peak_memory_bytes")
                         tokens = spec.input_shape(trial.seq_len)[0] if spec.takes_seq_len else None
                         search.probes.append(
-                            Probe(trial.batch_size, response["status"], response.get("error"),
-                                  peak, seq_len=tokens)
+                            Probe(trial.batch_size, response.status, response.error,
+                                  response.peak_memory_bytes, seq_len=tokens)
                         )  # fmt: skip
                         self._save()
-                        if response["status"] == "error":
-                            raise _ProbeFailed(response.get("error") or "unknown error")
-                        return response["status"]
+                        if response.status == "error":
+                            raise _ProbeFailed(response.error or "unknown error")
+                        return response.status
 
                     def guess(value: int, search: MaxBatch = search) -> int | None:
                         if axis == "seq_len":  # memory grows with length otherwise than linearly

@@ -18,6 +18,7 @@ from bench.errors import UsageError
 from bench.launchers import name, torchrun
 from bench.platforms.cpu import rank_cpus
 from bench.ranks import Rank, merge, share
+from bench.result.response import Response
 
 from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
 
@@ -65,14 +66,15 @@ def test_torchrun_gets_only_its_own_flags_and_one_machine_runs_it_with_loopback_
 
 
 def _response(steps, node_env=None, energy=None):
-    return {
-        "step_times_s": steps,
-        "peak_memory_bytes": 100 * len(steps),
-        "environment": node_env,
-        "energy": energy,
-        "energy_unavailable": None if energy else "no counter here",
-        "binding": {"cpus": [0]},
-    }
+    return Response(
+        status="ok",
+        step_times_s=tuple(steps),
+        peak_memory_bytes=100 * len(steps),
+        environment=node_env,
+        energy=energy,
+        energy_unavailable=None if energy else "no counter here",
+        binding={"cpus": [0]},
+    )
 
 
 def test_rank_zero_keeps_every_rank_mean_the_slowest_rank_and_the_largest_peak():
@@ -83,30 +85,31 @@ def test_rank_zero_keeps_every_rank_mean_the_slowest_rank_and_the_largest_peak()
         share(_response([0.1, 0.3, 0.2]), ranks[1], "a"),
         share(_response([0.1]), ranks[2], "a"),
     ]
-    merged = merge(list(reversed(shares)), {**_response([0.1, 0.1], env), "status": "ok"})
-    gathered = merged["ranks"]
-    assert merged["devices"] == 3 and gathered["world_size"] == 3 and gathered["nodes"] == 1
+    merged = merge(list(reversed(shares)), _response([0.1, 0.1], env))
+    gathered = merged.ranks
+    assert merged.devices == 3 and gathered["world_size"] == 3 and gathered["nodes"] == 1
     assert gathered["slowest_rank"] == 1 and gathered["slowest_step_times_s"] == [0.1, 0.3, 0.2]
     assert gathered["mean_step_s"] == pytest.approx([0.1, 0.2, 0.1])
-    assert merged["peak_memory_bytes"] == 300
-    assert merged["step_times_s"] == [0.1, 0.1]  # rank 0's: the global pace
-    assert "nodes" not in merged["environment"]  # one machine: its provenance as it is
+    assert merged.peak_memory_bytes == 300
+    assert merged.step_times_s == (0.1, 0.1)  # rank 0's: the global pace
+    assert "nodes" not in merged.environment  # one machine: its provenance as it is
 
 
 def test_several_machines_sum_their_energy_name_the_missing_and_say_what_differs():
     a = {"accelerator": {"accelerator": "A100"}, "image": {"digest": "sha256:1"}}
     b = {"accelerator": {"accelerator": "H100"}, "image": {"digest": "sha256:1"}}
-    e = {"window_s": 2.0, "per_device_j": {"gpu0": 10.0}, "sources": {"gpu0": "nvml"}}
+    e = {"window_s": 2.0, "per_device_j": {"gpu0": 10.0}, "sources": {"gpu0": "nvml"},
+         "epoch_j": None}  # fmt: skip
     shares = [
         share(_response([0.1], a, e), Rank(0, 0, 3, 1, 0), "m0"),
         share(_response([0.1], b, e), Rank(1, 0, 3, 1, 1), "m1"),
         share(_response([0.1], a, None), Rank(2, 0, 3, 1, 2), "m2"),
     ]
-    merged = merge(shares, {**_response([0.1], a, e), "status": "ok"})
-    assert merged["energy"]["per_device_j"] == {"node0/gpu0": 10.0, "node1/gpu0": 10.0}
-    assert "node 2: no counter here" in merged["energy_unavailable"]
-    assert merged["environment"]["nodes_differ"] == ["accelerator.accelerator"]
-    assert [n["accelerator"]["accelerator"] for n in merged["environment"]["nodes"]] == [
+    merged = merge(shares, _response([0.1], a, e))
+    assert merged.energy["per_device_j"] == {"node0/gpu0": 10.0, "node1/gpu0": 10.0}
+    assert "node 2: no counter here" in merged.energy_unavailable
+    assert merged.environment["nodes_differ"] == ["accelerator.accelerator"]
+    assert [n["accelerator"]["accelerator"] for n in merged.environment["nodes"]] == [
         "A100", "H100", "A100",
     ]  # fmt: skip
 

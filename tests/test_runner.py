@@ -346,8 +346,8 @@ def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
     monkeypatch.setattr(registry, "framework", lambda name: Failing())
     point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=limit)
     response = worker.run_point({"point": point.to_dict(), "task": "measure"})
-    assert response["status"] == status
-    assert response["error"] == "RuntimeError: could not create a primitive"
+    assert response.status == status
+    assert response.error == "RuntimeError: could not create a primitive"
 
 
 def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monkeypatch):
@@ -381,7 +381,7 @@ def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monke
     rank = Rank(rank=1, local_rank=1, world_size=2, local_world_size=2, node=0)
     response = worker.run_point({"point": point.to_dict(), "task": "measure"}, rank=rank)
     assert done == ["imports", "cap"]
-    assert response["status"] == "oom", response["error"]
+    assert response.status == "oom", response.error
 
 
 def test_a_memory_error_is_out_of_memory_without_asking_the_framework(monkeypatch):
@@ -403,7 +403,7 @@ def test_a_memory_error_is_out_of_memory_without_asking_the_framework(monkeypatc
 
     monkeypatch.setattr(registry, "framework", lambda name: Starved())
     point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=2**40)
-    assert worker.run_point({"point": point.to_dict(), "task": "measure"})["status"] == "oom"
+    assert worker.run_point({"point": point.to_dict(), "task": "measure"}).status == "oom"
 
 
 def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_path):

@@ -34,6 +34,7 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any
 
 from bench import mfu, provenance, registry
@@ -43,6 +44,8 @@ from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
 from bench.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
+from bench.result.checks import MAX_TEXT
+from bench.result.response import Response
 from bench.trackers.busy import BusyTracker
 from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
 from bench.trackers.memory import MemoryTracker
@@ -75,8 +78,8 @@ class ParentPipe:
             self.stream.write("ready\n")
             self.stream.flush()
 
-    def respond(self, response: dict[str, Any]) -> None:
-        self.stream.write("response " + json.dumps(response) + "\n")
+    def respond(self, response: Response) -> None:
+        self.stream.write("response " + json.dumps(response.to_json()) + "\n")
         self.stream.flush()
 
 
@@ -314,14 +317,14 @@ def run_point(
     progress: Progress = _no_progress,
     rank: Rank | None = None,
     on_ready: Callable[[], None] = lambda: None,
-) -> dict[str, Any]:
+) -> Response:
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
     0 answers for the point with every rank's figures. Every rank proves it knows the
     point's secret (bench.ranks.hold) as its group forms, and a rank that meets one that
     cannot stops before training. `on_ready`: called once the session is set up (as a
     rank: in its process group, proven), before anything is measured."""
-    response: dict[str, Any] = {"status": "error", "error": None, "environment": None}
+    answer = Response(status="error")
     framework = session = None
     speaks = rank is None or rank.leads_node
     try:
@@ -337,13 +340,14 @@ def run_point(
         framework.configure(platform)
         run_cores = provenance.affinity_cores()  # the machine as the run has it
         if rank is not None:  # this rank's device, or its own CPU cores
-            response["binding"] = platform.bind_rank(rank.local_rank, rank.local_world_size)
+            answer = replace(answer, binding=platform.bind_rank(rank.local_rank,
+                                                                rank.local_world_size))  # fmt: skip
         # Imports the framework, without opening the device (the cap below must come
         # after the imports, which need memory of their own, and before the device opens):
         # on every rank, so that a rank that does not speak for its machine does not
         # import the framework under the cap and die of it without a word.
         if speaks:
-            response["environment"] = provenance.collect(framework, platform, run_cores)
+            answer = replace(answer, environment=provenance.collect(framework, platform, run_cores))
         else:
             framework.versions()
         if point.memory_limit_bytes:
@@ -351,56 +355,20 @@ def run_point(
         if request.get("task") != "count_flops" and speaks:
             # Before this child puts any work on the device: the floor for the check
             # that the measured mean power is plausible.
-            response["power_before"] = platform.power_readings() or None
+            answer = replace(answer, power_before=platform.power_readings() or None)
         session = framework.prepare(point, platform)  # a rank proves itself there
         on_ready()
-        response["parameters"] = session.parameters
-        response["devices"] = session.devices
-        response["details"] = session.details
+        answer = replace(
+            answer, parameters=session.parameters, devices=session.devices, details=session.details
+        )
         if request.get("task") == "count_flops":
             # A child of its own: the measured process does only what training does.
-            response["flops_per_sample"] = session.count_flops()
+            answer = replace(answer, flops_per_sample=session.count_flops())
         else:
-            sources, reason = open_sources(platform) if speaks else ([], "read by local rank 0")
-            try:
-                response.update(
-                    measure(
-                        point,
-                        session,
-                        platform,
-                        progress=progress,
-                        energy_sources=(sources, reason),
-                    )
-                )
-            finally:
-                for source in sources:
-                    source.close()
-            # A workload's own account of its steps (mixtures of experts: tokens per
-            # expert, dropped tokens, the all-to-all), summed over ranks by a collective
-            # every rank joins, before they gather.
-            account = getattr(getattr(session, "impl", None), "moe_report", None)
-            if account is not None:
-                moe = account(session.eager_model, response.get("step_times_s"))  # type: ignore[attr-defined]
-                response["details"] = {**response["details"], "moe": moe}
-            if rank is not None:
-                shares = session.gather(share(response, rank, socket.gethostname()))
-                response = (
-                    merge(shares, response)
-                    if rank.rank == 0
-                    else {"rank": rank.rank, "devices": rank.world_size}
-                )
-            if rank is None or rank.rank == 0:  # rank 0's steps are the global pace
-                utilisation = mfu.record(
-                    point,
-                    response.get("step_times_s") or [],
-                    response.get("environment"),
-                    devices=session.devices,
-                )
-                if utilisation is not None:
-                    response["details"] = {**response["details"], "mfu": utilisation}
-        response["status"] = "ok"
+            answer = _measured(answer, point, session, platform, rank, progress, speaks)
+        answer = replace(answer, status="ok")
     except BenchError as error:
-        response["error"] = str(error)
+        answer = replace(answer, error=str(error))
     except Exception as error:
         # A MemoryError first: asking the framework may import, which the cap can fail.
         oom = isinstance(error, MemoryError) or (
@@ -408,14 +376,58 @@ def run_point(
         )
         capped = bool((request.get("point") or {}).get("memory_limit_bytes"))
         oom = oom or (capped and any(m in str(error) for m in _CAPPED_ALLOCATION_FAILURES))
-        response["status"] = "oom" if oom else "error"
         first_line = (str(error).strip().splitlines() or [""])[0][:500]
-        response["error"] = f"{type(error).__name__}: {first_line}"
-        response["traceback"] = traceback.format_exc()
+        answer = replace(
+            answer,
+            status="oom" if oom else "error",
+            error=f"{type(error).__name__}: {first_line}",
+            traceback=traceback.format_exc()[-MAX_TEXT:],
+        )
     finally:
         if session is not None:
             session.close()
-    return response
+    return answer
+
+
+def _measured(
+    answer: Response,
+    point: PointConfig,
+    session: Session,
+    platform: Platform,
+    rank: Rank | None,
+    progress: Progress,
+    speaks: bool,
+) -> Response:
+    """`answer` with the point measured; as a rank, rank 0's with every rank's figures
+    (bench.ranks.merge), another rank's with its own rank only."""
+    sources, reason = open_sources(platform) if speaks else ([], "read by local rank 0")
+    try:
+        fields = measure(
+            point, session, platform, progress=progress, energy_sources=(sources, reason)
+        )
+    finally:
+        for source in sources:
+            source.close()
+    answer = answer.with_json(fields)
+    # A workload's own account of its steps (mixtures of experts: tokens per expert,
+    # dropped tokens, the all-to-all), summed over ranks by a collective every rank
+    # joins, before they gather.
+    account = getattr(getattr(session, "impl", None), "moe_report", None)
+    if account is not None:
+        moe = account(session.eager_model, list(answer.step_times_s))  # type: ignore[attr-defined]
+        answer = replace(answer, details={**answer.details, "moe": moe})
+    if rank is not None:
+        shares = session.gather(share(answer, rank, socket.gethostname()))
+        if rank.rank != 0:
+            return Response(status="ok", rank=rank.rank, devices=rank.world_size)
+        answer = merge(shares, answer)
+    # Rank 0's steps are the global pace.
+    utilisation = mfu.record(
+        point, list(answer.step_times_s), answer.environment, devices=session.devices
+    )
+    if utilisation is not None:
+        answer = replace(answer, details={**answer.details, "mfu": utilisation})
+    return answer
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -489,8 +501,8 @@ def main_rank(address: str) -> int:
             on_ready=ready,
         )
     except _Stopped:
-        response = {"status": "error", "stopped": True,
-                    "error": "stopped by torchrun (SIGTERM), after another rank ended"}  # fmt: skip
+        stop = "stopped by torchrun (SIGTERM), after another rank ended"
+        response = Response(status="error", stopped=True, error=stop)
     with contextlib.suppress(OSError):
         parent.respond(response)
     # Out now, past the interpreter's teardown: threads that torch.distributed leaves
@@ -498,7 +510,7 @@ def main_rank(address: str) -> int:
     # in 2 of 6 two-rank runs in a container), which would fail a point already reported.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0 if response["status"] == "ok" else 1)
+    os._exit(0 if response.ok else 1)
 
 
 def main() -> int:
@@ -507,7 +519,7 @@ def main() -> int:
         return main_rank(address)
     fd = os.environ.get("BENCH_REPORT_FD")
     if fd is None:  # run by hand: the request is all of stdin, the response goes to stdout
-        print(json.dumps(run_point(json.loads(sys.stdin.read()))))
+        print(json.dumps(run_point(json.loads(sys.stdin.read())).to_json()))
         return 0
     request = json.loads(sys.stdin.readline())
     die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())))

@@ -28,6 +28,7 @@ from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
 from bench.report.compare import pool
 from bench.result import POINT_AXES, Point, point_axes
+from bench.result.response import Response
 from bench.runner import Runner
 from bench.text import plain
 
@@ -194,7 +195,7 @@ class SettleRunner(Runner):
         self.refused: str | None = None
         self._failed: dict[PointConfig, str] = {}
 
-    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> dict[str, Any]:
+    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> Response:
         """launchers.spawn with no child running past what is left of the budget (a
         file's own timeout may say a day), nor past the config's --timeout."""
         left = self.budget.left()

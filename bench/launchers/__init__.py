@@ -21,6 +21,7 @@ commands.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +29,8 @@ from typing import Any
 from bench import compiler_cache, ranks, runtime
 from bench.config import PointConfig, RunConfig
 from bench.launchers import process, torchrun
+from bench.result.response import InvalidResponse, Response
 
-Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 Stopped = process.Stopped
 
@@ -50,21 +51,35 @@ def check(config: RunConfig) -> None:
 def spawn(
     point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
 ) -> Response:
-    """Measure one point (task 'measure') or count its FLOPs ('count_flops')."""
+    """Measure one point (task 'measure') or count its FLOPs ('count_flops'): the child's
+    answer, read (bench.result.response), with the runtime it was started with."""
     child = runtime.child_runtime(point.allocator, point.openmp, point.numa, dict(os.environ))
     try:
         if name(point) == "torchrun":
-            response = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
+            answer = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
         else:
-            response = process.spawn_worker(point, task, on_progress, timeout_s, child)
+            answer = process.spawn_worker(point, task, on_progress, timeout_s, child)
     except Stopped as stop:  # what the stopped point measured, with its runtime too
-        _record_runtime(stop.response, child)
+        stop.response = _with_runtime(read(stop.response), child)
         raise
-    _record_runtime(response, child)
-    return response
+    return _with_runtime(read(answer), child)
 
 
-def _record_runtime(response: Response, child: runtime.ChildRuntime) -> None:
-    if child.record:  # what was applied, and what the child had loaded (its evidence)
-        loaded = (response.get("environment") or {}).get("runtime_libraries")
-        response["runtime"] = {**child.record, "loaded": " ".join(loaded) if loaded else None}
+def read(answer: Response | dict[str, Any]) -> Response:
+    """The answer a child wrote (JSON), or a launcher's for one that could not, as a
+    Response; one the child should not have written is the point's error, in one line."""
+    if isinstance(answer, Response):
+        return answer
+    try:
+        return Response.from_json(answer)
+    except InvalidResponse as refused:
+        return Response(status="error", error=f"bench refused the child's answer: {refused}")
+
+
+def _with_runtime(response: Response, child: runtime.ChildRuntime) -> Response:
+    if not child.record:
+        return response
+    # What was applied, and what the child had loaded (its evidence).
+    loaded = (response.environment or {}).get("runtime_libraries")
+    record = {**child.record, "loaded": " ".join(loaded) if loaded else None}
+    return dataclasses.replace(response, runtime=record)

@@ -29,9 +29,12 @@ from typing import IO, Any
 from bench import compiler_cache, oomkill, stopping
 from bench.config import PointConfig
 from bench.ranks import TOKEN_ENV
+from bench.result.response import Response
 from bench.runtime import ChildRuntime
 
-Response = dict[str, Any]
+# The child's answer as its pipe carries it (JSON), or the launcher's for a child that
+# wrote none; bench.launchers.read makes it a Response.
+Answer = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 ANSWER_GRACE_S = 120.0  # after a stop, a point training to a target's time to answer
 
@@ -41,9 +44,9 @@ class Stopped(stopping.Interrupted):
     child answered with what it measured (`response`): the runner records the point
     (`point`, once made) before the run ends as interrupted."""
 
-    def __init__(self, signum: int, response: Response) -> None:
+    def __init__(self, signum: int, response: Answer) -> None:
         super().__init__(signum)
-        self.response = response
+        self.response: Answer | Response = response  # a Response once bench.launchers reads it
         self.point: Any = None
 
 
@@ -83,7 +86,7 @@ def wait_for_answer(child: subprocess.Popen[str], grace: float) -> int | None:
             signal.signal(signum, old)
 
 
-def stopped(interrupt: KeyboardInterrupt, response: Response | None) -> KeyboardInterrupt:
+def stopped(interrupt: KeyboardInterrupt, response: Answer | None) -> KeyboardInterrupt:
     """What to raise once a stopped child is gone: Stopped with its answer if it trained
     (its loss record: the curve to the stop), else the interrupt itself."""
     if response is None or not isinstance(response.get("loss"), dict):
@@ -96,7 +99,7 @@ def stopped(interrupt: KeyboardInterrupt, response: Response | None) -> Keyboard
 def read_protocol(
     stream: Iterable[str],
     on_progress: Progress,
-    on_response: Callable[[Response], None],
+    on_response: Callable[[Answer], None],
     on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """The worker's line protocol (bench.child.worker.ParentPipe): 'progress PHASE DONE TOTAL'
@@ -119,13 +122,13 @@ class _ChildPipe(threading.Thread):
     def __init__(self, fd: int, on_progress: Progress) -> None:
         super().__init__(daemon=True)
         self.fd, self.on_progress = fd, on_progress
-        self.response: Response | None = None
+        self.response: Answer | None = None
 
     def run(self) -> None:
         with os.fdopen(self.fd) as stream:
             read_protocol(stream, self.on_progress, self._respond)
 
-    def _respond(self, response: Response) -> None:
+    def _respond(self, response: Answer) -> None:
         self.response = response
 
 
@@ -154,7 +157,7 @@ def spawn_worker(
     on_progress: Progress,
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
-) -> Response:
+) -> Answer:
     """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
     its environment and command prefix (bench.runtime), else the parent's."""
     runtime = runtime or ChildRuntime(dict(os.environ))
@@ -228,7 +231,7 @@ CRASH_MARKS = (*(s.name for s in _CRASH_SIGNALS), *DYING_WORDS)
 
 def classify_crash(
     code: int, output: str, memory_limit: int | None, oom_killer: str | None = None
-) -> Response:
+) -> Answer:
     """The response for a child that died without reporting. Out of memory only with
     evidence: a kernel OOM-kill counter that rose while it ran (`oom_killer`, from
     bench.oomkill), or a crash under --memory-limit. A SIGKILL alone is not evidence:

@@ -50,11 +50,10 @@ from typing import Any
 from bench import compiler_cache, oomkill
 from bench.config import PointConfig
 from bench.launchers import process
-from bench.launchers.process import CRASH_MARKS, _OutputTail, read_protocol
+from bench.launchers.process import CRASH_MARKS, Answer, _OutputTail, read_protocol
 from bench.ranks import TOKEN_ENV, rdzv_token
 from bench.runtime import ChildRuntime
 
-Response = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 STOP_GRACE_S = 10  # after SIGTERM, torchrun's time to stop its ranks before SIGKILL
 
@@ -209,7 +208,7 @@ class _Ranks:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.global_rank: dict[int, int] = {}
-        self.responses: dict[int, Response] = {}
+        self.responses: dict[int, Answer] = {}
         self.set_up: set[int] = set()  # said 'ready': in the group, about to measure
 
     def hello(self, local: int, rank: int) -> None:
@@ -220,7 +219,7 @@ class _Ranks:
         with self.lock:
             self.set_up.add(local)
 
-    def respond(self, local: int, response: Response) -> None:
+    def respond(self, local: int, response: Answer) -> None:
         with self.lock:
             self.responses[local] = response
 
@@ -322,7 +321,7 @@ def spawn_ranks(
     on_progress: Progress,
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
-) -> Response:
+) -> Answer:
     """Run one point over torchrun's ranks and return the point's response; `runtime`:
     the environment and command prefix of torchrun and its ranks (bench.runtime)."""
     runtime = runtime or ChildRuntime(dict(os.environ))
@@ -388,7 +387,7 @@ def spawn_ranks(
 
 def outcome(
     point: PointConfig, code: int, ranks: _Ranks, output: str, oom_killer: str | None = None
-) -> Response:
+) -> Answer:
     """The point's response from what each rank of this machine said, and torchrun's
     status. Out of memory on any rank is the point's status, whatever the others said:
     a rank's own report, or for a rank that ended without one, evidence (`oom_killer`:
@@ -403,7 +402,7 @@ def outcome(
     # at once until then: bench.child.worker.main_rank) or died there; one that ended
     # silent while measuring died, or never started: the cause, before its peers' errors.
     cause = [i for i in silent if i in ranks.set_up or i not in ranks.global_rank]
-    base: Response = {"devices": point.ranks, "environment": None}
+    base: Answer = {"devices": point.ranks, "environment": None}
     oom = next((i for i, r in failed.items() if r.get("status") == "oom"), None)
     if oom is not None:
         return {**base, **failed[oom], "error": f"{ranks.name(oom)}: {failed[oom].get('error')}"}

@@ -14,6 +14,7 @@ from typing import Any
 
 from bench.result import derive
 from bench.result.derive import EnergySummary, ToAccuracy
+from bench.result.response import Response
 from bench.result.schema import POINT_AXES
 from bench.stats import Estimate, Summary
 
@@ -334,43 +335,40 @@ class Point:
 
     @classmethod
     def from_responses(
-        cls, axes: dict[str, Any], responses: list[dict[str, Any]], flops_per_sample: float | None
+        cls, axes: dict[str, Any], responses: list[Response], flops_per_sample: float | None
     ) -> Point:
-        """A point from the worker responses of its repeats (failures included)."""
-        done = [r for r in responses if r.get("status") == "ok"]
-        failed = next((r for r in responses if r.get("status") != "ok"), None)
+        """A point from the child's answers of its repeats (failures included): the
+        per-repeat fields of every answer that measured, the others from the first."""
+        done = [r for r in responses if r.ok]
+        failed = next((r for r in responses if not r.ok), None)
         first = (done or responses)[0]
         return cls(
             **axes,
-            status=failed["status"] if failed else "ok",
-            error=failed.get("error") if failed else None,
+            status=failed.status if failed else "ok",
+            error=failed.error if failed else None,
             # A rank of another machine's point answers without figures (rank 0 has them).
-            warmup_times_s=_tuples(r.get("warmup_times_s", ()) for r in done),
-            step_times_s=_tuples(r.get("step_times_s", ()) for r in done),
-            epoch_times_s=_tuples(r["epoch_times_s"] for r in done)
-            if done and done[0].get("epoch_times_s") is not None
+            warmup_times_s=tuple(r.warmup_times_s for r in done),
+            step_times_s=tuple(r.step_times_s for r in done),
+            epoch_times_s=tuple(r.epoch_times_s or () for r in done)
+            if done and done[0].epoch_times_s is not None
             else None,
-            peak_memory_bytes=tuple(r.get("peak_memory_bytes") for r in done),
-            memory_kind=first.get("memory_kind"),
-            memory_unavailable=first.get("memory_unavailable"),
-            loss_first=tuple(r.get("loss_first") for r in done),
-            loss_last=tuple(r.get("loss_last") for r in done),
-            parameters=first.get("parameters"),
-            devices=first.get("devices", 1),
+            peak_memory_bytes=tuple(r.peak_memory_bytes for r in done),
+            memory_kind=first.memory_kind,
+            memory_unavailable=first.memory_unavailable,
+            loss_first=tuple(r.loss_first for r in done),
+            loss_last=tuple(r.loss_last for r in done),
+            parameters=first.parameters,
+            devices=first.devices,
             flops_per_sample=flops_per_sample,
-            energy=tuple(r.get("energy") for r in done),
-            energy_unavailable=first.get("energy_unavailable"),
-            power_before=tuple(r.get("power_before") for r in done),
-            ranks=tuple(r.get("ranks") for r in done) if any(r.get("ranks") for r in done) else (),
-            busy=tuple(r.get("busy") for r in done),
-            details=first.get("details") or {},
-            runtime=first.get("runtime"),
-            input_wait_s=_tuples(r["input_wait_s"] for r in done if r.get("input_wait_s")),
-            synthetic_step_times_s=tuple(done[0].get("synthetic_step_times_s") or ())
-            if done
-            else (),
-            accuracy=tuple(r.get("accuracy") for r in done)
-            if any(r.get("accuracy") for r in done)
-            else (),
-            loss=tuple(r.get("loss") for r in done) if any(r.get("loss") for r in done) else (),
+            energy=tuple(r.energy for r in done),
+            energy_unavailable=first.energy_unavailable,
+            power_before=tuple(r.power_before for r in done),
+            ranks=tuple(r.ranks for r in done) if any(r.ranks for r in done) else (),
+            busy=tuple(r.busy for r in done),
+            details=first.details,
+            runtime=first.runtime,
+            input_wait_s=tuple(r.input_wait_s for r in done if r.input_wait_s),
+            synthetic_step_times_s=done[0].synthetic_step_times_s if done else (),
+            accuracy=tuple(r.accuracy for r in done) if any(r.accuracy for r in done) else (),
+            loss=tuple(r.loss for r in done) if any(r.loss for r in done) else (),
         )
