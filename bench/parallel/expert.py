@@ -10,14 +10,16 @@ hold the same experts, so their experts are FSDP2-sharded over the replica dimen
 world, as every other gradient is (each rank's loss is the mean of its own tokens).
 The other parameters are the session's to shard (bench.parallel.fsdp, every rank).
 
-The all-to-all's time is measured where it runs, forward and backward: by CUDA events
-on a GPU (read after the steps, not synchronising them), by the host's clock on a CPU
-(gloo's all_to_all_single returns when the data has arrived).
+The all-to-all's time is measured where it runs, forward and backward: by the
+platform's timing events where it has them (Platform.torch_timing_event: CUDA's and
+ROCm's, read after the steps, not synchronising them), else by the host's clock (gloo's
+all_to_all_single on a CPU returns when the data has arrived).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
@@ -33,17 +35,24 @@ class AllToAll:
     """The exchange of one MoE layer over its expert-parallel group: rows sorted by
     global expert go to the ranks holding those experts, come back in the same order."""
 
-    def __init__(self, group: Any, parallel: int, backend: str) -> None:
+    def __init__(
+        self,
+        group: Any,
+        parallel: int,
+        backend: str,
+        timing_event: Callable[[], Any] | None = None,
+    ) -> None:
+        """timing_event: the platform's maker of timing events (record, synchronize,
+        elapsed_time in ms: Platform.torch_timing_event); None: the host's clock."""
         self.group, self.parallel = group, parallel
         self.describe = f"all_to_all_single over {parallel} ranks ({backend})"
         self.seconds = 0.0
+        self._event = timing_event
         self._events: list[tuple[Any, Any]] = []
 
-    def _timed(self, run) -> None:
-        import torch
-
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    def _timed(self, run: Callable[[], Any]) -> None:
+        if self._event is not None:
+            start, end = self._event(), self._event()
             start.record()
             run()
             end.record()
@@ -54,7 +63,7 @@ class AllToAll:
             self.seconds += time.perf_counter() - began
 
     def elapsed(self) -> float:
-        """Seconds in this layer's all-to-alls so far (CUDA events read once done)."""
+        """Seconds in this layer's all-to-alls so far (timing events read once done)."""
         for start, end in self._events:
             end.synchronize()
             self.seconds += start.elapsed_time(end) / 1000
@@ -138,11 +147,16 @@ _AllToAllFunction = _Lazy()
 
 
 def apply_expert_parallel(
-    model: nn.Module, parallel: int, device_type: str, param_dtype: torch.dtype | None = None
+    model: nn.Module,
+    parallel: int,
+    device_type: str,
+    param_dtype: torch.dtype | None = None,
+    timing_event: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
     """Split every MoE layer's experts (modules with `experts` holding `count` and
     `first`, and an `exchange`) over groups of `parallel` ranks; the process group must
-    be up. Returns what was applied, for the point's details."""
+    be up. timing_event: the platform's maker of timing events for the all-to-alls
+    (None: the host's clock). Returns what was applied, for the point's details."""
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -169,7 +183,7 @@ def apply_expert_parallel(
                                dtype=parameter.dtype)  # fmt: skip
             setattr(experts, name, nn.Parameter(kept))
         experts.count, experts.first = per_rank, first
-        layer.exchange = AllToAll(group, parallel, dist.get_backend())
+        layer.exchange = AllToAll(group, parallel, dist.get_backend(), timing_event)
         fully_shard(experts, mesh=mesh["replica"], mp_policy=policy)
         experts.set_gradient_divide_factor(float(world))
     return {

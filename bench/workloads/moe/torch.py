@@ -410,9 +410,14 @@ def build_model(spec, point) -> nn.Module:
             from bench.parallel.expert import apply_expert_parallel
 
             dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
-            device_type = torch.device(registry.platform(point.device).torch_device).type
+            platform = registry.platform(point.device)
+            device_type = torch.device(platform.torch_device).type
             model.applied = apply_expert_parallel(
-                model, parallel, device_type, dtype.get(point.precision)
+                model,
+                parallel,
+                device_type,
+                dtype.get(point.precision),
+                platform.torch_timing_event(),
             )
     return model
 
