@@ -162,6 +162,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             grids.throughput_grid(comparison),
         ),
         (grids.LLM_CAPTION, grids.llm_grid(comparison)),
+        (grids.MOE_CAPTION, grids.moe_grid(comparison)),
         (grids.ACCURACY_CAPTION, grids.accuracy_grid(comparison)),
         (grids.LOSS_CAPTION, grids.loss_grid(comparison)),
         (grids.STEPS_CAPTION, grids.steps_grid(comparison)),

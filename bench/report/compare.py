@@ -29,6 +29,7 @@ from bench import catalog, registry, units
 from bench.errors import UsageError
 from bench.report.colours import machine_colours
 from bench.report.machines import Machine, cap_label, image_name, machine_columns
+from bench.report.moe import Experts
 from bench.report.set_apart import SetApart, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
 from bench.report.steps import HistoryStep, history_steps
@@ -58,17 +59,21 @@ def row_key(res: Result, p: Point) -> tuple[Any, ...]:
     own, beside the same configuration's throughput runs), the sequence length of a
     workload that takes one, the
     device count where the result swept it (a machine's 8 GPUs and another's 4 stay
-    one row when each just used all of its own), and the whole-model optimisation
-    (ipex) and the allocator / OpenMP / NUMA axes where set."""
+    one row when each just used all of its own), a mixture of experts' expert
+    parallelism where its experts were split over ranks (two splits are two
+    measurements), and the whole-model optimisation (ipex) and the allocator / OpenMP /
+    NUMA axes where set."""
     swept = len(set(res.config.devices)) > 1
     length = sequence_length(res)
     tokens = f"{length} tokens" if length else ""
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
+    split = res.config.expert_parallel
+    experts = f"expert parallel {split}" if split > 1 else ""
     optimize = f"optimize={p.optimize}" if p.optimize else ""
     ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
     target = res.config.train_to_loss
     to_loss = f"to loss {target:g}" if target is not None else ""
-    parts = (tokens, devices, optimize, ac, p.runtime_label, to_loss)
+    parts = (tokens, devices, experts, optimize, ac, p.runtime_label, to_loss)
     setup = " · ".join(part for part in parts if part)
     # A memory format is an image tensor's layout; token inputs have none, so a decoder
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
@@ -269,6 +274,7 @@ class Comparison:
                         "command": _command(source[1]) if source else None,
                         **_to_accuracy_record(p, machine),
                         **_to_loss_record(p, machine),
+                        **_moe_record(p),
                     }
                 )
         return records
@@ -318,6 +324,15 @@ def _to_accuracy_record(point: Point | None, machine: Machine) -> dict[str, Any]
         "cost_to_target_usd": reached.cost_to_target(machine.price_per_hour),
         "input_wait_fraction": point.input_wait_fraction if point else None,
     }
+
+
+def _moe_record(point: Point | None) -> dict[str, Any]:
+    """A mixture of experts' figures (bench.report.moe); nothing for a dense model."""
+    experts = Experts.of(point) if point is not None and point.status == "ok" else None
+    if point is None or experts is None:
+        return {}
+    per_device = point.unit_throughput_per_device
+    return {"tokens_per_s_per_device": per_device[0] if per_device else None, **experts.record()}
 
 
 def _to_loss_record(point: Point | None, machine: Machine) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The comparison's tables, each a function of a Comparison (bench.report.compare):
 the wide grid of ratios to the baseline, the absolute throughput with its interval,
-the LLM figures, time to a target top-1 or loss, the largest batch; and the same
+the LLM figures, the mixtures of experts', time to a target top-1 or loss, the largest
+batch; and the same
 comparison as markdown, CSV and the JSON of `bench compare --format json`.
 """
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
+from bench.report.moe import Experts
 from bench.report.to_target import of as to_target
 from bench.result import Point
 from bench.text import csv_cell, markdown
@@ -173,6 +175,37 @@ def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     return _rows_of(comparison, lambda p: "mfu" in p.details and _in_tokens(p), _llm_cell)
 
 
+MOE_CAPTION = (
+    "Mixtures of experts: tokens/s per device, MFU of the active parameters "
+    "(6N_active+12LHQT, torchtitan's), the all-to-all's share of the step, the load "
+    "balance (tokens per expert, max over mean; 1: even), dropped token assignments"
+)
+
+
+def _moe_cell(cell: Cell, machine: Machine) -> str:
+    point = cell.point
+    experts = Experts.of(point) if point is not None and point.status == "ok" else None
+    per_device = point.unit_throughput_per_device if point is not None else None
+    if point is None or experts is None or per_device is None:
+        return cell.text
+    mfu = point.mfu if point.mfu is not None else cell.mfu
+    return " · ".join(
+        (
+            f"{human(per_device[0])} {per_device[1]}",
+            f"MFU (active) {mfu:.1%}" if mfu is not None else "MFU (active) n/a",
+            experts.all_to_all_text(),
+            experts.balance_text(),
+            experts.dropped_text(),
+        )
+    )
+
+
+def moe_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """The figures a mixture of experts is judged by, per machine: the rows where some
+    machine's point records its experts (bench.report.moe); none for dense models."""
+    return _rows_of(comparison, lambda p: Experts.of(p) is not None, _moe_cell)
+
+
 def _in_tokens(point: Point) -> bool:
     unit = point.unit_throughput
     return unit is not None and unit[1] == "tokens/s"
@@ -312,6 +345,9 @@ def to_markdown(comparison: Comparison) -> str:
     llm = llm_grid(comparison)
     if llm[1]:
         parts += [f"{LLM_CAPTION}:", markdown_table(*llm)]
+    experts = moe_grid(comparison)
+    if experts[1]:
+        parts += [f"{MOE_CAPTION}:", markdown_table(*experts)]
     accuracy = accuracy_grid(comparison)
     if accuracy[1]:
         parts += [f"{ACCURACY_CAPTION[0].upper()}{ACCURACY_CAPTION[1:]}:",

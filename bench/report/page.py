@@ -33,6 +33,7 @@ from bench.report.grids import (
     ACCURACY_CAPTION,
     LLM_CAPTION,
     LOSS_CAPTION,
+    MOE_CAPTION,
     STEPS_CAPTION,
     accuracy_grid,
     grid,
@@ -41,6 +42,7 @@ from bench.report.grids import (
     loss_grid,
     markdown_table,
     max_batch_grid,
+    moe_grid,
     steps_grid,
     throughput_grid,
 )
@@ -681,6 +683,9 @@ def texts(
     llm = llm_grid(comparison)
     if llm[1]:
         tables.append((LLM_CAPTION, llm))
+    experts = moe_grid(comparison)
+    if experts[1]:
+        tables.append((MOE_CAPTION, experts))
     if comparison.max_batch:
         tables.append(("Largest batch that trains", max_batch_grid(comparison)))
     accuracy = accuracy_grid(comparison)

@@ -29,6 +29,7 @@ from bench.report.compare import (
     sequence_length,
 )
 from bench.report.like import differences, families, like_with_like
+from bench.report.moe import Experts
 from bench.report.table import ladder_rows
 from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Point, Result
@@ -177,8 +178,26 @@ def _point_record(
         "tta_s": reached.time_to_target_s if reached else None,
         "cta_usd": reached.cost_to_target(price) if reached else None,
         "epochs_to_target": reached.epochs_to_target if reached else None,
+        **_experts_fields(Experts.of(p) if tp else None),
     }
     return _clean(record)
+
+
+def _experts_fields(experts: Experts | None) -> dict[str, Any]:
+    """A mixture of experts' figures (bench.report.moe): `experts` marks its rows (the
+    MoE view's), `a2a` the all-to-all's share of the step (0 where there is none)."""
+    if experts is None:
+        return {}
+    words = (experts.all_to_all_text(), experts.balance_text(), experts.dropped_text())
+    return {
+        "experts": experts.experts,
+        "expert_parallel": experts.expert_parallel,
+        "a2a": experts.all_to_all_share if experts.exchanged else 0.0,
+        "balance": experts.balance,
+        "dropped_share": experts.dropped_share,
+        "matmuls": experts.matmuls,
+        "experts_text": " · ".join(words),
+    }
 
 
 def _efficiencies(comparison: Comparison) -> dict[int, float | None]:

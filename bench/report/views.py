@@ -15,6 +15,8 @@ data, each in the terms of the study it comes from:
 - the ladder's speed-up per step (the Xeon CPU training study);
 - tokens/s per device, MFU against sequence length and checkpointing, peak memory per
   device, dollars per million tokens (LLM training);
+- a mixture of experts' tokens/s per device with the all-to-all's share of its step
+  (torchtitan's and Megatron's MoE figures);
 - scaling efficiency over devices;
 - a configuration's history over the dates it was measured (asv).
 
@@ -167,9 +169,11 @@ def _bars(
     log: bool = False,
     tooltip: tuple[tuple[str, str], ...] = (),
     shared_x: bool = False,
+    part: str | None = None,
 ) -> dict[str, Any]:
     """Horizontal bars, a panel per workload: one bar per category (and machine, side
-    by side), a 95% whisker from `low` to `high` where given, a rule at `reference`."""
+    by side), a 95% whisker from `low` to `high` where given, a rule at `reference`, and
+    where `part` names a share (0 to 1), that share of each bar darkened from its start."""
     alt = _alt()
     # Side by side, never stacked: a stack sorts by colour, its names in an expression.
     scale = alt.Scale(type="log" if log else "linear")
@@ -187,6 +191,18 @@ def _bars(
             tooltip=_tooltip(*tooltip),
         )
     ]
+    if part is not None:  # `_part` is made for every row, as _interval_fields does
+        layers.append(
+            alt.Chart()
+            # Read aloud, its length is no figure (the bar's own label gives them all).
+            .mark_bar(height={"band": 0.85}, color="black", opacity=0.45, aria=False)
+            .encode(
+                x=alt.X("_part:Q", title=title, scale=scale, stack=None, axis=_axis()),
+                y=y,
+                yOffset=offset,
+                tooltip=_tooltip(*tooltip),
+            )
+        )
     if low and high:
         layers += _whiskers(low, high, title, y, offset, _tooltip(*tooltip))
     if reference is not None:
@@ -194,6 +210,10 @@ def _bars(
     layered = alt.layer(*layers).transform_filter(f"isValid(datum.{value})")
     if low and high:
         layered = _interval_fields(layered, value, low, high)
+    if part is not None:
+        layered = layered.transform_calculate(
+            _part=f"isValid(datum.{part}) ? datum.{value} * datum.{part} : 0"
+        )
     chart = (
         layered.properties(width=WIDTH, height=alt.Step(BAR))
         .facet(row=alt.Row("workload:N", header=_header(), sort=None), data=alt.NamedData(data))
@@ -744,6 +764,34 @@ def _tokens_per_device(t: Tidy) -> View | None:
     )
 
 
+def _experts(t: Tidy) -> View | None:
+    if not _has(t.points, "experts", "unit_per_device"):
+        return None
+    spec = _bars(
+        "points",
+        "unit_per_device",
+        "tokens/s per device",
+        part="a2a",
+        tooltip=(
+            ("unit_text", "per device"),
+            ("mfu_text", "MFU (active parameters)"),
+            ("experts_text", "experts"),
+        ),
+    )
+    return View(
+        "experts",
+        "Mixtures of experts: tokens per second per device, and the all-to-all",
+        "Tokens/s per device of each mixture of experts; the dark part of a bar is the share "
+        "of its step spent in the all-to-all (forward and backward; none where every expert "
+        "is on every rank). The tooltip gives MFU of the active parameters (6N_active+12LHQT, "
+        "torchtitan's convention), the load balance (tokens per expert, max over mean; 1: "
+        "even) and the token assignments dropped past an expert's capacity.",
+        "points",
+        spec,
+        needs="experts",
+    )
+
+
 def _mfu(t: Tidy) -> View | None:
     if not _has(t.points, "mfu", "seq_len"):
         return None
@@ -890,6 +938,7 @@ MAKERS = (
     _mfu,
     _peak_memory,
     _usd_per_million_tokens,
+    _experts,
     _scaling,
     _history,
 )
