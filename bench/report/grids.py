@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
-from bench.report.moe import Experts
+from bench.report.moe import FORMULA, Experts
 from bench.report.to_target import of as to_target
 from bench.result import Point
 from bench.text import csv_cell, markdown
@@ -177,7 +177,7 @@ def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 MOE_CAPTION = (
     "Mixtures of experts: tokens/s per device, MFU of the active parameters "
-    "(6N_active+12LHQT, torchtitan's), the all-to-all's share of the step, the load "
+    f"({FORMULA}, torchtitan's), the all-to-all's share of the step, the load "
     "balance (tokens per expert, max over mean; 1: even), dropped token assignments"
 )
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench.mfu import MOE_FORMULA
 from bench.result import Point
-from bench.result.checks import MAX_INT, MAX_WHOLE, fraction, number, whole
+from bench.result.checks import MAX_INT, fraction, number, whole
 
-_BALANCE = number(1, MAX_WHOLE)  # max over mean: 1 when even, at most the expert count
+# The MFU formula's short name ('6N_active+12LHQT'), for captions.
+FORMULA = MOE_FORMULA.split(":", 1)[0]
 _SECONDS = number(0, 1e9)
 _PATH = 80  # characters of a matmul path kept ('torch.nn.functional.grouped_mm')
 

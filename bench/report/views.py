@@ -32,6 +32,7 @@ from functools import cache
 from typing import Any
 
 from bench.report.colours import PALETTE, machine_colours
+from bench.report.moe import FORMULA
 from bench.report.tidy import LOSS_ROWS, Tidy
 
 WIDTH = 560
@@ -783,7 +784,7 @@ def _experts(t: Tidy) -> View | None:
         "Mixtures of experts: tokens per second per device, and the all-to-all",
         "Tokens/s per device of each mixture of experts; the dark part of a bar is the share "
         "of its step spent in the all-to-all (forward and backward; none where every expert "
-        "is on every rank). The tooltip gives MFU of the active parameters (6N_active+12LHQT, "
+        f"is on every rank). The tooltip gives MFU of the active parameters ({FORMULA}, "
         "torchtitan's convention), the load balance (tokens per expert, max over mean; 1: "
         "even) and the token assignments dropped past an expert's capacity.",
         "points",
