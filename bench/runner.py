@@ -316,8 +316,13 @@ class Runner:
             # On a dataset the child knows the steps (its size); the bar counts without a total.
             total = None if point.dataset else point.warmup_steps + point.measured_steps
             self.reporter.start(f"{label} (repeat {len(responses) + 1})", total)
+            # A run to a target is one draw of its seed: repeat i trains with seed + i
+            # (MLPerf's runs and the speedrun's each take their own), so the runs' spread
+            # is the recipe's, not the clock's alone.
+            to_target = point.train_to is not None or point.train_to_loss is not None
+            seeded = dataclasses.replace(point, seed=point.seed + len(responses))
             try:
-                responses.append(self._spawn(point))
+                responses.append(self._spawn(seeded if to_target else point))
             except launchers.Stopped as stop:  # a point training to a target, stopped
                 stopped = launchers.read(stop.response)
                 stop.point = Point.from_responses(axes, [*responses, stopped], flops)

@@ -578,3 +578,23 @@ def test_a_decoders_progress_lines_name_no_memory_format(tmp_path):
         Runner(config, tmp_path, reporter=seen, spawn=FakeChild(lambda p, n: ok_response())).run()
         measured = [label for label in seen.labels if label.startswith("batch 2")]
         assert measured and all(("channels_last" in x) == named for x in measured), seen.labels
+
+
+def test_each_run_to_a_target_trains_with_a_seed_of_its_own_and_a_measurement_shares_one(
+    tmp_path,
+):
+    """MLPerf's runs and the speedrun's are each a draw of the seed: repeat i of a point
+    training to a target takes seed + i (bench/scoring.py reads the runs' spread as the
+    recipe's); a plain measurement repeats the same work under the same seed."""
+    to_loss = FakeChild(lambda point, n: ok_response())
+    Runner(
+        RunConfig(workload="llama3-tiny", batch_sizes=(4,), data="tokens:/t.bin",
+                  val_data="tokens:/v.bin", train_to_loss=3.0, warmup_steps=0, repeats=3,
+                  seed=7),
+        tmp_path / "a", spawn=to_loss,
+    ).run()  # fmt: skip
+    assert [p.seed for p, task in to_loss.calls if task == "measure"] == [7, 8, 9]
+    plain = FakeChild(lambda point, n: ok_response())
+    Runner(RunConfig(workload="tiny", batch_sizes=(4,), repeats=3, seed=7), tmp_path / "b",
+           spawn=plain).run()  # fmt: skip
+    assert [p.seed for p, task in plain.calls if task == "measure"] == [7, 7, 7]

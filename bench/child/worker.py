@@ -228,7 +228,9 @@ def train_to_accuracy(
             break
     record["epoch_times_s"] = epochs
     record["input_wait_s"] = waits
-    record["accuracy"] = {"metric": "top1", "target": point.train_to, "epochs": curve}
+    record["accuracy"] = {
+        "metric": "top1", "target": point.train_to, "seed": point.seed, "epochs": curve,
+    }  # fmt: skip
     record["details"].update(plan.details())
     return steps, losses
 
@@ -288,7 +290,7 @@ def train_to_loss(
         target.val.close()
     record["loss"] = {
         "metric": "val_loss", "unit": "nats/token", **plan.describe(), "curve": curve,
-        "stopped": stopped, "val": val,
+        "stopped": stopped, "val": val, "seed": point.seed,
     }  # fmt: skip
     record["details"]["recipe"] = record["loss"]["recipe"]
     return steps, losses
