@@ -18,6 +18,7 @@ from typing import Any, Self
 from bench import data_ref, registry
 from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS, RUNTIME
 from bench.errors import UsageError
+from bench.options_table import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
 from bench.text import visible
 
 __all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
@@ -122,7 +123,45 @@ def _check_common(cfg: RunConfig | PointConfig) -> None:
     _check_optimize(cfg, framework)
     _check_checkpointing(cfg, framework, spec)
     _check_float8(cfg, framework, spec)
+    _check_levers(cfg, framework, spec)
     _check_expert_parallel(cfg, spec)
+
+
+# Each lever's RunConfig field, its PointConfig field and its value that changes nothing.
+_LEVERS = (("attentions", "attention", "auto"), ("cross_entropies", "cross_entropy", "plain"),
+           ("pad_vocabs", "pad_vocab", 0))  # fmt: skip
+
+
+def _check_levers(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
+    """The decoders' levers (bench.workloads._levers): known values, on a framework and a
+    workload that take them, the attention kernel one the device has
+    (Platform.attention_unsupported). A workload that takes them declares `llm_levers`
+    (bench.workloads._levers.DecoderSpec, as the mixtures' spec declares `experts`)."""
+    platform = registry.platform(cfg.device)
+    for many, one, off in _LEVERS:
+        values = getattr(cfg, many) if isinstance(cfg, RunConfig) else (getattr(cfg, one),)
+        for value in values:
+            if one == "pad_vocab":
+                _positive(one, value, zero_ok=True, most=MAX_PAD_VOCAB)
+            else:
+                _choice(one, value, ATTENTION_KERNELS if one == "attention" else LOSSES)
+            if value == off:
+                continue
+            if not framework.llm_levers:
+                able = [n for n in registry.framework_names() if registry.framework(n).llm_levers]
+                raise UsageError(
+                    f"{one}: {value!r} is not available with {framework.name}; it applies to "
+                    f"{' and '.join(able)}"
+                )
+            if not getattr(spec, "llm_levers", False):
+                able = [n for n, s in registry.workloads().items() if getattr(s, "llm_levers", 0)]
+                raise UsageError(
+                    f"{one}: {spec.name!r} does not take it; it applies to {', '.join(able)}"
+                )
+            dropout = getattr(spec, "attention_dropout", 0.0) > 0
+            why = platform.attention_unsupported(value, dropout) if one == "attention" else None
+            if why:
+                raise UsageError(why)
 
 
 MAX_EXPERT_PARALLEL = 4096  # ranks the experts split over, at most
@@ -432,6 +471,12 @@ class PointConfig:
     # Mixtures of experts: the experts split over this many ranks, tokens exchanged by
     # all-to-all (bench.parallel.expert); 1: every rank holds every expert.
     expert_parallel: int = 1
+    # A decoder's levers (bench.workloads._levers): scaled_dot_product_attention's kernel
+    # (auto: PyTorch chooses), its loss whole or in chunks of tokens (plain, chunked), its
+    # vocabulary padded to a multiple of this (0: unpadded).
+    attention: str = "auto"
+    cross_entropy: str = "plain"
+    pad_vocab: int = 0
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -583,6 +628,10 @@ class RunConfig:
     eval_sequences: int | None = None
     recipe: str | None = None
     expert_parallel: int = 1  # PointConfig's field of the same name
+    # Sweep axes of a decoder's levers (PointConfig.attention, cross_entropy, pad_vocab).
+    attentions: tuple[str, ...] = ("auto",)
+    cross_entropies: tuple[str, ...] = ("plain",)
+    pad_vocabs: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
         for name in _AXES:

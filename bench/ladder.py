@@ -9,8 +9,9 @@ beyond noise: the lower end of the 95% interval of its ratio to the best so far
 (stats.ratio_interval) is above 1, or, with a single run on either side, when its mean
 is higher (said to be untested). The rungs after the batch sweep are the platform's
 (Platform.ladder_rungs): on a CPU the study's; on a CUDA GPU TF32, bf16, channels_last,
-the compiler, its CUDA graphs (inductor:reduce-overhead) and the fused optimizer, each a
-lever a user can also set by hand. A change that does not apply here (no bf16 on this
+the compiler, its CUDA graphs (inductor:reduce-overhead), the fused optimizer, and a
+decoder's flash attention, chunked loss and vocabulary padded to 64, each a lever a user
+can also set by hand. A change that does not apply here (no bf16 on this
 device, no compiler in this framework, a compile mode or optimisation the framework
 lacks, a library not installed) is skipped with its reason in one line, before any
 child; one the device itself cannot run (TF32 on a V100) fails in its child, and its
@@ -72,6 +73,9 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
         framework.preflight([candidate])
     except UsageError as error:
         return str(error)
+    multiple, vocab = change.get("pad_vocab"), point.spec.num_classes
+    if multiple and vocab % multiple == 0:
+        return f"{point.workload}'s vocabulary ({vocab:,}) is a multiple of {multiple} already"
     return None
 
 

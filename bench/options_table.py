@@ -44,6 +44,11 @@ ALLOCATORS = ("system", "tcmalloc", "jemalloc")
 OPENMP_RUNTIMES = ("gnu", "intel")
 NUMA_MODES = ("auto", "on", "off")
 CHECKPOINTING_MODES = ("none", "selective", "full")
+# The decoders' levers (issue 51): scaled_dot_product_attention's kernel (auto: PyTorch
+# chooses), and their loss computed whole or in chunks of tokens (bench.workloads._loss).
+ATTENTION_KERNELS = ("auto", "flash", "efficient", "cudnn", "math")
+LOSSES = ("plain", "chunked")
+MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
 
@@ -80,6 +85,9 @@ class RunOption:
     ladder_sets: bool = False  # bench ladder sets it, rung by rung, and refuses it given
     # `bench rerun` takes it from its own command line, never from the file.
     rerun: bool = False
+    # A sweep axis's value that leaves things as they are, besides None and "none" (a
+    # winner's command leaves it out): --attention auto, --loss plain.
+    off: Any = None
 
     def __post_init__(self) -> None:
         if not self.flags or (self.field is None) == (self.same_as is None):
@@ -246,6 +254,48 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="activation_checkpointing",
         allowed=CHECKPOINTING_MODES,
         one_value_in_search=True,
+    ),
+    RunOption(
+        ("--attention",),
+        "torch, gpt2 and llama3: the attention kernel: auto (default: PyTorch chooses), "
+        "flash, efficient, cudnn, math, where the device has it; a list sweeps",
+        "attentions",
+        choice_list("attention", ATTENTION_KERNELS),
+        default=("auto",),
+        metavar="KERNEL",
+        sweep="attention",
+        allowed=ATTENTION_KERNELS,
+        off="auto",
+        one_value_in_search=True,
+        ladder_sets=True,
+    ),
+    RunOption(
+        ("--loss",),
+        "torch, gpt2 and llama3: plain (default: the whole batch's logits at once) or "
+        "chunked (the output layer and cross-entropy over chunks of 1,024 tokens, each "
+        "recomputed in the backward: one chunk's fp32 logits held at a time); a list sweeps",
+        "cross_entropies",
+        choice_list("loss", LOSSES),
+        default=("plain",),
+        metavar="HOW",
+        sweep="cross_entropy",
+        allowed=LOSSES,
+        off="plain",
+        one_value_in_search=True,
+        ladder_sets=True,
+    ),
+    RunOption(
+        ("--pad-vocab",),
+        "torch, gpt2 and llama3: pad the vocabulary's rows to a multiple of N (gpt2 with "
+        "64: 50,257 -> 50,304, as nanoGPT and llm.c), the padded logits sliced off before "
+        "the loss; 0: unpadded (default); a list like 0,64 sweeps",
+        "pad_vocabs",
+        list_of(strict_int, "pad-vocab", f"0 or whole numbers up to {MAX_PAD_VOCAB}, e.g. 0,64"),
+        default=(0,),
+        metavar="N",
+        sweep="pad_vocab",
+        one_value_in_search=True,
+        ladder_sets=True,
     ),
     RunOption(("--threads",), "intra-op CPU threads (default: the framework's)", "threads", whole),
     _runtime("--allocator", "BENCH_ALLOCATOR", ALLOCATORS,
@@ -428,7 +478,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 # batch size varying fastest, as in the published tables, and the device count just
 # above it (a scaling table reads down one config). Every sweep axis, once.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
-               "precisions", "memory_formats", "compilers", "devices", "batch_sizes")  # fmt: skip
+               "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
+               "compilers", "devices", "batch_sizes")  # fmt: skip
 
 # RunConfig's fields that no option sets as given: what config_from_args derives from
 # an option (the first batch a max-batch search tries; what --eval-every counts), and

@@ -13,6 +13,13 @@ process is one plain model, bf16 by autocast (bench's one-rank point is no rank
 either). It times steps the plain way: synchronise (and a barrier) after warm-up, read
 the clock once, run every measured step, synchronise, read it again.
 
+It takes bench's three decoder levers (issue 51), written plainly, so that bench's
+overhead can be measured lever by lever: --attention holds scaled_dot_product_attention
+to one kernel (sdpa_kernel); --loss chunked sums the cross-entropy over chunks of 1,024
+tokens, each chunk's output projection recomputed in the backward (checkpoint);
+--pad-vocab N pads the embedding and output rows to a multiple of N and slices the
+padded logits off before the loss.
+
     python benchmarks/llm_peer.py --size llama3-tiny --batch-size 4 --steps 10
     python -m torch.distributed.run --standalone --nproc-per-node 2 \\
         benchmarks/llm_peer.py --size llama3-tiny --batch-size 4 --precision bf16
@@ -32,6 +39,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.checkpoint import checkpoint
 
 
 class Size(NamedTuple):
@@ -58,6 +67,10 @@ SIZES = {
 }
 
 # --- the model: bench/workloads/llama3/torch.py, line for line ---------------------------
+
+KERNELS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+           "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}  # fmt: skip
+CHUNK_TOKENS = 1024  # --loss chunked: tokens per chunk
 
 
 def rotary_table(size: Size, device: torch.device | None = None) -> torch.Tensor:
@@ -91,9 +104,10 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, size: Size) -> None:
+    def __init__(self, size: Size, kernel: str = "auto") -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = size.heads, size.kv_heads, size.head_dim
+        self.kernel = kernel
         self.wq = nn.Linear(size.dim, size.heads * size.head_dim, bias=False)
         self.wk = nn.Linear(size.dim, size.kv_heads * size.head_dim, bias=False)
         self.wv = nn.Linear(size.dim, size.kv_heads * size.head_dim, bias=False)
@@ -107,7 +121,11 @@ class Attention(nn.Module):
         repeat = self.heads // self.kv_heads
         k, v = (t.repeat_interleave(repeat, dim=2) for t in (k, v))
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.kernel == "auto":
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            with sdpa_kernel(KERNELS[self.kernel]):
+                attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.wo(attended.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -123,10 +141,10 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, size: Size) -> None:
+    def __init__(self, size: Size, kernel: str = "auto") -> None:
         super().__init__()
         self.attention_norm = RMSNorm(size.dim, size.norm_eps)
-        self.attention = Attention(size)
+        self.attention = Attention(size, kernel)
         self.ffn_norm = RMSNorm(size.dim, size.norm_eps)
         self.feed_forward = FeedForward(size)
 
@@ -138,13 +156,16 @@ class Block(nn.Module):
 class Llama(nn.Module):
     rotary: torch.Tensor
 
-    def __init__(self, size: Size) -> None:
+    def __init__(
+        self, size: Size, kernel: str = "auto", chunked: bool = False, pad_vocab: int = 0
+    ) -> None:
         super().__init__()
-        self.size = size
-        self.embedding = nn.Embedding(size.vocab, size.dim)
-        self.layers = nn.ModuleDict({str(i): Block(size) for i in range(size.layers)})
+        self.size, self.chunked = size, chunked
+        rows = -(-size.vocab // pad_vocab) * pad_vocab if pad_vocab else size.vocab
+        self.embedding = nn.Embedding(rows, size.dim)
+        self.layers = nn.ModuleDict({str(i): Block(size, kernel) for i in range(size.layers)})
         self.norm = RMSNorm(size.dim, size.norm_eps)
-        self.output = None if size.tied else nn.Linear(size.dim, size.vocab, bias=False)
+        self.output = None if size.tied else nn.Linear(size.dim, rows, bias=False)
         self.register_buffer("rotary", rotary_table(size), persistent=False)
         self.init_weights()
 
@@ -161,12 +182,29 @@ class Llama(nn.Module):
             else:
                 nn.init.normal_(parameter, std=0.02)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """The real vocabulary's logits; given targets, the mean next-token loss."""
         x = self.embedding(tokens)
         for block in self.layers.values():
             x = block(x, self.rotary)
         x = self.norm(x)
-        return self.output(x) if self.output is not None else x @ self.embedding.weight.T
+        weight = self.embedding.weight if self.output is None else self.output.weight
+        vocab = self.size.vocab
+        if targets is None:
+            return (x @ weight.T)[..., :vocab]
+        x, targets = x.flatten(0, 1), targets.flatten()
+        if not self.chunked:
+            return F.cross_entropy((x @ weight.T)[..., :vocab].float(), targets)
+
+        def chunk_loss(h: torch.Tensor, w: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy((h @ w.T)[..., :vocab].float(), t, reduction="sum")
+
+        total = x.new_zeros((), dtype=torch.float32)
+        for start in range(0, len(targets), CHUNK_TOKENS):
+            end = start + CHUNK_TOKENS
+            total = total + checkpoint(chunk_loss, x[start:end], weight, targets[start:end],
+                                       use_reentrant=False)  # fmt: skip
+        return total / len(targets)
 
 
 # --- the training loop ---------------------------------------------------------------------
@@ -226,6 +264,9 @@ def main() -> None:
     parser.add_argument(
         "--activation-checkpointing", default="none", choices=("none", "selective", "full")
     )
+    parser.add_argument("--attention", default="auto", choices=("auto", *KERNELS))
+    parser.add_argument("--loss", default="plain", choices=("plain", "chunked"))
+    parser.add_argument("--pad-vocab", type=int, default=0, help="0: unpadded")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: as bench)")
     parser.add_argument("--warmup-steps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
@@ -234,6 +275,8 @@ def main() -> None:
     size = SIZES[args.size]
     if args.steps < 1 or args.warmup_steps < 0:
         parser.error("--steps: at least 1; --warmup-steps: at least 0")
+    if args.pad_vocab < 0:
+        parser.error("--pad-vocab: 0 (unpadded) or a positive multiple")
     if not 0 < args.seq_len <= size.max_seq_len:
         parser.error(f"--seq-len: {args.seq_len}; {args.size} takes 1 to {size.max_seq_len}")
 
@@ -262,16 +305,17 @@ def main() -> None:
     torch.manual_seed(args.seed)
 
     amp_dtype = torch.bfloat16 if args.precision == "bf16" else None
+    levers = (args.attention, args.loss == "chunked", args.pad_vocab)
     if ranked:
         with torch.device("meta"):
-            model = Llama(size)
+            model = Llama(size, *levers)
         checkpoint_blocks(model, args.activation_checkpointing)
         shard(model, world, device.type, amp_dtype)
         model.to_empty(device=device)
         model.init_weights(device)
         amp_dtype = None  # FSDP2's policy casts the parameters; no autocast
     else:
-        model = Llama(size)
+        model = Llama(size, *levers)
         checkpoint_blocks(model, args.activation_checkpointing)
         model = model.to(device)
     optimizer = OPTIMIZERS[args.optimizer](model.parameters())
@@ -284,8 +328,7 @@ def main() -> None:
     def step() -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-            logits = model(inputs)
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+            loss = model(inputs, targets)
         loss.backward()
         optimizer.step()
         return loss.detach()
@@ -312,6 +355,9 @@ def main() -> None:
             "threads": torch.get_num_threads(),
             "optimizer": describe(optimizer),
             "loss_last": float(loss),
+            "attention": args.attention,
+            "loss": args.loss,
+            "pad_vocab": args.pad_vocab,
         }
         print(json.dumps(figures), flush=True)
     if ranked:

@@ -273,8 +273,15 @@ def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda
         ("compile (inductor)", True),
         ("CUDA graphs (inductor:reduce-overhead)", True),
         ("fused optimizer", True),
+        ("flash attention", None),  # a decoder's levers: tiny takes none
+        ("chunked loss", None),
+        ("vocabulary padded to 64", None),
     ]  # before: the CPU study's rungs (TCMalloc, IPEX) and no tf32, CUDA graphs or fused
-    top = outcome.ladder[-1]["point"]
+    assert outcome.ladder[-1]["why"] == (
+        "skipped: pad_vocab: 'tiny' does not take it; it applies to gpt2, gpt2-medium, "
+        "llama3-1b, llama3-8b, llama3-tiny"
+    )
+    top = outcome.ladder[-4]["point"]
     assert (top["batch_size"], top["precision"], top["memory_format"], top["compile"],
             top["optimize"]) == (64, "bf16", "channels_last", "inductor:reduce-overhead",
                                  "fused")  # fmt: skip

@@ -100,6 +100,9 @@ class Framework(ABC):
     activation_checkpointing: ClassVar[bool] = False
     # Whether it trains in float8 (--precision fp8, bench.parallel.float8).
     float8: ClassVar[bool] = False
+    # Whether it takes the decoders' levers (--attention, --loss, --pad-vocab:
+    # bench.workloads._levers).
+    llm_levers: ClassVar[bool] = False
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
         """Settings that must precede the framework's import in the child (environment)."""

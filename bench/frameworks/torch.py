@@ -54,7 +54,11 @@ class TorchSession(Session):
         self.amp_dtype = _torch_precision.autocast_dtype(point.precision)
         self.float8: dict[str, Any] | None = None
         model = self._build_model()
-        self.parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        # A padded vocabulary's rows (--pad-vocab) are no token's: the real model's count.
+        self.padding_parameters = getattr(model, "padding_parameters", 0)
+        self.parameters = (
+            sum(p.numel() for p in model.parameters() if p.requires_grad) - self.padding_parameters
+        )
         self.training = datasets.training(point) if point.dataset else None
         self.optimizer, recipe_loss = optimizer_for(self.impl, point, model, self.training)
         self.train_loss = recipe_loss or self.train_loss
@@ -159,6 +163,8 @@ class TorchSession(Session):
             "autocast_dtype": str(self.amp_dtype) if self.amp_dtype else None,
             "cudnn_benchmark": self.cudnn_benchmark,
         }
+        if self.padding_parameters:
+            details["padding_parameters"] = self.padding_parameters  # not in `parameters`
         if self.token_file is not None:  # hashed once, by rank 0 (or the one process)
             details["dataset"] = self.token_file.describe(hashed=not rank or rank.rank == 0)
         if point.activation_checkpointing != "none":
@@ -408,6 +414,7 @@ class TorchFramework(Framework):
     optimizations = (_ipex.NAME, FUSED)
     activation_checkpointing = True
     float8 = True
+    llm_levers = True
 
     def check_platform(
         self,

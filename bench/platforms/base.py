@@ -100,6 +100,10 @@ class Platform(ABC):
     torch_pins_host_memory: ClassVar[bool] = False
     torch_replays_graphs: ClassVar[bool] = False
     torch_runs_ipex: ClassVar[bool] = False
+    # The kernels of scaled_dot_product_attention PyTorch has here, as --attention names
+    # them (bench.workloads._attention); every device has the math one. Whether one runs
+    # a given shape and precision (flash wants fp16 or bf16 on a GPU) is the child's.
+    torch_attention_kernels: ClassVar[tuple[str, ...]] = ("math",)
     # JAX here: the JAX_PLATFORMS its child is started with (None: JAX chooses).
     jax_platforms: ClassVar[str | None] = None
     # Whether XLA's devices here keep memory statistics (peaks); where they do not, the
@@ -120,6 +124,16 @@ class Platform(ABC):
     @abstractmethod
     def unavailable_reason(self) -> str | None:
         """None if this platform can run here, else why not and how to fix it."""
+
+    def attention_unsupported(self, kernel: str, dropout: bool = False) -> str | None:
+        """None if PyTorch has `kernel` (or chooses one: auto) here, for an attention
+        with dropout where `dropout`, else why not."""
+        if kernel == "auto" or kernel in self.torch_attention_kernels:
+            return None
+        return (
+            f"attention: {kernel!r} is not available on {self.name}; it has: auto, "
+            f"{', '.join(self.torch_attention_kernels)}"
+        )
 
     def precision_unsupported(self, precision: str) -> str | None:
         """None if the present device runs `precision`, else why not."""

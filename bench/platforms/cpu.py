@@ -54,6 +54,8 @@ class CpuPlatform(Platform):
     tune_precisions = ("bf16",)
     tunes_host_runtimes = True
     torch_runs_ipex = True  # IPEX's CPU build
+    # PyTorch's CPU flash attention (a fused kernel since 2.2, fp32 too) and the math one.
+    torch_attention_kernels = ("flash", "math")
     # Keep JAX off any GPU or TPU here (it would also reserve their memory).
     jax_platforms = "cpu"
     xla_memory_stats = False  # XLA's CPU device keeps none: the process's own memory
@@ -66,6 +68,16 @@ class CpuPlatform(Platform):
         # --device cpu on a GPU machine: keep TensorFlow off the GPUs altogether.
         tf.config.set_visible_devices([], "GPU")
         return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+    def attention_unsupported(self, kernel: str, dropout: bool = False) -> str | None:
+        """The CPU's flash kernel takes no attention dropout (PyTorch: 'No available
+        kernel')."""
+        if kernel == "flash" and dropout:
+            return (
+                "attention: 'flash' on the cpu takes no attention dropout (this workload "
+                "trains with it); use math or auto"
+            )
+        return super().attention_unsupported(kernel, dropout)
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """The Xeon CPU training study's order: bf16, channels_last, the compiler, then

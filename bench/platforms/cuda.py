@@ -170,6 +170,9 @@ class CudaPlatform(Platform):
     torch_autotunes_convolutions = True
     torch_pins_host_memory = True
     torch_replays_graphs = True  # HIP graphs on ROCm, through the same API
+    # FlashAttention-2 (fp16/bf16, Ampere and newer), memory-efficient (xFormers', fp32
+    # too), cuDNN's fused attention (Hopper's fastest in PyTorch 2.5+) and math.
+    torch_attention_kernels: ClassVar[tuple[str, ...]] = ("flash", "efficient", "cudnn", "math")
 
     def torch_device_here(self) -> torch.device:
         """The rank's GPU (bind_rank set it), or GPU 0."""
@@ -218,8 +221,11 @@ class CudaPlatform(Platform):
         """A GPU's climb (issue 51): TF32 then bf16 tensor cores, channels_last, the
         compiler, then its CUDA graphs (torch.compile's reduce-overhead mode: one launch
         for a step's hundreds of kernels), then the fused optimizer (one kernel for
-        every parameter's update). A rung the framework or this GPU cannot run is
-        skipped, or fails in its child, with the reason in one line."""
+        every parameter's update), then a decoder's levers: attention held to the flash
+        kernel, its loss in chunks, its vocabulary padded to a multiple of 64 (each
+        skipped, in one line, on a workload that takes none). A rung the framework or
+        this GPU cannot run is skipped, or fails in its child, with the reason in one
+        line."""
         graphs = [] if compiler is None else [
             (f"CUDA graphs ({compiler}:reduce-overhead)",
              {"compile": f"{compiler}:reduce-overhead"}),
@@ -231,6 +237,9 @@ class CudaPlatform(Platform):
             (f"compile ({compiler})", {"compile": compiler}),
             *graphs,
             ("fused optimizer", {"optimize": "fused"}),
+            ("flash attention", {"attention": "flash"}),
+            ("chunked loss", {"cross_entropy": "chunked"}),
+            ("vocabulary padded to 64", {"pad_vocab": 64}),
         )
 
     def devices_here(self) -> int:

@@ -13,6 +13,7 @@ class RocmPlatform(CudaPlatform):
     auto_priority = 20
     energy_counter = "amdsmi_counter"
     xla_device = None  # bench's TensorFlow and JAX images are CUDA's and TPU's
+    torch_attention_kernels = ("flash", "efficient", "math")  # AOTriton's; no cuDNN
 
     def _runtime_missing(self, torch) -> str | None:
         if getattr(torch.version, "hip", None) is None:

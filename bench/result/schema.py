@@ -19,6 +19,7 @@ from typing import Any
 # MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.axes).
 from bench.axes import ALLOCATORS, CHECKPOINTING_MODES, NUMA_MODES, OPENMP_RUNTIMES, POINT_AXES
 from bench.option_types import MAX_TOKENS
+from bench.options_table import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
 from bench.result.checks import (
     MAX_WHOLE,
     Check,
@@ -86,7 +87,11 @@ from bench.result.checks import (
 #     and `recipe`.
 #   13: configs gain `expert_parallel` (a mixture of experts' experts split over that
 #     many ranks, bench.parallel.expert; 1 before: every rank held every expert).
-SCHEMA_VERSION = 13
+#   14: a decoder's levers (issue 51), sweep axes: points gain `attention` (the kernel
+#     held: auto, flash, efficient, cudnn, math; 'auto' before), `cross_entropy` (plain,
+#     chunked; 'plain' before) and `pad_vocab` (the vocabulary's multiple; 0 before);
+#     configs gain `attentions`, `cross_entropies`, `pad_vocabs`.
+SCHEMA_VERSION = 14
 
 STATUSES = ("ok", "oom", "error")
 UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
@@ -244,6 +249,12 @@ POINT = (
     Field("optimize", *_TEXT_OR_NULL, since=9, older=None),
     Field("activation_checkpointing", one_of(*CHECKPOINTING_MODES),
           "one of " + ", ".join(CHECKPOINTING_MODES), since=10, older="none"),
+    Field("attention", one_of(*ATTENTION_KERNELS), "one of " + ", ".join(ATTENTION_KERNELS),
+          since=14, older="auto"),
+    Field("cross_entropy", one_of(*LOSSES), "one of " + ", ".join(LOSSES), since=14,
+          older="plain"),
+    Field("pad_vocab", whole(0, MAX_PAD_VOCAB), f"a whole number from 0 to {MAX_PAD_VOCAB}",
+          since=14, older=0),
     Field("input_wait_s", list_of(list_of(non_negative)), "lists of seconds (0, or 1e-12 to 1e21)",
           since=8, older=[]),
     Field("synthetic_step_times_s", list_of(positive), "a list of seconds from 1e-12 to 1e21",
@@ -364,6 +375,12 @@ CONFIG = (
     Field("recipe", *_TEXT_OR_NULL, since=12, older=None),
     Field("expert_parallel", whole(1, 4096), "a whole number from 1 to 4096", since=13,
           older=1),
+    Field("attentions", list_of(one_of(*ATTENTION_KERNELS)),
+          "a list of " + ", ".join(ATTENTION_KERNELS), since=14, older=["auto"]),
+    Field("cross_entropies", list_of(one_of(*LOSSES)), "a list of " + ", ".join(LOSSES),
+          since=14, older=["plain"]),
+    Field("pad_vocabs", list_of(whole(0, MAX_PAD_VOCAB)),
+          f"a list of whole numbers from 0 to {MAX_PAD_VOCAB}", since=14, older=[0]),
 )  # fmt: skip
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _SECTION = (optional(an_object), "an object or null")

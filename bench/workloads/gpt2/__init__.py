@@ -2,7 +2,7 @@ import functools
 from typing import NamedTuple
 
 from bench.mfu import decoder_flops
-from bench.workloads.base import WorkloadSpec
+from bench.workloads._levers import DecoderSpec
 
 
 class Size(NamedTuple):
@@ -15,6 +15,7 @@ class Size(NamedTuple):
 SIZES = {"gpt2": Size(768, 12, 12), "gpt2-medium": Size(1024, 24, 16)}
 CONTEXT = 1024  # learned positions: the longest sequence
 VOCAB = 50_257  # GPT-2's byte-level BPE vocabulary
+DROPOUT = 0.1  # GPT-2's, after the embeddings, attention's softmax, and each residual
 
 
 def non_embedding_parameters(size: Size) -> int:
@@ -34,7 +35,7 @@ def flops(size: Size, seq_len: int) -> dict:
 
 
 WORKLOADS = tuple(
-    WorkloadSpec(
+    DecoderSpec(
         name=name,
         description=(
             f"GPT-2 {'small' if name == 'gpt2' else 'medium'} decoder ({size.layers} layers, "
@@ -50,6 +51,7 @@ WORKLOADS = tuple(
         sharding="fsdp",  # over ranks, FSDP2 per block as llama3 (nanoGPT and llm.c: DDP)
         checkpointable=True,
         analytic_flops=functools.partial(flops, size),
+        attention_dropout=DROPOUT,
     )
     for name, size in SIZES.items()
 )

@@ -11,7 +11,7 @@ import functools
 from typing import NamedTuple
 
 from bench.mfu import decoder_flops
-from bench.workloads.base import WorkloadSpec
+from bench.workloads._levers import DecoderSpec
 
 VOCAB = 128_256  # Llama 3's tiktoken-based vocabulary
 
@@ -100,7 +100,7 @@ _DESCRIPTIONS = {
 }
 
 WORKLOADS = tuple(
-    WorkloadSpec(
+    DecoderSpec(
         name=name,
         description=(
             f"{_DESCRIPTIONS[name]} decoder ({size.layers} layers, dim {size.dim}, "

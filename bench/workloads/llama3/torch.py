@@ -1,7 +1,9 @@
 """The Llama 3 decoder in plain PyTorch: RMSNorm, rotary position embeddings (theta
 500,000), grouped-query attention through scaled_dot_product_attention(is_causal=True)
 (flash or memory-efficient kernels where the GPU has them), SwiGLU feed-forward, no
-biases. Initialised locally (nothing is downloaded).
+biases. Initialised locally (nothing is downloaded). --attention holds attention to one
+kernel (bench.workloads._attention); the model computes its own loss from its last
+hidden states (bench.workloads._loss: --loss chunked, a vocabulary padded by --pad-vocab).
 
 The model knows nothing of how it is sharded: bench.parallel applies FSDP2 to it from
 outside, after building it on the meta device; init_weights() then fills the weights
@@ -14,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.workloads import _loss
+from bench.workloads._attention import attend
 from bench.workloads._torch import adamw, next_token_batch, next_token_loss, next_token_pairs
 from bench.workloads.llama3 import SIZES, Size
 
@@ -51,9 +55,10 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, size: Size) -> None:
+    def __init__(self, size: Size, kernel: str = "auto") -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = size.heads, size.kv_heads, size.head_dim
+        self.kernel = kernel
         self.wq = nn.Linear(size.dim, size.heads * size.head_dim, bias=False)
         self.wk = nn.Linear(size.dim, size.kv_heads * size.head_dim, bias=False)
         self.wv = nn.Linear(size.dim, size.kv_heads * size.head_dim, bias=False)
@@ -68,7 +73,7 @@ class Attention(nn.Module):
         repeat = self.heads // self.kv_heads
         k, v = (t.repeat_interleave(repeat, dim=2) for t in (k, v))
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        attended = attend(q, k, v, self.kernel)
         return self.wo(attended.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -86,10 +91,10 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, size: Size) -> None:
+    def __init__(self, size: Size, attention: str = "auto") -> None:
         super().__init__()
         self.attention_norm = RMSNorm(size.dim, size.norm_eps)
-        self.attention = Attention(size)
+        self.attention = Attention(size, attention)
         self.ffn_norm = RMSNorm(size.dim, size.norm_eps)
         self.feed_forward = FeedForward(size)
 
@@ -101,14 +106,19 @@ class Block(nn.Module):
 class Llama(nn.Module):
     rotary: torch.Tensor
 
-    def __init__(self, size: Size) -> None:
+    def __init__(
+        self, size: Size, attention: str = "auto", chunked_loss: bool = False, pad_vocab: int = 0
+    ) -> None:
         super().__init__()
-        self.size = size
-        self.embedding = nn.Embedding(size.vocab, size.dim)
+        self.size, self.chunked_loss = size, chunked_loss
+        # The embedding and output layer padded to a multiple of pad_vocab rows; only the
+        # first size.vocab are ever a token or a logit.
+        rows = _loss.padded(size.vocab, pad_vocab)
+        self.embedding = nn.Embedding(rows, size.dim)
         # A ModuleDict, as torchtitan's: blocks keep their names when wrapped.
-        self.layers = nn.ModuleDict({str(i): Block(size) for i in range(size.layers)})
+        self.layers = nn.ModuleDict({str(i): Block(size, attention) for i in range(size.layers)})
         self.norm = RMSNorm(size.dim, size.norm_eps)
-        self.output = None if size.tied else nn.Linear(size.dim, size.vocab, bias=False)
+        self.output = None if size.tied else nn.Linear(size.dim, rows, bias=False)
         self.register_buffer("rotary", rotary_table(size), persistent=False)
         self.init_weights()
 
@@ -128,19 +138,37 @@ class Llama(nn.Module):
             else:
                 nn.init.normal_(parameter, std=0.02)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    @property
+    def padding_parameters(self) -> int:
+        """Parameters of the padded rows, which no token reaches (not counted)."""
+        rows = (self.embedding.num_embeddings - self.size.vocab) * self.size.dim
+        return rows * (1 if self.output is None else 2)
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits of the real vocabulary; given targets, the mean next-token loss."""
         x = self.embedding(tokens)
         for block in self.layers.values():
             x = block(x, self.rotary)
         x = self.norm(x)
-        return self.output(x) if self.output is not None else x @ self.embedding.weight.T
+        weight = self.embedding.weight if self.output is None else self.output.weight
+        if targets is None:
+            return _loss.logits(x, weight, self.size.vocab)
+        return _loss.next_token_loss(x, weight, targets, self.size.vocab, self.chunked_loss)
 
 
 def build_model(spec, point) -> nn.Module:
-    return Llama(SIZES[spec.name])
+    return Llama(SIZES[spec.name], point.attention, point.cross_entropy == "chunked",
+                 point.pad_vocab)  # fmt: skip
 
 
 make_batch = next_token_batch  # random tokens; each position's target is the next one
 token_batch = next_token_pairs  # windows of a token file (--data tokens:PATH), alike
-loss = next_token_loss
+loss = next_token_loss  # of the logits model(inputs) returns; training calls train_loss
+
+
+def train_loss(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The model's own next-token loss (plain or chunked, over the real vocabulary)."""
+    return model(inputs, targets)
+
+
 optimizer = adamw  # AdamW as torchtitan and nanoGPT train decoders (fused where it can)
