@@ -615,7 +615,7 @@ def command_line(point: Point, config: Any) -> str:
         value = getattr(point, axis.one)
         if axis.one == "memory_format" and decoder:  # its tokens, no layout
             words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
-        elif value and value != "none":
+        elif value and value not in ("none", axis.off):
             words += [axis.flag, str(value)]
     if config.threads:
         words += ["--threads", str(config.threads)]

@@ -121,7 +121,8 @@ def to_loss(point: Point) -> ToLoss | None:
 
 
 # An axis whose absence means a value other than None (rungs of older ladders).
-_AXIS_DEFAULTS = {"activation_checkpointing": "none"}
+_AXIS_DEFAULTS = {"activation_checkpointing": "none", "attention": "auto",
+                  "cross_entropy": "plain", "pad_vocab": 0}  # fmt: skip
 
 
 def point_axes(point: Any) -> tuple[Any, ...]:
@@ -148,6 +149,16 @@ def variant_label(
         parts.append(f"optimize={optimize}")
     if checkpointing != "none":
         parts.append(f"ac={checkpointing}")
+    return " ".join(parts)
+
+
+def lever_label(attention: str, cross_entropy: str, pad_vocab: int) -> str:
+    """'attention=flash loss=chunked pad-vocab=64': a decoder's levers that were set."""
+    parts = [f"attention={attention}"] if attention != "auto" else []
+    if cross_entropy != "plain":
+        parts.append(f"loss={cross_entropy}")
+    if pad_vocab:
+        parts.append(f"pad-vocab={pad_vocab}")
     return " ".join(parts)
 
 
@@ -199,6 +210,11 @@ class Point:
     optimize: str | None = None
     # Activation checkpointing of the model's blocks (bench.parallel.checkpoint).
     activation_checkpointing: str = "none"
+    # A decoder's levers (bench.workloads._levers): the attention kernel held, the loss
+    # whole or in chunks, the vocabulary's multiple (0: unpadded).
+    attention: str = "auto"
+    cross_entropy: str = "plain"
+    pad_vocab: int = 0
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.
@@ -228,6 +244,8 @@ class Point:
         workload takes no images (bench.report.table.takes_images)."""
         variant = variant_label(self.precision, self.memory_format, self.compile, self.optimize,
                                 self.activation_checkpointing, images)  # fmt: skip
+        levers = lever_label(self.attention, self.cross_entropy, self.pad_vocab)
+        variant = f"{variant} {levers}" if levers else variant
         spread = f" on {self.devices} devices" if self.devices > 1 else ""
         runtime = f" {self.runtime_label}" if self.runtime_label else ""
         return f"batch {self.batch_size} {variant}{runtime}{spread}"
