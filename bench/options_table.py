@@ -44,7 +44,7 @@ ALLOCATORS = ("system", "tcmalloc", "jemalloc")
 OPENMP_RUNTIMES = ("gnu", "intel")
 NUMA_MODES = ("auto", "on", "off")
 CHECKPOINTING_MODES = ("none", "selective", "full")
-# The decoders' levers (issue 51): scaled_dot_product_attention's kernel (auto: PyTorch
+# The decoders' levers: scaled_dot_product_attention's kernel (auto: PyTorch
 # chooses), and their loss computed whole or in chunks of tokens (bench.workloads._loss).
 ATTENTION_KERNELS = ("auto", "flash", "efficient", "cudnn", "math")
 LOSSES = ("plain", "chunked")

@@ -13,7 +13,7 @@ process is one plain model, bf16 by autocast (bench's one-rank point is no rank
 either). It times steps the plain way: synchronise (and a barrier) after warm-up, read
 the clock once, run every measured step, synchronise, read it again.
 
-It takes bench's three decoder levers (issue 51), written plainly, so that bench's
+It takes bench's three decoder levers, written plainly, so that bench's
 overhead can be measured lever by lever: --attention holds scaled_dot_product_attention
 to one kernel (sdpa_kernel); --loss chunked sums the cross-entropy over chunks of 1,024
 tokens, each chunk's output projection recomputed in the backward (checkpoint);

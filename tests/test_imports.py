@@ -123,7 +123,7 @@ def _device_type_decisions(tree: ast.AST, types: set[str]) -> list[tuple[int, st
 
 
 def test_only_the_platforms_test_a_devices_type():
-    """A device's differences live in its platform (issue 55): the frameworks and the rest
+    """A device's differences live in its platform: the frameworks and the rest
     of bench ask it for what a difference means (`pins_host_memory`, `timing_event`,
     `xla_memory_stats`, ...), never whether its device is a "cuda" or a "cpu" one. Torch's
     "meta" device is no platform's and may be asked for."""

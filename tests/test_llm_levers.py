@@ -1,4 +1,4 @@
-"""The decoders' levers of issue 51: the attention kernel, the chunked loss and the padded
+"""The decoders' levers: the attention kernel, the chunked loss and the padded
 vocabulary each leave the maths as it was (within a stated tolerance, in fp32 on the
 CPU), are refused in one line where they cannot run, and are rungs of a GPU's ladder."""
 

@@ -1,4 +1,4 @@
-"""bench report's page keeps drawing whatever a valid result holds (issue 57): a
+"""bench report's page keeps drawing whatever a valid result holds: a
 diverged run's NaN validation loss, machines named like JavaScript's own properties
 (toString, __proto__, ...), a 300,000-evaluation loss curve, a baseline with no
 verdict, numbers of 21 zeros; and a part of the page that fails anyway says so on the

@@ -1,4 +1,4 @@
-"""Training a decoder to a validation loss (issue 41): the options and their refusals,
+"""Training a decoder to a validation loss: the options and their refusals,
 token shards, the evaluation over ranks, the to_loss block of a result, and (slow) the
 tiny llama reaching a target over two gloo ranks."""
 

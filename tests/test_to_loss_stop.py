@@ -1,4 +1,4 @@
-"""Ctrl-C or SIGTERM to bench while a point trains a decoder to a target loss (issue 41):
+"""Ctrl-C or SIGTERM to bench while a point trains a decoder to a target loss:
 bench asks the point's child (or its ranks) to stop, waits for the curve it measured,
 and records the point before the run ends as interrupted. Before, the parent killed its
 child at once and the point's training (hours, on a real run) was lost."""

@@ -1,5 +1,5 @@
 """bench tune on a new user's machine: a cold compile is priced before it is tried, the
-cheap variants of each change come first, and the whole budget is used (issue 51: on a
+cheap variants of each change come first, and the whole budget is used (before: on a
 quiet 2-core Zen 4, `bench tune resnet50 --device cpu --budget 12m` measured one
 configuration, ran a compiled probe into its cap and stopped at 4.9 minutes unranked)."""
 

@@ -1,4 +1,4 @@
-"""Datasets from someone else (issue 29): every file is read with bounds checked before
+"""Datasets from someone else: every file is read with bounds checked before
 anything is allocated, only JPEG and PNG reach a decoder, no link leads out of the data
 folder, and every refusal is one line naming the file. Each input here is crafted to
 get past the reader as it was before these checks."""

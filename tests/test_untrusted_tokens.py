@@ -1,4 +1,4 @@
-"""Token files from someone else (issue 57): thousands of shards under the open-file
+"""Token files from someone else: thousands of shards under the open-file
 limit, a validation file that is (part of) the training data, the bound on what the
 held-out check reads, and what a file that is no regular file is called. Each input is
 crafted to get past the reader as it was before these checks."""

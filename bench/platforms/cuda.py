@@ -218,7 +218,7 @@ class CudaPlatform(Platform):
         return tf.distribute.OneDeviceStrategy(gpus[0].name)
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
-        """A GPU's climb (issue 51): TF32 then bf16 tensor cores, channels_last, the
+        """A GPU's climb: TF32 then bf16 tensor cores, channels_last, the
         compiler, then its CUDA graphs (torch.compile's reduce-overhead mode: one launch
         for a step's hundreds of kernels), then the fused optimizer (one kernel for
         every parameter's update), then a decoder's levers: attention held to the flash

@@ -87,7 +87,7 @@ from bench.result.checks import (
 #     and `recipe`.
 #   13: configs gain `expert_parallel` (a mixture of experts' experts split over that
 #     many ranks, bench.parallel.expert; 1 before: every rank held every expert).
-#   14: a decoder's levers (issue 51), sweep axes: points gain `attention` (the kernel
+#   14: a decoder's levers, sweep axes: points gain `attention` (the kernel
 #     held: auto, flash, efficient, cudnn, math; 'auto' before), `cross_entropy` (plain,
 #     chunked; 'plain' before) and `pad_vocab` (the vocabulary's multiple; 0 before);
 #     configs gain `attentions`, `cross_entropies`, `pad_vocabs`.

@@ -1,4 +1,4 @@
-"""The decoders that take the LLM levers of issue 51 (--attention, --loss, --pad-vocab):
+"""The decoders that take the LLM levers (--attention, --loss, --pad-vocab):
 their torch model holds attention to one kernel (bench.workloads._attention) and
 computes its own loss from its last hidden states (bench.workloads._loss). gpt2 and
 llama3 declare this spec; the mixtures of experts do not yet."""
