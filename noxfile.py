@@ -144,6 +144,13 @@ FAST_EXTRAS = ".[torch,report,dev,xeon]"
 FULL_EXTRAS = ".[torch,jax,report,dev,xeon,zoo,fleet,float8]"
 
 
+# The tests' children each import PyTorch: uv installs no bytecode, so where the shell
+# says PYTHONDONTWRITEBYTECODE (CI machines often do) every child compiled torch's and
+# torchvision's sources again, about 8 s of CPU each. The test runs write it once, into
+# nox's own venvs (and __pycache__ folders git ignores), so each child reads it.
+TEST_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": None}
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The fast tier: unit tests, small CPU runs and the README's commands on a bare install."""
@@ -151,7 +158,7 @@ def tests(session: nox.Session) -> None:
     # pytest-xdist, one worker per CPU (at most 4: each test's children use threads of
     # their own); `nox -s tests -- -n 0` runs them in one process.
     session.run("pytest", "-m", "not full", "-n", "auto", "--maxprocesses", "4",
-                *session.posargs, env={"PYTHONUNBUFFERED": "1"})  # fmt: skip
+                *session.posargs, env=TEST_ENV)  # fmt: skip
 
 
 @nox.session(default=False)
@@ -162,8 +169,10 @@ def tests_full(session: nox.Session) -> None:
     session.install("-e", FULL_EXTRAS, "tensorflow-cpu", "keras", "playwright", *CONSTRAINTS)
     # os_packages: fast-tier tests that skip without an OS library (the fast tier needs
     # none); here again, once .ci/run has installed them.
-    session.run("pytest", "-m", "full or os_packages", *session.posargs,
-                env={"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    # Two pytest-xdist workers, as the fast tier: most of a full test's time is a child
+    # starting (imports, a FLOP count), not both cores busy. `-- -n 0`: one process.
+    session.run("pytest", "-m", "full or os_packages", "-n", "auto", "--maxprocesses", "2",
+                *session.posargs, env=TEST_ENV)  # fmt: skip
 
 
 @nox.session

@@ -230,7 +230,8 @@ def test_an_output_folder_under_missing_folders_is_made_as_mkdir_p_never_world_w
     tmp_path,
 ):
     out = tmp_path / "missing" / "deeper" / "out"
-    done = run_bench("tiny", "--device", "cpu", "--output-dir", str(out), cwd=tmp_path)
+    done = run_bench("tiny", "--device", "cpu", "--steps", "2", "--warmup-steps", "1",
+                     "--output-dir", str(out), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert len(list(out.glob("tiny-*.json"))) == 1
     for level in (tmp_path / "missing", tmp_path / "missing" / "deeper", out):
@@ -322,6 +323,7 @@ def test_a_signal_keeps_finished_points_and_stops_the_child(tmp_path, signum, co
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a new PID namespace needs root (unshare)")
+@pytest.mark.slow  # a real run stopped by a real signal, as the three above: the full tier
 def test_sigterm_works_when_bench_is_pid_1(tmp_path):
     # docker run without --init: bench is PID 1, and the kernel drops signals to PID 1
     # that have no handler. unshare gives bench a PID namespace of its own.
@@ -345,6 +347,7 @@ def test_the_child_dies_with_a_parent_killed_by_sigkill(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.slow  # a real child killed mid-point: the full tier
 def test_a_child_killed_by_someone_is_an_error_not_out_of_memory(tmp_path):
     bench = start_bench(tmp_path)
     wait_for(lambda: saved_points(tmp_path / "out") == 1, what="the first point")
