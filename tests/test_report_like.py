@@ -61,6 +61,21 @@ def test_machines_that_share_no_configuration_are_told_what_to_run():
     assert "shares no configuration with the baseline" in md
 
 
+def test_what_to_run_leaves_out_the_other_machines_output_folder():
+    """It read 'run bench resnet50 -b 64 --output-dir /tmp/camp/res on this machine': a
+    folder of the machine that ran it, not one this machine's user has."""
+    command = ["bench", "resnet50", "-b", "64", "--output-dir", "/tmp/camp/res",
+               "--output-dir=/x", "--label", "a b"]  # fmt: skip
+    base = _with(machine(V100, [point(64, [200, 201])]), command)
+    other = _with(machine(A100, [point(128, [300, 301])]), ["bench", "resnet50", "-b", "128"])
+    html, _ = _report([(Path("a.json"), base), (Path("b.json"), other)], "v100")
+    [like] = _data(html)["like"]
+    assert like["sentence"] == (
+        "shares no configuration with the baseline: run bench resnet50 -b 64 --label 'a b' on"
+        " this machine"
+    )
+
+
 def test_another_framework_version_is_named_beside_the_ratio():
     """A CPU in torch 2.14 against GPUs in torch 2.11: nothing said so."""
     base = _with(machine(V100, [point(64, [200, 201])]), ["bench"], torch="2.11.0+cu130")

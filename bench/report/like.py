@@ -13,6 +13,7 @@ command would make one.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from bench.report.compare import Cell, Comparison
@@ -123,6 +124,25 @@ def _config(key: tuple[Any, ...]) -> str:
     return config_label(key)
 
 
+def _without_output(command: str) -> str:
+    """A recorded command to run elsewhere: its --output-dir was the other machine's folder
+    (the result goes to ./results without it)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not as shlex.join wrote it: shown as recorded
+        return command
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--output-dir":
+            skip = True
+        elif not word.startswith("--output-dir="):
+            kept.append(word)
+    return shlex.join(kept)
+
+
 def _none_shared(
     label: str,
     base_label: str,
@@ -141,7 +161,7 @@ def _none_shared(
         key, _ = max(own, key=lambda kc: kc[1].throughput.value)  # type: ignore[union-attr]
         where, who = "on the baseline", label
     index = point_command.get((who, key))
-    command = commands[index] if index is not None else _config(key)
+    command = _without_output(commands[index]) if index is not None else _config(key)
     why = "shares no configuration with the baseline" if theirs else "the baseline never ran it"
     return {
         "verdict": "none shared",
