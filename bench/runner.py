@@ -320,9 +320,11 @@ class Runner:
             # (MLPerf's runs and the speedrun's each take their own), so the runs' spread
             # is the recipe's, not the clock's alone.
             to_target = point.train_to is not None or point.train_to_loss is not None
-            seeded = dataclasses.replace(point, seed=point.seed + len(responses))
+            run = (
+                dataclasses.replace(point, seed=point.seed + len(responses)) if to_target else point
+            )
             try:
-                responses.append(self._spawn(seeded if to_target else point))
+                responses.append(self._spawn(run))
             except launchers.Stopped as stop:  # a point training to a target, stopped
                 stopped = launchers.read(stop.response)
                 stop.point = Point.from_responses(axes, [*responses, stopped], flops)
