@@ -212,30 +212,20 @@ def test_a_phone_reads_the_first_screen(tmp_path):
 def test_a_step_in_history_is_a_dashed_rule_whose_tooltip_says_it(tmp_path):
     """A configuration measured on 14 dates, 20% faster from the 8th: the history view
     draws one rule there, its words on hover, and the page logs no warning."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
     pytest.importorskip("vl_convert")
     from bench.report import page
 
     from .test_report_to_target import STEPPED, _history
+    from .test_report_untrusted import opened
 
     page.write_report(cmp.compare(_history(V100, STEPPED), None), tmp_path / "report")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            problems = []
-            tab.on("console", lambda m: problems.append(m.text) if m.type != "log" else None)
-            tab.on("pageerror", lambda e: problems.append(str(e)))
-            tab.goto((tmp_path / "report" / "report.html").as_uri())
-            tab.wait_for_function("document.body.dataset.ready", timeout=30_000)
-            assert tab.evaluate("document.body.dataset.ready") == "1", tab.inner_text("#failure")
-            assert "A dashed rule: a step" in tab.inner_text("#view-history .note")
-            rules = tab.locator("#view-history .mark-rule.role-mark line")
-            assert rules.count() == 1
-            rules.first.hover(force=True)
-            tip = tab.locator("#vg-tooltip-element")
-            tip.wait_for(state="visible", timeout=5_000)
-            assert "1.20x faster (95% CI" in tip.inner_text()
-            assert problems == [], problems
-        finally:
-            browser.close()
+    with opened(tmp_path / "report" / "report.html", warnings=True) as (tab, problems):
+        assert tab.evaluate("document.body.dataset.ready") == "1", tab.inner_text("#failure")
+        assert "A dashed rule: a step" in tab.inner_text("#view-history .note")
+        rules = tab.locator("#view-history .mark-rule.role-mark line")
+        assert rules.count() == 1
+        rules.first.hover(force=True)
+        tip = tab.locator("#vg-tooltip-element")
+        tip.wait_for(state="visible", timeout=5_000)
+        assert "1.20x faster (95% CI" in tip.inner_text()
+        assert problems == [], problems

@@ -278,15 +278,17 @@ def _data_text(html: str) -> str:
 
 
 @contextlib.contextmanager
-def opened(page_path: Path):
-    """The page in chromium as a user opens it, ready; and every error it logged."""
+def opened(page_path: Path, warnings: bool = False):
+    """The page in chromium as a user opens it, ready; and every error it logged (with
+    `warnings`, every console message but a plain log too)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="no playwright (pip install)")
     errors: list[str] = []
+    counted = (lambda kind: kind != "log") if warnings else (lambda kind: kind == "error")
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             tab = chromium.new_page(viewport={"width": 1280, "height": 900})
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            tab.on("console", lambda m: errors.append(m.text) if counted(m.type) else None)
             tab.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
             tab.goto(page_path.as_uri())
             tab.wait_for_function("document.body.dataset.ready", timeout=30_000)
