@@ -12,6 +12,9 @@ tokens/s. The peer reads the clock once around all its steps; bench times each s
 around its steps) and sums them.
 
     python benchmarks/llm_overhead.py --workload llama3-tiny --devices 2 --precision bf16
+    python benchmarks/llm_overhead.py --seq-len 256 --batch-size 8 --loss chunked --rounds 8
+
+--attention, --loss and --pad-vocab go to both, so the overhead is measured per lever.
 
 The driver stops (status 2) if the two report different optimizers or threads per
 rank: the figures would not compare. Not a test: it prints figures.
@@ -54,7 +57,10 @@ def _shared(args: argparse.Namespace) -> list[str]:
         "--seq-len", str(args.seq_len), "--precision", args.precision,
         "--warmup-steps", str(args.warmup_steps), "--steps", str(args.steps),
         "--activation-checkpointing", args.activation_checkpointing,
+        "--attention", args.attention, "--loss", args.loss,
     ]  # fmt: skip
+    if args.pad_vocab:  # the peer's 0 is bench's default: no --pad-vocab
+        argv += ["--pad-vocab", str(args.pad_vocab)]
     return [*argv, "--threads", str(args.threads)] if args.threads else argv
 
 
@@ -122,6 +128,10 @@ def main() -> int:
     parser.add_argument(
         "--activation-checkpointing", default="none", choices=("none", "selective", "full")
     )
+    # The decoder levers, passed to both: bench's overhead measured lever by lever.
+    parser.add_argument("--attention", default="auto", help="SDPA kernel: auto, flash, math, ...")
+    parser.add_argument("--loss", default="plain", choices=("plain", "chunked"))
+    parser.add_argument("--pad-vocab", type=int, default=0, help="0: unpadded")
     parser.add_argument("--threads", type=int, help="intra-op threads per rank (both)")
     parser.add_argument("--warmup-steps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
@@ -139,7 +149,8 @@ def main() -> int:
         f"{args.workload} {args.device} x{args.devices} rank(s), global batch {args.batch_size} "
         f"x {args.seq_len} tokens, {args.precision}, {pair.seen['peer']['optimizer']}, "
         f"{pair.seen['peer']['threads']} thread(s) per rank, {args.steps} steps after "
-        f"{args.warmup_steps}, {args.rounds} rounds (global tokens/s)"
+        f"{args.warmup_steps}, {args.rounds} rounds, attention {args.attention}, loss "
+        f"{args.loss}, pad-vocab {args.pad_vocab or 'none'} (global tokens/s)"
     )
     summarise(runs, "tokens/s", title, 0.97)  # bench within 3% of the peer
     return 0
