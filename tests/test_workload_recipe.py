@@ -7,6 +7,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,7 +16,7 @@ from bench import registry
 from bench.cli import main
 from bench.config import PointConfig
 from bench.errors import BenchError
-from bench.workloads.contract import TorchWorkload, WorkloadError
+from bench.workloads.contract import JaxWorkload, TorchWorkload, WorkloadError
 
 from .conftest import run_bench
 
@@ -171,3 +172,20 @@ def test_a_folder_without_workloads_is_refused_in_one_line(beside_the_others):
     (folder / "__init__.py").write_text("SPECS = ()\n")
     with pytest.raises(BenchError, match=r"mlp_demo/__init__.py: defines no WORKLOADS \(a tuple"):
         registry.workloads()
+
+
+def test_a_module_resolves_once_into_its_contract_absent_options_none():
+    module = ModuleType("fake_jax")
+    module.build_model = lambda spec, point, dtype: None
+    module.make_batch = lambda spec, point, size, seed: (None, None)
+    module.loss = lambda logits, targets: 0.0
+    resolved = JaxWorkload.of(module, "fake")
+    assert resolved.loss is module.loss
+    assert resolved.optimizer is None and resolved.token_batch is None
+    del module.loss
+    with pytest.raises(WorkloadError) as refused:
+        JaxWorkload.of(module, "fake")
+    assert str(refused.value) == (
+        "workload 'fake': fake_jax has no loss "
+        "(a jax workload defines build_model, make_batch and loss)"
+    )

@@ -81,7 +81,9 @@ class Contract:
         given = {name: getattr(module, name) for name in cls.names() if hasattr(module, name)}
         lacking = cls.missing(given)
         if lacking:
-            raise cls.refusal(workload, module.__file__ or module.__name__, lacking)
+            raise cls.refusal(
+                workload, getattr(module, "__file__", None) or module.__name__, lacking
+            )
         return cls(**given)
 
     @classmethod
