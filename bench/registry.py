@@ -2,7 +2,9 @@
 
 Nothing is registered by hand: a platform is a module in bench/platforms/, a framework
 a module in bench/frameworks/, a workload a folder in bench/workloads/. Discovery
-imports only light modules (no deep-learning framework is imported here).
+imports only light modules (no deep-learning framework is imported here): a workload's
+framework modules are read as source, and one that lacks a function its framework's
+contract requires (bench.workloads.contract) is refused in one line.
 
 Also the one table of optional modules and the extra of bench that brings each, with
 `require` (pandas' import_optional_dependency): a missing one is one line naming the
@@ -21,9 +23,9 @@ import importlib.util
 import pkgutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from bench.errors import UsageError
+from bench.errors import BenchError, UsageError
 
 if TYPE_CHECKING:
     from bench.frameworks.base import Framework
@@ -100,39 +102,96 @@ def workloads() -> dict[str, WorkloadSpec]:
     for folder in _member_modules("bench.workloads", packages=True):
         package = f"bench.workloads.{folder}"
         module = importlib.import_module(package)
-        for spec in getattr(module, "WORKLOADS", ()):
+        specs = getattr(module, "WORKLOADS", None)
+        if not specs:
+            raise BenchError(f"{module.__file__}: defines no WORKLOADS (a tuple of WorkloadSpec)")
+        for spec in specs:
             if spec.name in found:
-                raise RuntimeError(f"workload {spec.name!r} is defined twice ({package})")
+                raise BenchError(f"workload {spec.name!r} is defined twice ({package})")
             # The spec is frozen; record where its implementations live.
             object.__setattr__(spec, "package", package)
+            spec.check_implementations()  # a missing function: one line, before any run
             found[spec.name] = spec
     return found
 
 
-@functools.cache
+def source_path(module: str) -> str:
+    """Where `module`'s source is, found without importing it ('' when it has none)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return ""
+    return spec.origin
+
+
+class _Source(NamedTuple):
+    """What discovery reads from a module's source without importing it."""
+
+    imports: frozenset[str]  # top-level modules imported anywhere in it
+    defined: frozenset[str] | None  # names bound at its top level; None: a star import
+
+
+@functools.cache  # by path: a folder written anew (a test's) is read anew
+def _read(path: str) -> _Source:
+    tree = ast.parse(Path(path).read_text(), path)
+    imports: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imports.add(node.module.partition(".")[0])
+    names = set(_bound(tree.body))
+    defined = None if None in names else frozenset(n for n in names if n is not None)
+    return _Source(frozenset(imports), defined)
+
+
 def _imports(module: str) -> frozenset[str]:
     """The top-level modules that `module`'s source imports, anywhere in it (also inside
     functions, where optional ones are imported), read without importing it."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return frozenset()
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(Path(spec.origin).read_text(), spec.origin)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.partition(".")[0])
-    return frozenset(found)
+    path = source_path(module)
+    return _read(path).imports if path else frozenset()
+
+
+def _bound(statements: list[ast.stmt]) -> Iterable[str | None]:
+    """The names `statements` bind at module level (None for a star import)."""
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                star = alias.name == "*"
+                yield None if star else alias.asname or alias.name.partition(".")[0]
+        elif isinstance(node, ast.If):  # bodies that run at import
+            yield from _bound(node.body + node.orelse)
+        elif isinstance(node, ast.With):
+            yield from _bound(node.body)
+        elif isinstance(node, ast.Try):
+            handlers = [inner for handler in node.handlers for inner in handler.body]
+            yield from _bound(node.body + node.orelse + node.finalbody + handlers)
+
+
+def defined_names(module: str) -> frozenset[str] | None:
+    """The names `module` defines at its top level (functions, classes, assignments,
+    imports), read from its source without importing it; None where a star import
+    makes them unknowable (or it has no source)."""
+    path = source_path(module)
+    return _read(path).defined if path else None
+
+
+def optional_modules(spec: WorkloadSpec, framework: str) -> list[str]:
+    """The optional modules the workload imports in `framework` beyond the framework
+    itself (nasnet-large in torch: timm), installed or not."""
+    imported = _imports(f"{spec.package}.{framework}")
+    return sorted(name for name in imported if EXTRAS.get(name) not in (None, framework))
 
 
 def missing_extras(spec: WorkloadSpec, framework: str) -> MissingExtra | None:
     """What the workload needs in `framework` beyond the framework itself and is not
     installed (nasnet-large in torch: timm, from bench[zoo]); None when nothing is."""
-    needed = sorted(
-        name
-        for name in _imports(f"{spec.package}.{framework}")
-        if EXTRAS.get(name) not in (None, framework) and not _installed(name)
-    )
+    needed = [name for name in optional_modules(spec, framework) if not _installed(name)]
     return MissingExtra(f"{spec.name} ({framework})", needed) if needed else None
 
 

@@ -1,68 +1,108 @@
-"""Workloads: discovery, exact parameter counts, and that each one trains."""
+"""Workloads: exact parameter counts as each spec declares them, the docs' table and the
+reference FLOPs table checked against the specs, the contracts and the task enum."""
 
-import sys
-import textwrap
+import dataclasses
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
-from bench import registry
+from bench import catalog, registry
 from bench.config import PointConfig
+from bench.workloads.base import Task
+from bench.workloads.contract import CONTRACTS, TorchWorkload
 
 torch = pytest.importorskip("torch")
 
-# Exact counts (each shared tensor once). cnn-s is TensorFlow's CNN tutorial network,
-# the M2 Max vs V100 study's smallest (122,570); the family spans its range up to ~1.65 M.
-PARAMETERS = {
-    "tiny": 5_354,
-    "moe-tiny": 189_760,
-    "olmoe-1b-7b": 6_919_161_856,
-    "gpt-oss-20b": 20_914_755_648,
-    "cnn-s": 122_570,
-    "cnn-m": 356_810,
-    "cnn-l": 750_346,
-    "cnn-xl": 1_662_794,
-    "resnet50": 25_557_032,  # torchvision's ResNet-50
-    "resnet50-cifar": 23_528_522,
-    "bert-base": 109_514_298,  # BERT-base with a tied masked-LM head, no pooler
-    "bert-large": 335_174_458,
-    # The model zoo of the 2020 GPU comparison, and today's transformers.
-    "gpt2": 124_439_808,  # GPT-2 small, exactly as published (tied embeddings)
-    "gpt2-medium": 354_823_168,
-    "vit-b16": 86_567_656,  # torchvision's ViT-B/16
-    "nasnet-large": 88_753_150,  # timm's nasnetalarge
-    "maskrcnn": 44_454_513,  # torchvision's, from scratch (batch norm trains)
-    "deeplabv3": 39_638_355,  # torchvision's, 19 classes, no auxiliary head
-    "transformer-big": 214_249_472,  # the paper's 213 M with a 37k shared vocabulary
-    "pix2pixhd": 188_149_957,  # global generator 182.5 M + two discriminators 5.6 M
-    # Llama 3 at Meta's published sizes, counted on the meta device (nothing allocated).
-    "llama3-1b": 1_235_814_400,  # Llama 3.2 1B, tied embeddings
-    "llama3-8b": 8_030_261_248,  # Llama 3.1 8B
-    "llama3-tiny": 164_160,
-}
+WORKLOADS = registry.workloads()
+DOCS = Path(__file__).parents[1] / "docs" / "workloads.md"
 
 
-def test_every_workload_is_discovered():
-    assert set(registry.workloads()) == set(PARAMETERS)
+def test_every_workload_declares_its_parameter_count():
+    undeclared = [name for name, spec in WORKLOADS.items() if spec.parameter_count is None]
+    assert not undeclared, f"declare parameter_count= in the spec of {', '.join(undeclared)}"
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    "name",
     [
-        pytest.param(name, count, marks=[pytest.mark.full] if name == "nasnet-large" else [])
-        for name, count in PARAMETERS.items()
+        pytest.param(
+            name, marks=[pytest.mark.full] if registry.optional_modules(spec, "torch") else []
+        )
+        for name, spec in WORKLOADS.items()
     ],  # NASNet-A Large comes from timm, which only the full tier installs
 )
-def test_parameter_counts(name, expected):
+def test_parameter_counts(name):
     spec = registry.workload(name)
-    assert (
-        registry.framework("torch").count_parameters(spec, PointConfig(workload=name)) == expected
-    )
+    counted = registry.framework("torch").count_parameters(spec, PointConfig(workload=name))
+    assert counted == spec.parameter_count, f"{name}: its spec declares {spec.parameter_count:,}"
 
 
 def test_cnn_family_spans_seed_one_range():
-    counts = [PARAMETERS[n] for n in ("cnn-s", "cnn-m", "cnn-l", "cnn-xl")]
+    counts = [WORKLOADS[n].parameter_count for n in ("cnn-s", "cnn-m", "cnn-l", "cnn-xl")]
     assert counts == sorted(counts)
+    assert counts[0] == 122_570  # TensorFlow's tutorial CNN: the study's smallest exactly
     assert counts[-1] == pytest.approx(1_649_482, rel=0.01)
+
+
+def documented() -> dict[str, int | None]:
+    """docs/workloads.md's tables: each workload a row names (`a` `b` in its first cell)
+    -> the count in its last cell ('1,234 / 5,678' for two names)."""
+    rows: dict[str, int | None] = {}
+    for line in DOCS.read_text().splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [cell.strip() for cell in line.strip("| ").split("|")]
+        names = re.findall(r"`([^`]+)`", cells[0])
+        counts = [int(c.replace(",", "")) for c in cells[-1].split(" / ") if c.strip()]
+        for i, name in enumerate(names):
+            rows[name] = counts[i] if len(counts) == len(names) else None
+    return rows
+
+
+def test_docs_table_has_a_row_for_every_workload_with_its_declared_count():
+    rows = documented()
+    for name, spec in WORKLOADS.items():
+        row = f"| `{name}` | {spec.description} | {spec.parameter_count:,} |"
+        assert name in rows, f"docs/workloads.md has no row for {name!r}; add one, e.g. {row}"
+        assert rows[name] == spec.parameter_count, (
+            f"docs/workloads.md: {name!r} shows {rows[name]}, its spec declares "
+            f"{spec.parameter_count:,}"
+        )
+    assert set(rows) <= set(WORKLOADS), f"no such workload: {sorted(set(rows) - set(WORKLOADS))}"
+
+
+def test_reference_flops_table_has_a_row_for_every_workload_it_should():
+    """bench/data/reference_flops.json holds exactly the workloads that TensorFlow or JAX
+    run and whose FLOPs PyTorch counts, at their default shape (the values themselves:
+    tests/test_frameworks.py, against a live count)."""
+    table = json.loads(files("bench").joinpath("data/reference_flops.json").read_text())
+    rows = {(row["workload"], tuple(row["input_shape"])) for row in table["workloads"]}
+    wanted = {(n, s.input_shape()) for n, s in WORKLOADS.items() if catalog.in_reference_flops(s)}
+    for name, shape in sorted(wanted - rows):
+        pytest.fail(
+            f"bench/data/reference_flops.json has no row for {name!r} at {shape}: "
+            "python benchmarks/reference_flops.py writes it"
+        )
+    assert not rows - wanted, f"rows of no such workload or shape: {sorted(rows - wanted)}"
+
+
+def test_every_framework_has_a_contract_and_every_module_keeps_it():
+    assert set(registry.framework_names()) == set(CONTRACTS)
+    for spec in WORKLOADS.values():
+        if "torch" in spec.frameworks() and not registry.missing_extras(spec, "torch"):
+            implementation = TorchWorkload.load(spec)  # imports it: what discovery read
+            assert implementation.loss is not None or implementation.train_loss is not None
+
+
+def test_task_is_an_enum_that_reads_and_compares_as_its_string():
+    spec = registry.workload("gpt2")
+    assert spec.task is Task.CAUSAL_LM
+    assert spec.task == "causal-lm" and f"{spec.task}" == "causal-lm"
+    assert json.dumps({"task": spec.task}) == '{"task": "causal-lm"}'
+    assert dataclasses.replace(spec, task="translation").task is Task.TRANSLATION
 
 
 def test_bert_batch_masks_fifteen_percent_and_scores_only_masked_tokens():
@@ -74,29 +114,3 @@ def test_bert_batch_masks_fifteen_percent_and_scores_only_masked_tokens():
     scored = targets != -100
     assert 0.10 < scored.float().mean().item() < 0.20
     assert (tokens[scored] == 103).all()  # the [MASK] token where a target is scored
-
-
-def test_a_new_workload_folder_is_found_without_editing_anything(tmp_path, monkeypatch):
-    package = tmp_path / "bench_extra" / "mlp_demo"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        textwrap.dedent("""
-        from bench.workloads.base import WorkloadSpec
-        WORKLOADS = (WorkloadSpec(name="mlp-demo", description="demo", task="image-classification",
-                                  sample_shape=(4,), num_classes=2),)
-    """)
-    )
-    (package / "torch.py").write_text("")
-    import bench.workloads
-
-    monkeypatch.setattr(
-        bench.workloads, "__path__", [*bench.workloads.__path__, str(tmp_path / "bench_extra")]
-    )
-    monkeypatch.delitem(sys.modules, "bench.workloads.mlp_demo", raising=False)
-    registry.workloads.cache_clear()
-    try:
-        spec = registry.workload("mlp-demo")
-        assert spec.package == "bench.workloads.mlp_demo"
-        assert spec.frameworks() == ("torch",)
-    finally:
-        registry.workloads.cache_clear()

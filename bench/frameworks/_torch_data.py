@@ -12,12 +12,15 @@ from bench.datasets import pipeline
 if TYPE_CHECKING:
     from bench import datasets
     from bench.config import PointConfig
+    from bench.workloads.contract import TorchWorkload
 
 
 class SyntheticSamples:
     """Sample i of a fixed random dataset, made on the host (for --data loader)."""
 
-    def __init__(self, impl: Any, point: PointConfig, length: int, offset: int = 0) -> None:
+    def __init__(
+        self, impl: TorchWorkload, point: PointConfig, length: int, offset: int = 0
+    ) -> None:
         self.impl, self.point, self.length, self.offset = impl, point, length, offset
 
     def __len__(self) -> int:

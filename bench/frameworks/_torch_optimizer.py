@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
+    from bench.workloads.contract import TorchWorkload
 
 # --optimize fused: bench's SGD with momentum through torch's fused kernel (one kernel for
 # every parameter's update) where this torch has one for the device, else foreach.
@@ -38,7 +39,7 @@ def _sgd_kernel(point: PointConfig, model: Any) -> dict[str, bool]:
 
 
 def optimizer_for(
-    impl: Any, point: PointConfig, model: Any, training: Any
+    impl: TorchWorkload, point: PointConfig, model: Any, training: Any
 ) -> tuple[Any, Callable[[Any, Any, Any], Any] | None]:
     """(the optimizer, the recipe's training loss or None: the workload's own)."""
     import torch
@@ -56,9 +57,8 @@ def optimizer_for(
             return torch.nn.functional.cross_entropy(model(x), y, label_smoothing=smoothing)
 
         return optimizer, smoothed
-    make_optimizer = getattr(impl, "optimizer", None)
-    if make_optimizer:
-        return make_optimizer(model.parameters()), None
+    if impl.optimizer is not None:
+        return impl.optimizer(model.parameters()), None
     sgd = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, **_sgd_kernel(point, model))
     return sgd, None
 

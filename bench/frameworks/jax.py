@@ -26,6 +26,7 @@ from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
 from bench.platforms.base import MemoryReading, device_summary
 from bench.trackers.timing import CompletionTimer, StepTimer
+from bench.workloads.contract import JaxWorkload, WorkloadError
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
@@ -62,7 +63,7 @@ class JaxSession(Session):
         from jax.sharding import PartitionSpec as P
 
         self.point, self.platform = point, platform
-        self.impl = point.spec.implementation("jax")
+        self.impl = JaxWorkload.load(point.spec)
         jax.config.update("jax_default_matmul_precision", _MATMUL[point.precision])
         devices = jax.devices(platform.xla_device)
         self.jax_devices = devices
@@ -80,7 +81,7 @@ class JaxSession(Session):
         tx, optimizer = optax.sgd(learning_rate=0.01, momentum=0.9), "SGD(lr=0.01, momentum=0.9)"
         if self.training is not None:
             (tx, loss_of), optimizer = self._recipe(optax), "SGD(recipe)"
-        elif hasattr(self.impl, "optimizer"):  # the workload's own (AdamW for LLMs)
+        elif self.impl.optimizer is not None:  # the workload's own (AdamW for LLMs)
             tx, optimizer = self.impl.optimizer()
         fp16 = point.precision == "fp16"
 
@@ -151,7 +152,7 @@ class JaxSession(Session):
         self.token_file: tokens.TokenFile | None = None
         self.token_step = 0
         if point.tokens is not None:
-            if not hasattr(self.impl, "token_batch"):
+            if self.impl.token_batch is None:
                 raise datasets.DatasetError(
                     f"data: {point.workload} has no token_batch in jax; it trains on "
                     "synthetic tokens only"
@@ -188,9 +189,15 @@ class JaxSession(Session):
         if self.token_file is not None:
             self.details["dataset"] = self.token_file.describe()
         if point.activation_checkpointing != "none":  # as the PyTorch session records it
+            blocks = self.impl.checkpointed_blocks
+            if blocks is None:
+                raise WorkloadError(
+                    f"workload {point.workload!r}: its jax.py has no checkpointed_blocks, "
+                    "which activation checkpointing needs"
+                )
             self.details["activation_checkpointing"] = {
                 "mode": point.activation_checkpointing,
-                "blocks": self.impl.checkpointed_blocks(point.spec, point),
+                "blocks": blocks(point.spec, point),
             }
 
     def _recipe(self, optax):
@@ -263,14 +270,15 @@ class JaxSession(Session):
         return self.batch
 
     def step(self) -> Any:
-        if self.token_file is None:
+        make = self.impl.token_batch  # never None with a token file (checked in __init__)
+        if self.token_file is None or make is None:
             return self.train_on(self.batch)
         import jax
 
         point = self.point
         windows = self.token_file.batch(self.token_step, point.batch_size, point.spec)
         self.token_step += 1
-        return self.train_on(jax.device_put(self.impl.token_batch(windows), self.sharded))
+        return self.train_on(jax.device_put(make(windows), self.sharded))
 
     def close(self) -> None:
         if self.token_file is not None:
@@ -390,7 +398,7 @@ class JaxFramework(Framework):
         import jax
         import jax.numpy as jnp
 
-        impl = spec.implementation("jax")
+        impl = JaxWorkload.load(spec)
         model = impl.build_model(spec, point, jnp.float32)
         inputs, _ = impl.make_batch(spec, point, 1, point.seed)  # the session's shape and dtype
         shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, train=False))

@@ -22,6 +22,7 @@ from bench.datasets import pipeline
 from bench.frameworks import _xla
 from bench.frameworks.base import Framework, Session
 from bench.platforms.base import MemoryReading
+from bench.workloads.contract import TensorflowWorkload
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
@@ -50,7 +51,7 @@ class TensorFlowSession(Session):
         import keras
 
         self.tf, self.point, self.platform = tf, point, platform
-        self.impl = point.spec.implementation("tensorflow")
+        self.impl = TensorflowWorkload.load(point.spec)
         if point.threads:
             tf.config.threading.set_intra_op_parallelism_threads(point.threads)
         # TensorFlow uses TF32 on Ampere+ by default; 'fp32' means IEEE float32.
@@ -69,7 +70,7 @@ class TensorFlowSession(Session):
             described = "SGD(lr=0.01, momentum=0.9)"
             if self.training is not None:
                 optimizer, described = self._recipe_optimizer(keras), "SGD(recipe)"
-            elif hasattr(self.impl, "optimizer"):  # the workload's own (AdamW for decoders)
+            elif self.impl.optimizer is not None:  # the workload's own (AdamW for decoders)
                 optimizer, described = self.impl.optimizer()
             if point.precision == "fp16":  # fp16 gradients underflow without loss scaling
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -328,7 +329,7 @@ class TensorFlowFramework(Framework):
         import keras
 
         keras.mixed_precision.set_global_policy("float32")
-        model = spec.implementation("tensorflow").build_model(spec, point)
+        model = TensorflowWorkload.load(spec).build_model(spec, point)
         return sum(int(v.shape.num_elements()) for v in model.trainable_variables)
 
     def is_out_of_memory(self, error: BaseException) -> bool:

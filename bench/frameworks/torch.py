@@ -18,6 +18,7 @@ from bench.frameworks._torch_data import SplitSamples, SyntheticSamples, tree_ma
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
+from bench.workloads.contract import TorchWorkload
 
 if TYPE_CHECKING:
     import torch
@@ -29,14 +30,6 @@ if TYPE_CHECKING:
 _OOM_MESSAGES = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
 
-def _model_loss(impl: Any) -> Callable[[Any, Any, Any], Any]:
-    """The training loss of a workload: its own `train_loss(model, inputs, targets)` when
-    the model computes its losses (detection, GANs), else `loss(model(inputs), targets)`."""
-    if hasattr(impl, "train_loss"):
-        return impl.train_loss
-    return lambda model, inputs, targets: impl.loss(model(inputs), targets)
-
-
 class TorchSession(Session):
     """A point's model, optimizer and data in PyTorch, built in the order of __init__'s
     steps; what differs between devices is asked of the platform (bench/platforms/)."""
@@ -45,8 +38,8 @@ class TorchSession(Session):
         self, point: PointConfig, platform: Platform, rank: ranks.Rank | None = None
     ) -> None:
         self.point, self.platform, self.rank = point, platform, rank
-        self.impl = point.spec.implementation("torch")
-        self.train_loss = _model_loss(self.impl)
+        self.impl = TorchWorkload.load(point.spec)
+        self.train_loss = self.impl.training_loss()
         # Each rank trains its share of the GLOBAL batch, on its own data.
         self.devices = rank.world_size if rank else 1
         self.batch_size = point.batch_size // self.devices
@@ -249,7 +242,7 @@ class TorchSession(Session):
         inside the step, as a training loop reads its next batch."""
         import torch
 
-        make = getattr(self.impl, "token_batch", None)
+        make = self.impl.token_batch
         if make is None:
             raise datasets.DatasetError(
                 f"data: {self.point.workload} has no token_batch in torch; it trains on "
@@ -461,7 +454,7 @@ class TorchFramework(Framework):
         import torch
 
         with torch.device("meta"):  # shapes only: no memory, no initialisation cost
-            model = spec.implementation("torch").build_model(spec, point)
+            model = TorchWorkload.load(spec).build_model(spec, point)
         return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     def is_out_of_memory(self, error: BaseException) -> bool:

@@ -2,23 +2,40 @@
 
 A workload is a folder under bench/workloads/: its __init__.py defines WORKLOADS, a
 tuple of WorkloadSpec, and imports no framework. Beside it, one module per framework
-(torch.py, later tensorflow.py, jax.py) implements the same work. Discovery finds both:
-adding a workload edits no existing file.
+(torch.py, tensorflow.py, jax.py) implements the same work, keeping that framework's
+contract (bench.workloads.contract). Discovery finds both: adding a workload edits no
+existing file.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench.workloads.contract import CONTRACTS, Contract, WorkloadError
+
+
+class Task(enum.StrEnum):
+    """What one sample and its target are. A str: compared with, printed and stored as
+    the same strings as before it was an enum."""
+
+    IMAGE_CLASSIFICATION = "image-classification"
+    SEMANTIC_SEGMENTATION = "semantic-segmentation"
+    INSTANCE_SEGMENTATION = "instance-segmentation"
+    IMAGE_TO_IMAGE = "image-to-image"
+    MASKED_LM = "masked-lm"
+    CAUSAL_LM = "causal-lm"
+    TRANSLATION = "translation"
 
 
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str
     description: str
-    task: str  # "image-classification" or "masked-lm": what one sample and its target are
+    task: Task  # what one sample and its target are (a Task, or its string)
     num_classes: int  # classes, or the vocabulary size for language models
     sample_shape: tuple[int, ...] = ()  # one input sample (images); empty for token sequences
     default_batch_size: int = 32
@@ -54,8 +71,20 @@ class WorkloadSpec:
     # () -> (bytes, "fp32 weights, gradients and AdamW's two moments (16 B x N)").
     # bench.memory_floor refuses a point whose share per rank cannot fit. None: not checked.
     model_state: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
+    # Trainable parameters of its PyTorch model, each shared tensor once, as counted
+    # (tests/test_workloads.py builds the model and checks it; docs/workloads.md shows it).
+    parameter_count: int | None = None
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task, Task):
+            try:
+                object.__setattr__(self, "task", Task(self.task))
+            except ValueError:
+                raise WorkloadError(
+                    f"workload {self.name!r}: task {self.task!r} is not one of: {', '.join(Task)}"
+                ) from None
 
     @property
     def takes_seq_len(self) -> bool:
@@ -91,6 +120,26 @@ class WorkloadSpec:
             if importlib.util.find_spec(f"{self.package}.{name}") is not None
         )
 
-    def implementation(self, framework: str):
-        """The module that implements this workload in `framework` (imports the framework)."""
-        return importlib.import_module(f"{self.package}.{framework}")
+    def check_implementations(self) -> None:
+        """Refuse in one line (WorkloadError) a framework module of this workload that
+        lacks a function its framework's contract requires: read from the module's
+        source, nothing imported (discovery calls it for every workload)."""
+        from bench import registry
+
+        for framework in self.frameworks():
+            module = f"{self.package}.{framework}"
+            contract, defined = CONTRACTS.get(framework), registry.defined_names(module)
+            if contract is None or defined is None:  # a star import: checked when loaded
+                continue
+            lacking = contract.missing(defined)
+            if lacking:
+                raise contract.refusal(self.name, registry.source_path(module), lacking)
+
+    def implementation(self, framework: str) -> Contract:
+        """What implements this workload in `framework`, as that framework's contract
+        (imports the framework). A session asks its own contract, typed:
+        `TorchWorkload.load(spec)`."""
+        contract = CONTRACTS.get(framework)
+        if contract is None:
+            raise WorkloadError(f"framework {framework!r} has no workload contract")
+        return contract.load(self)

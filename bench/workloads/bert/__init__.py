@@ -1,6 +1,6 @@
 from typing import NamedTuple
 
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 
 class Size(NamedTuple):
@@ -12,6 +12,8 @@ class Size(NamedTuple):
 
 # BERT's two published sizes (Devlin et al. 2019).
 SIZES = {"bert-base": Size(768, 12, 12, 3072), "bert-large": Size(1024, 24, 16, 4096)}
+# As counted: a masked-LM head tied to the embedding, no pooler.
+PARAMETERS = {"bert-base": 109_514_298, "bert-large": 335_174_458}
 
 WORKLOADS = tuple(
     WorkloadSpec(
@@ -20,7 +22,8 @@ WORKLOADS = tuple(
             f"BERT-{name.removeprefix('bert-')} encoder ({size.layers} layers, "
             f"hidden {size.hidden}, {size.heads} heads) trained on masked tokens"
         ),
-        task="masked-lm",
+        task=Task.MASKED_LM,
+        parameter_count=PARAMETERS[name],
         num_classes=30_522,  # the vocabulary of BERT's uncased WordPiece tokenizer
         default_batch_size=16 if name == "bert-base" else 8,
         epoch_samples=100_000,

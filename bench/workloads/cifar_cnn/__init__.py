@@ -8,15 +8,17 @@ that study's smallest count, 122,570. The others widen the same shape.
 import dataclasses
 
 from bench.datasets import cifar10
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 # name -> (conv channels, dense units); read by torch.py (and later other frameworks).
 ARCHITECTURES = {
-    "cnn-s": ((32, 64, 64), 64),  # 122,570 parameters
-    "cnn-m": ((32, 64, 128), 128),  # 356,810
-    "cnn-l": ((64, 128, 128), 256),  # 750,346
-    "cnn-xl": ((96, 192, 256), 256),  # 1,662,794
+    "cnn-s": ((32, 64, 64), 64),
+    "cnn-m": ((32, 64, 128), 128),
+    "cnn-l": ((64, 128, 128), 256),
+    "cnn-xl": ((96, 192, 256), 256),
 }
+# As counted; cnn-s is the study's smallest exactly, cnn-xl within 1% of its largest.
+PARAMETERS = {"cnn-s": 122_570, "cnn-m": 356_810, "cnn-l": 750_346, "cnn-xl": 1_662_794}
 # CIFAR-10's recipe at a quarter of its learning rate: without batch norm these networks
 # do not train at 0.4 per 256 samples (cnn-s stays at chance, measured), at 0.1 they do.
 RECIPE = dataclasses.replace(cifar10.RECIPE, lr_per_256=0.1)
@@ -28,7 +30,8 @@ WORKLOADS = tuple(
             f"CNN conv {'-'.join(map(str, convs))}, dense {dense} on CIFAR-10 "
             "(M2 Max vs V100 study)"
         ),
-        task="image-classification",
+        task=Task.IMAGE_CLASSIFICATION,
+        parameter_count=PARAMETERS[name],
         sample_shape=(3, 32, 32),
         num_classes=10,
         default_batch_size=128,

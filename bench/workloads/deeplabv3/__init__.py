@@ -1,4 +1,4 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
@@ -7,7 +7,8 @@ WORKLOADS = (
             "DeepLabV3-ResNet-50 (torchvision) on Cityscapes-shaped 769x769 crops, the "
             "DeepLabv3 paper's Cityscapes crop, 19 classes"
         ),
-        task="semantic-segmentation",
+        task=Task.SEMANTIC_SEGMENTATION,
+        parameter_count=39_638_355,  # torchvision's, 19 classes, no auxiliary head
         num_classes=19,  # Cityscapes' evaluated classes
         sample_shape=(3, 769, 769),
         default_batch_size=8,

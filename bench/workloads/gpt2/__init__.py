@@ -3,6 +3,7 @@ from typing import NamedTuple
 
 from bench.mfu import decoder_flops
 from bench.workloads._levers import DecoderSpec
+from bench.workloads.base import Task
 
 
 class Size(NamedTuple):
@@ -13,6 +14,7 @@ class Size(NamedTuple):
 
 # GPT-2's small (124 M parameters) and medium (355 M) sizes (Radford et al. 2019).
 SIZES = {"gpt2": Size(768, 12, 12), "gpt2-medium": Size(1024, 24, 16)}
+PARAMETERS = {"gpt2": 124_439_808, "gpt2-medium": 354_823_168}  # as published (tied)
 CONTEXT = 1024  # learned positions: the longest sequence
 VOCAB = 50_257  # GPT-2's byte-level BPE vocabulary
 DROPOUT = 0.1  # GPT-2's, after the embeddings, attention's softmax, and each residual
@@ -41,7 +43,8 @@ WORKLOADS = tuple(
             f"GPT-2 {'small' if name == 'gpt2' else 'medium'} decoder ({size.layers} layers, "
             f"hidden {size.hidden}) trained on next tokens; fused causal attention"
         ),
-        task="causal-lm",
+        task=Task.CAUSAL_LM,
+        parameter_count=PARAMETERS[name],
         num_classes=VOCAB,
         default_batch_size=8 if name == "gpt2" else 4,
         epoch_samples=100_000,

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from bench.mfu import decoder_flops
 from bench.workloads._levers import DecoderSpec
+from bench.workloads.base import Task
 
 VOCAB = 128_256  # Llama 3's tiktoken-based vocabulary
 
@@ -106,7 +107,8 @@ WORKLOADS = tuple(
             f"{_DESCRIPTIONS[name]} decoder ({size.layers} layers, dim {size.dim}, "
             f"{size.heads}/{size.kv_heads} query/KV heads), next-token loss; sharded FSDP-style"
         ),
-        task="causal-lm",
+        task=Task.CAUSAL_LM,
+        parameter_count=parameters(size),  # as counted: 164,160 for llama3-tiny
         num_classes=size.vocab,
         default_batch_size=4 if name == "llama3-tiny" else 8,  # 8 GPUs: one sequence each
         epoch_samples=100_000,

@@ -1,4 +1,4 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
@@ -7,7 +7,8 @@ WORKLOADS = (
             "Mask R-CNN ResNet-50-FPN (torchvision) on COCO-shaped 800x1333 images, "
             "each with synthetic boxes and masks"
         ),
-        task="instance-segmentation",
+        task=Task.INSTANCE_SEGMENTATION,
+        parameter_count=44_454_513,  # torchvision's, from scratch (batch norm trains)
         num_classes=91,  # COCO's category ids, background included, as torchvision
         sample_shape=(3, 800, 1333),
         default_batch_size=2,

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from bench.errors import UsageError
 from bench.mfu import moe_flops
 from bench.units import format_bytes
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 
 class Size(NamedTuple):
@@ -157,7 +157,8 @@ WORKLOADS = tuple(
             f"{size.experts} experts top-{size.top_k}), next-token loss + load balance; "
             "sharded FSDP-style, experts over ranks with --expert-parallel"
         ),
-        task="causal-lm",
+        task=Task.CAUSAL_LM,
+        parameter_count=parameters(size),  # as counted: 189,760 for moe-tiny
         num_classes=size.vocab,
         default_batch_size=4 if name == "moe-tiny" else 8,
         epoch_samples=100_000,

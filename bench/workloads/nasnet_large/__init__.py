@@ -1,10 +1,11 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
         name="nasnet-large",
         description="NASNet-A Large (timm's nasnetalarge) at 331x331, as the 2020 GPU comparison",
-        task="image-classification",
+        task=Task.IMAGE_CLASSIFICATION,
+        parameter_count=88_753_150,  # timm's nasnetalarge
         num_classes=1000,
         sample_shape=(3, 331, 331),
         default_batch_size=16,

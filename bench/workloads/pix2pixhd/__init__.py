@@ -1,4 +1,4 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
@@ -7,7 +7,8 @@ WORKLOADS = (
             "pix2pixHD at 2048x1024 (Cityscapes label maps to photos): its global generator "
             "and two-scale discriminators, GAN + feature-matching losses"
         ),
-        task="image-to-image",
+        task=Task.IMAGE_TO_IMAGE,
+        parameter_count=188_149_957,  # global generator 182.5 M + two discriminators 5.6 M
         num_classes=35,  # Cityscapes label ids, one-hot, plus an instance-edge channel
         sample_shape=(36, 1024, 2048),
         default_batch_size=1,

@@ -1,4 +1,4 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
@@ -7,7 +7,8 @@ WORKLOADS = (
             "ResNet-50 on ImageNet-shaped images (TPUv2 vs V100, Xeon CPU studies), "
             "SGD with momentum"
         ),
-        task="image-classification",
+        task=Task.IMAGE_CLASSIFICATION,
+        parameter_count=25_557_032,  # torchvision's ResNet-50
         sample_shape=(3, 224, 224),
         num_classes=1000,
         default_batch_size=32,

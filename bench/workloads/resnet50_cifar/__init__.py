@@ -1,10 +1,11 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
         name="resnet50-cifar",
         description="ResNet-50 on CIFAR-10-shaped 32x32 images, 10 classes (M2 Max vs V100 study)",
-        task="image-classification",
+        task=Task.IMAGE_CLASSIFICATION,
+        parameter_count=23_528_522,
         sample_shape=(3, 32, 32),
         num_classes=10,
         default_batch_size=64,

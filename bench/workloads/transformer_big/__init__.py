@@ -1,4 +1,4 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
@@ -7,7 +7,8 @@ WORKLOADS = (
             "Transformer (big) for translation: 6+6 layers, d_model 1024, 16 heads, shared "
             "37k vocabulary, label-smoothed loss (WMT English-German-sized)"
         ),
-        task="translation",
+        task=Task.TRANSLATION,
+        parameter_count=214_249_472,  # the paper's 213 M, a 37k shared vocabulary
         num_classes=37_000,  # the paper's shared English-German BPE vocabulary, about 37,000
         default_batch_size=32,
         epoch_samples=4_500_000,  # WMT 2014 English-German sentence pairs

@@ -1,10 +1,11 @@
-from bench.workloads.base import WorkloadSpec
+from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (
     WorkloadSpec(
         name="vit-b16",
         description="ViT-B/16 (torchvision): 12 layers, hidden 768, 16x16 patches, ImageNet at 224",
-        task="image-classification",
+        task=Task.IMAGE_CLASSIFICATION,
+        parameter_count=86_567_656,  # torchvision's ViT-B/16
         num_classes=1000,
         sample_shape=(3, 224, 224),
         default_batch_size=64,
