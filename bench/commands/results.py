@@ -68,8 +68,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _parameters(spec: Any, missing: registry.MissingExtra | None) -> str:
-    """The parameter count PyTorch gives the workload's model (built on the meta device),
-    or why there is none."""
+    """The workload's declared parameter count (tests/test_workloads.py checks it against
+    the model PyTorch builds), else the count of that model built on the meta device, or
+    why there is none. Declared first: building every model made `bench list` take 5 s."""
+    if spec.parameter_count is not None:
+        return f"{spec.parameter_count:,}"
     if "torch" not in spec.frameworks():
         return "n/a (no torch model)"
     if missing is not None:
