@@ -2,426 +2,56 @@
 
 RunConfig is what the user asked for (lists make a sweep); PointConfig is one point of
 that sweep, the whole of what a child process needs to measure it. Every check names
-the field, the bad value and what is allowed, and raises UsageError.
+the field, the bad value and what is allowed, and raises UsageError: the checks a run
+and its points share are bench.config_checks' (with bench.config_levers and
+bench.config_targets), one field's are bench.config_fields'.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from bench import data_ref, registry
-from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS, RUNTIME
+from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
+from bench.config_checks import (
+    DATA_SOURCES,
+    MAX_SWEEP_POINTS,
+    MAX_THREADS,
+    check_common,
+    check_sweep_size,
+    check_variant,
+)
+from bench.config_fields import choice, positive
+from bench.config_levers import MAX_EXPERT_PARALLEL
+from bench.config_targets import DECODER_RECIPES, EVAL_UNITS, LOSS_FRAMEWORKS, LOSS_TARGET_FIELDS
 from bench.errors import UsageError
-from bench.options_table import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
-from bench.text import visible
 
-__all__ = ["CHECKPOINTING_MODES", "MEMORY_FORMATS", "PRECISIONS", "PointConfig", "RunConfig"]
-DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.data_ref)
-MAX_THREADS = 4096  # threads and loader workers: more than any machine's CPUs
-
-
-def _positive(
-    name: str, value: int | None, *, zero_ok: bool = False, most: int | None = None
-) -> None:
-    if value is None:
-        return
-    low = 0 if zero_ok else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        allowed = "zero or a positive whole number" if zero_ok else "a positive whole number"
-        raise UsageError(f"{name}: {value!r} is not allowed; use {allowed}")
-    if most is not None and value > most:
-        raise UsageError(f"{name}: {value!r} is not allowed; use at most {most}")
-
-
-def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise UsageError(f"{name}: {value!r} is not allowed; choose from: {', '.join(allowed)}")
-
-
-_COMPILER = re.compile(r"[A-Za-z0-9_-]{1,40}(:[A-Za-z0-9_-]{1,40})?")
-
-
-def _check_variant(framework_name: str, memory_format: str, compile: str | None) -> None:
-    """The memory format and compiler of one point, against what the framework offers."""
-    framework = registry.framework(framework_name)
-    _choice("memory_format", memory_format, MEMORY_FORMATS)
-    if memory_format not in framework.memory_formats:
-        raise UsageError(
-            f"memory_format: {memory_format!r} is not available with {framework.name}; "
-            f"choose from: {', '.join(framework.memory_formats)}"
-        )
-    if compile is not None and not _COMPILER.fullmatch(compile):  # a name, from any file
-        raise UsageError(
-            f"compile: {visible(compile)!r} is not a compiler's name (letters, digits, '_', "
-            "'-', and ':MODE')"
-        )
-    framework.check_compile(compile)
-
-
-def _check_common(cfg: RunConfig | PointConfig) -> None:
-    """Checks shared by a run and its points (the same fields, single-valued here)."""
-    spec = registry.workload(cfg.workload)
-    if cfg.framework not in spec.frameworks():
-        raise UsageError(
-            f"framework {cfg.framework!r} does not implement workload {cfg.workload!r}; "
-            f"it has: {', '.join(spec.frameworks())}"
-        )
-    framework = registry.framework(cfg.framework)
-    registry.platform(cfg.device)
-    ref = data_ref.parse(cfg.data)
-    if ref is None:
-        kinds = data_ref.KINDS + data_ref.TOKEN_KINDS
-        _choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in kinds))
-    source = ref.source if ref else cfg.data
-    if source == "tokens" and spec.task != "causal-lm":
-        decoders = [n for n, s in registry.workloads().items() if s.task == "causal-lm"]
-        raise UsageError(
-            f"data: {cfg.data.partition(':')[0]}:PATH holds token ids for a decoder; workload "
-            f"{spec.name!r} is {spec.task}; choose one of {', '.join(decoders)}"
-        )
-    if source not in framework.data_sources:
-        raise UsageError(
-            f"data: {cfg.data!r} is not available with {framework.name}; "
-            f"choose from: {', '.join(framework.data_sources)}"
-        )
-    if cfg.threads is not None and not framework.sets_threads:
-        raise UsageError(
-            f"threads: {framework.name} has no setting for its CPU thread pool; "
-            "limit the CPUs instead (taskset, or docker run --cpuset-cpus)"
-        )
-    for name in ("steps", "epochs", "epoch_samples", "seq_len", "memory_limit_bytes"):
-        _positive(name, getattr(cfg, name))
-    for name in ("warmup_steps", "seed"):
-        _positive(name, getattr(cfg, name), zero_ok=True)
-    # Each a thread or a process started: a file saying 2**31-1 is no machine's.
-    _positive("threads", cfg.threads, most=MAX_THREADS)
-    _positive("num_workers", cfg.num_workers, zero_ok=True, most=MAX_THREADS)
-    if cfg.num_workers and source in ("synthetic", "tokens"):
-        raise UsageError(
-            "num_workers: only applies with a loader or a dataset of images (--data); a "
-            "token file is read in the training process"
-        )
-    _check_dataset(cfg, source == "dataset")
-    _check_loss_target(cfg, source)
-    if cfg.seq_len is not None:
-        if not spec.takes_seq_len:
-            raise UsageError(f"seq_len: workload {spec.name!r} takes no sequence length")
-        if spec.max_seq_len and cfg.seq_len > spec.max_seq_len:
-            raise UsageError(
-                f"seq_len: {cfg.seq_len} is longer than {spec.name}'s maximum {spec.max_seq_len}"
-            )
-    if cfg.epoch_samples is not None and cfg.epochs is None:
-        raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
-    _check_launch(cfg, framework)
-    _check_runtime(cfg)
-    _check_optimize(cfg, framework)
-    _check_checkpointing(cfg, framework, spec)
-    _check_float8(cfg, framework, spec)
-    _check_levers(cfg, framework, spec)
-    _check_expert_parallel(cfg, spec)
-
-
-# Each lever's RunConfig field, its PointConfig field and its value that changes nothing.
-_LEVERS = (("attentions", "attention", "auto"), ("cross_entropies", "cross_entropy", "plain"),
-           ("pad_vocabs", "pad_vocab", 0))  # fmt: skip
-
-
-def _check_levers(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
-    """The decoders' levers (bench.workloads._levers): known values, on a framework and a
-    workload that take them, the attention kernel one the device has
-    (Platform.attention_unsupported). A workload that takes them declares `llm_levers`
-    (bench.workloads._levers.DecoderSpec, as the mixtures' spec declares `experts`)."""
-    platform = registry.platform(cfg.device)
-    for many, one, off in _LEVERS:
-        values = getattr(cfg, many) if isinstance(cfg, RunConfig) else (getattr(cfg, one),)
-        for value in values:
-            if one == "pad_vocab":
-                _positive(one, value, zero_ok=True, most=MAX_PAD_VOCAB)
-            else:
-                _choice(one, value, ATTENTION_KERNELS if one == "attention" else LOSSES)
-            if value == off:
-                continue
-            if not framework.llm_levers:
-                able = [n for n in registry.framework_names() if registry.framework(n).llm_levers]
-                raise UsageError(
-                    f"{one}: {value!r} is not available with {framework.name}; it applies to "
-                    f"{' and '.join(able)}"
-                )
-            if not getattr(spec, "llm_levers", False):
-                able = [n for n, s in registry.workloads().items() if getattr(s, "llm_levers", 0)]
-                raise UsageError(
-                    f"{one}: {spec.name!r} does not take it; it applies to {', '.join(able)}"
-                )
-            dropout = getattr(spec, "attention_dropout", 0.0) > 0
-            why = platform.attention_unsupported(value, dropout) if one == "attention" else None
-            if why:
-                raise UsageError(why)
-
-
-MAX_EXPERT_PARALLEL = 4096  # ranks the experts split over, at most
-
-
-def _check_expert_parallel(cfg: RunConfig | PointConfig, spec: Any) -> None:
-    """--expert-parallel N: a mixture of experts (its spec's `experts`) whose experts and
-    every point's ranks N divides. A workload's experts: its spec's `experts` (the
-    mixtures' WorkloadSpec subclass, bench.workloads.moe.MoESpec; 0 elsewhere)."""
-    parallel = cfg.expert_parallel
-    if type(parallel) is not int or not 1 <= parallel <= MAX_EXPERT_PARALLEL:
-        raise UsageError(
-            f"expert_parallel: {visible(repr(parallel))[:40]} must be a whole number from 1 to "
-            f"{MAX_EXPERT_PARALLEL}"
-        )
-    if parallel == 1:
-        return
-    experts = getattr(spec, "experts", 0)
-    if not experts:
-        mixtures = [n for n, s in registry.workloads().items() if getattr(s, "experts", 0)]
-        raise UsageError(
-            f"expert_parallel: {spec.name!r} has no experts to split; it applies to the "
-            f"mixtures of experts: {', '.join(mixtures)}"
-        )
-    if experts % parallel:
-        raise UsageError(
-            f"expert_parallel: {parallel} does not divide {spec.name}'s {experts} "
-            f"experts; use a divisor of {experts}"
-        )
-    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
-    for count in counts:
-        ranks = (count or 1) * cfg.nnodes
-        if ranks % parallel:
-            raise UsageError(
-                f"expert_parallel: {parallel} does not divide the {ranks} rank(s) of a point "
-                f"(--devices {count or 1} x --nnodes {cfg.nnodes}); give a multiple of "
-                f"{parallel} ranks"
-            )
-
-
-def _check_float8(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
-    """fp8 (bench.parallel.float8): float8 training of a decoder's linear layers, on a
-    framework that applies it; the device's own support is the platform's question."""
-    precisions = cfg.precisions if isinstance(cfg, RunConfig) else (cfg.precision,)
-    if "fp8" not in precisions:
-        return
-    if not framework.float8:
-        raise UsageError(
-            f"precision: fp8 is not available with {framework.name}; float8 training "
-            "applies to torch (torchao)"
-        )
-    if spec.sharding != "fsdp":
-        raise UsageError(
-            f"precision: fp8 applies to the decoders bench shards with FSDP2 (gpt2, llama3); "
-            f"{spec.name} trains in fp32, tf32, fp16 or bf16"
-        )
-
-
-def _check_checkpointing(cfg: RunConfig | PointConfig, framework: Any, spec: Any) -> None:
-    """Activation checkpointing (bench.parallel.checkpoint): a known mode, on a framework
-    that applies it, for a workload whose model keeps its blocks where it can find them."""
-    if isinstance(cfg, RunConfig):
-        modes = cfg.activation_checkpointings
-    else:
-        modes = (cfg.activation_checkpointing,)
-    for mode in modes:
-        _choice("activation_checkpointing", mode, CHECKPOINTING_MODES)
-        if mode == "none":
-            continue
-        if not framework.activation_checkpointing:
-            able = [
-                n
-                for n in registry.framework_names()
-                if registry.framework(n).activation_checkpointing
-            ]
-            raise UsageError(
-                f"activation_checkpointing: {mode!r} is not available with {framework.name}; "
-                f"it applies to {' and '.join(able)}"
-            )
-        if not spec.checkpointable:
-            raise UsageError(
-                f"activation_checkpointing: {spec.name!r} has no transformer blocks to "
-                "checkpoint; it applies to the decoders (gpt2, llama3)"
-            )
-
-
-def _check_optimize(cfg: RunConfig | PointConfig, framework: Any) -> None:
-    """A framework's whole-model optimisation (torch: ipex.optimize): known values only,
-    on a platform where the framework runs them (torch: IPEX is its CPU build). Whether
-    one is installed is the parent's question (Framework.preflight), so that a result
-    keeps loading on a machine without it."""
-    if isinstance(cfg, RunConfig):
-        compilers, optimizations = cfg.compilers, cfg.optimizations
-    else:
-        compilers, optimizations = (cfg.compile,), (cfg.optimize,)
-    for value in optimizations:
-        if value is not None and value not in framework.optimizations:
-            offered = ", ".join(framework.optimizations) or "none"
-            raise UsageError(
-                f"optimize: {value!r} is not available with {framework.name}; it offers: {offered}"
-            )
-    framework.check_platform(registry.platform(cfg.device), compilers, optimizations)
-
-
-def _check_dataset(cfg: RunConfig | PointConfig, dataset: bool) -> None:
-    """Training on a real dataset (and to a target accuracy): whole epochs, every step
-    counted toward accuracy, one process."""
-    if cfg.train_to is not None:
-        if (
-            isinstance(cfg.train_to, bool)
-            or not isinstance(cfg.train_to, int | float)
-            or not (0 < cfg.train_to <= 1)
-        ):
-            raise UsageError(
-                f"train_to: {cfg.train_to!r} is not allowed; use a top-1 accuracy between "
-                "0 and 1 (e.g. 0.94)"
-            )
-        if not dataset:
-            raise UsageError(
-                "train_to: needs a real dataset to evaluate on "
-                f"(--data {'|'.join(k + ':PATH' for k in data_ref.KINDS)})"
-            )
-    if not dataset:
-        return
-    if cfg.epochs is None:
-        raise UsageError(
-            "epochs: training on a dataset needs --epochs N (with --train-to: the most "
-            "epochs to try, also spelled --max-epochs)"
-        )
-    if cfg.epoch_samples is not None:
-        raise UsageError("epoch_samples: an epoch on a dataset is the whole training split")
-    if cfg.warmup_steps:
-        raise UsageError(
-            "warmup_steps: on a dataset every step trains toward accuracy; epoch 1 holds "
-            "the start-up costs (throughput reads epochs 2..N)"
-        )
-
-
-LOSS_TARGET_FIELDS = ("val_data", "max_tokens", "eval_every", "eval_sequences", "recipe")
-# Declared here, below the datasets that implement them (tests/test_to_loss.py checks
-# they agree with bench.datasets.loss_target.EVALUATORS and recipe.DECODER_RECIPES).
-LOSS_FRAMEWORKS = ("torch",)  # frameworks that evaluate a validation loss over ranks
-DECODER_RECIPES = ("default", "llmc-gpt2-124m", "mlperf-llama31-8b")
-EVAL_UNITS = ("tokens", "sequences")
-
-
-def _check_loss_target(cfg: RunConfig | PointConfig, source: str) -> None:
-    """Training a decoder to a validation loss (bench.datasets.loss_target): a token file
-    to train on and another to evaluate on, every step counted toward the target."""
-    if cfg.train_to_loss is None:
-        given = [name for name in LOSS_TARGET_FIELDS if getattr(cfg, name) is not None]
-        if given:
-            raise UsageError(f"{given[0]}: only applies with train_to_loss (--train-to-loss)")
-        return
-    loss = cfg.train_to_loss
-    if isinstance(loss, bool) or not isinstance(loss, int | float) or not 0 < loss < 1e6:
-        raise UsageError(
-            f"train_to_loss: {loss!r} is not allowed; use a validation loss in nats per "
-            "token (log perplexity) above 0, e.g. 3.28"
-        )
-    if cfg.framework not in LOSS_FRAMEWORKS:
-        raise UsageError(
-            f"train_to_loss: {cfg.framework} has no validation loss over a token file yet "
-            f"(an evaluation split over ranks); it applies to {', '.join(LOSS_FRAMEWORKS)}"
-        )
-    if source != "tokens":
-        raise UsageError(
-            "train_to_loss: needs a token file to train on (--data tokens:PATH, a glob for "
-            "several shards) and one to evaluate on (--val-data tokens:PATH)"
-        )
-    ref = data_ref.parse(cfg.val_data or "")
-    if ref is None or ref.source != "tokens":
-        raise UsageError(
-            f"val_data: {cfg.val_data!r} is not allowed; train_to_loss needs the validation "
-            "token file as tokens:PATH (or tokens-u32:PATH)"
-        )
-    for name in ("max_tokens", "eval_every", "eval_sequences"):
-        _positive(name, getattr(cfg, name))
-    _choice("eval_every_unit", cfg.eval_every_unit, EVAL_UNITS)
-    if cfg.recipe is not None:
-        _choice("recipe", cfg.recipe, DECODER_RECIPES)
-    if cfg.warmup_steps:
-        raise UsageError(
-            "warmup_steps: with train_to_loss every step trains toward the target (the "
-            "first steps hold the start-up costs, counted as MLPerf counts them)"
-        )
-    if cfg.epochs is not None:
-        raise UsageError("epochs: train_to_loss counts tokens (--max-tokens), not epochs")
-    optimizations = cfg.optimizations if isinstance(cfg, RunConfig) else (cfg.optimize,)
-    if any(optimizations):
-        raise UsageError(
-            "optimize: train_to_loss builds its own AdamW (its recipe's), which "
-            "ipex.optimize would not see; leave --optimize out"
-        )
-
-
-def _check_runtime(cfg: RunConfig | PointConfig) -> None:
-    """Allocator, OpenMP runtime and NUMA binding: known values (None: as launched)."""
-    for axis in RUNTIME:
-        many = isinstance(cfg, RunConfig)
-        values = getattr(cfg, axis.many) if many else (getattr(cfg, axis.one),)
-        for value in values:
-            if value is not None and axis.allowed is not None:
-                _choice(axis.one, value, axis.allowed)
-
-
-def _check_launch(cfg: RunConfig | PointConfig, framework: Any) -> None:
-    """Ranks and machines: torchrun's flags, for frameworks whose ranks it launches."""
-    _positive("nnodes", cfg.nnodes)
-    _positive("node_rank", cfg.node_rank, zero_ok=True)
-    counts = cfg.devices if isinstance(cfg, RunConfig) else (cfg.devices,)
-    for count in counts:
-        _positive("devices", count)
-    spread = cfg.nnodes > 1 or any(count not in (None, 1) for count in counts)
-    if spread and not framework.launches_ranks:
-        raise UsageError(
-            f"devices: {framework.name} spreads a point over every local device in one "
-            "process; --devices and --nnodes apply to torch (choose devices with "
-            "CUDA_VISIBLE_DEVICES)"
-        )
-    if cfg.nnodes == 1:
-        if cfg.node_rank or cfg.rdzv_endpoint:
-            raise UsageError("node_rank, rdzv_endpoint: only apply with nnodes above 1")
-        return
-    if not cfg.rdzv_endpoint:
-        raise UsageError(
-            f"rdzv_endpoint: nnodes {cfg.nnodes} needs the rendezvous HOST:PORT of node 0, "
-            "the same on every machine (e.g. --rdzv-endpoint 10.0.0.1:29500)"
-        )
-    host, _, port = cfg.rdzv_endpoint.rpartition(":")
-    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(
-            f"rdzv_endpoint: {cfg.rdzv_endpoint!r} is not HOST:PORT with a port 1-65535"
-        )
-    if cfg.node_rank >= cfg.nnodes:
-        raise UsageError(f"node_rank: {cfg.node_rank} must be below nnodes {cfg.nnodes}")
-
-
-_AXES = NAMES  # bench.axes declares them
-# Points of one sweep, at most: each is measured in fresh processes, so more is no run
-# anyone waits for, and a config from a file (bench rerun) must not enumerate billions.
-MAX_SWEEP_POINTS = 10_000
-
-
-def _check_sweep_size(cfg: RunConfig) -> None:
-    """The cross product of the sweep axes, refused above MAX_SWEEP_POINTS before any
-    point is built (its size is the product of the axes' lengths)."""
-    lengths = {axis: len(getattr(cfg, axis)) for axis in reversed(_AXES)}  # batch first
-    size = math.prod(lengths.values())
-    if size > MAX_SWEEP_POINTS:
-        factors = " x ".join(f"{n} {axis}" for axis, n in lengths.items() if n > 1)
-        raise UsageError(
-            f"sweep: {size:,} points ({factors}) is more than {MAX_SWEEP_POINTS:,}; "
-            "split it into several runs"
-        )
+__all__ = [
+    "CHECKPOINTING_MODES",
+    "DATA_SOURCES",
+    "DECODER_RECIPES",
+    "EVAL_UNITS",
+    "LOSS_FRAMEWORKS",
+    "LOSS_TARGET_FIELDS",
+    "MAX_EXPERT_PARALLEL",
+    "MAX_SWEEP_POINTS",
+    "MAX_THREADS",
+    "MEMORY_FORMATS",
+    "PRECISIONS",
+    "PointConfig",
+    "RunConfig",
+]
 
 
 @dataclass(frozen=True)
 class PointConfig:
     """One measured point: everything the child process needs, and nothing else."""
+
+    sweeps: ClassVar[bool] = False  # one value of each sweep axis (bench.config_fields.values)
 
     workload: str
     framework: str = "torch"
@@ -479,8 +109,8 @@ class PointConfig:
     pad_vocab: int = 0
 
     def __post_init__(self) -> None:
-        _check_common(self)
-        _positive("batch_size", self.batch_size)
+        check_common(self)
+        positive("batch_size", self.batch_size)
         if self.batch_size % self.ranks:
             raise UsageError(
                 f"batch_size: {self.batch_size} does not split evenly over {self.ranks} ranks "
@@ -492,11 +122,11 @@ class PointConfig:
                 f"batch_size: {self.batch_size} is below {self.workload}'s minimum "
                 f"{self.spec.min_batch_size}"
             )
-        _choice("precision", self.precision, PRECISIONS)
+        choice("precision", self.precision, PRECISIONS)
         if not self.memory_format:
             default = registry.framework(self.framework).memory_formats[0]
             object.__setattr__(self, "memory_format", default)
-        _check_variant(self.framework, self.memory_format, self.compile)
+        check_variant(self.framework, self.memory_format, self.compile)
         if self.epochs is not None and self.epoch_samples is None and not self.dataset:
             object.__setattr__(self, "epoch_samples", self.spec.epoch_samples)
         if self.epoch_samples is not None and self.epoch_samples < self.batch_size:
@@ -570,6 +200,8 @@ class PointConfig:
 class RunConfig:
     """What the user asked for. Sweep axes are tuples; their cross product is run."""
 
+    sweeps: ClassVar[bool] = True  # each sweep axis a tuple (bench.config_fields.values)
+
     workload: str
     framework: str = "torch"
     device: str = "cpu"
@@ -634,7 +266,7 @@ class RunConfig:
     pad_vocabs: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
-        for name in _AXES:
+        for name in NAMES:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if not self.batch_sizes:
             object.__setattr__(
@@ -648,25 +280,25 @@ class RunConfig:
             epoch_mode = self.epochs is not None or (ref is not None and ref.source == "dataset")
             to_loss = self.train_to_loss is not None  # every step counts toward the target
             object.__setattr__(self, "warmup_steps", 0 if epoch_mode or to_loss else 5)
-        _check_sweep_size(self)  # first: later checks go through the axes' products
-        _check_common(self)
+        check_sweep_size(self)  # first: later checks go through the axes' products
+        check_common(self)
         for batch in self.batch_sizes:
-            _positive("batch_size", batch)
+            positive("batch_size", batch)
         platform = registry.platform(self.device)
         for precision in self.precisions:
-            _choice("precision", precision, PRECISIONS)
+            choice("precision", precision, PRECISIONS)
             if precision not in platform.precisions:
                 raise UsageError(platform.precision_unsupported(precision) or precision)
         for fmt, compiler in itertools.product(self.memory_formats, self.compilers):
-            _check_variant(self.framework, fmt, compiler)
-        for axis in _AXES:
+            check_variant(self.framework, fmt, compiler)
+        for axis in NAMES:
             values = getattr(self, axis)
             if not values or len(set(values)) != len(values):
                 raise UsageError(f"{axis}: {list(values)} must be a non-empty list without repeats")
         if self.repeats is not None:
-            _positive("repeats", self.repeats)
-        _positive("min_repeats", self.min_repeats)
-        _positive("max_repeats", self.max_repeats)
+            positive("repeats", self.repeats)
+        positive("min_repeats", self.min_repeats)
+        positive("max_repeats", self.max_repeats)
         if self.max_repeats < self.min_repeats:
             raise UsageError(
                 f"max_repeats: {self.max_repeats} is below min_repeats {self.min_repeats}"
@@ -675,11 +307,11 @@ class RunConfig:
             raise UsageError(
                 f"target_rsd: {self.target_rsd!r} must be between 0 and 1 (e.g. 0.035)"
             )
-        _positive("max_batch_limit", self.max_batch_limit)
-        _positive("max_batch_step", self.max_batch_step)
+        positive("max_batch_limit", self.max_batch_limit)
+        positive("max_batch_step", self.max_batch_step)
         if self.max_batch_start is not None:
-            _positive("max_batch_start", self.max_batch_start)
-        _positive("probe_steps", self.probe_steps)
+            positive("max_batch_start", self.max_batch_start)
+        positive("probe_steps", self.probe_steps)
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
         self._check_search()
@@ -762,7 +394,7 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        for name in _AXES:
+        for name in NAMES:
             data[name] = list(data[name])
         return data
 

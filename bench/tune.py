@@ -48,24 +48,30 @@ from typing import Any
 
 from bench import launchers, probe, registry
 from bench.config import PointConfig
-from bench.options_table import RUN_OPTIONS
-from bench.result import POINT_AXES, Point, ResultError, point_axes
-from bench.result.checks import (
-    HUGE,
-    MAX_INT,
-    TINY,
-    an_object,
-    flag,
-    list_of,
-    number,
-    optional,
-    text,
-    whole,
-)
-from bench.result.schema import Field
-from bench.result.validate import InvalidField, check_fields
+from bench.result import POINT_AXES, Point, point_axes
 from bench.runner import Response, Runner
-from bench.text import visible
+from bench.tune_command import command_line
+from bench.tune_outcome import coverage, why_not_ranked
+from bench.tune_record import (
+    MAX_ROUNDS,
+    MAX_SECONDS,
+    check_file_record,
+    check_record,
+    record_fields,
+    round_fields,
+)
+
+__all__ = [
+    "MAX_ROUNDS",
+    "MAX_SECONDS",
+    "TuneRunner",
+    "check_file_record",
+    "check_record",
+    "command_line",
+    "record_fields",
+    "round_fields",
+    "study_prior",
+]
 
 ETA = 3  # one in ETA goes on; the next round has ETA times the steps
 FIRST_STEPS = 3
@@ -80,8 +86,6 @@ FIRST_CAP_SHARE = 0.25  # of the budget, for a child whose kind has not run yet
 CAP_FLOOR_S = 30.0  # no cap is shorter (a busy machine's start-up varies)
 COST_STEP = 1.5  # predicted costs within this factor of each other count as alike
 SOFT_OVERRUN = 0.1  # of the budget: the final round of two may end this far past it
-MAX_SECONDS = 10 * 365 * 24 * 3600.0  # a budget, a probe's wall or cap: no tune runs longer
-MAX_ROUNDS = 64  # rounds of one search: a grid of 3**62 configurations needs fewer
 
 
 def study_prior(point: PointConfig) -> int:
@@ -446,65 +450,19 @@ class TuneRunner(Runner):
         """Whether the search ranked, what it covered, and, when it could not rank, why
         and what budget would let it."""
         tune = self._tune
-        probed: dict[str, str] = {}  # label -> its best status
         images = not registry.workload(self.config.workload).takes_seq_len
-        for record in tune["rounds"]:
-            for data in record["points"]:
-                point = Point.from_json(data)
-                label = point.label_for(images)
-                if probed.get(label) != "ok":
-                    probed[label] = point.status
-        skipped = {s["label"] for s in tune["skipped"]}
-        ok = sum(status == "ok" for status in probed.values())
-        tune["coverage"] = {
-            "grid": len(grid),
-            "measured": ok,
-            "failed": len(probed) - ok,
-            "left_out": len(skipped - probed.keys()),
-            "not_reached": len(grid) - len(probed) - len(skipped - probed.keys()),
-        }
+        tune["coverage"] = coverage(tune, len(grid), images)
         ranked = len(self.result.points)
         tune["ranked"] = final_ran and ranked >= 2
         tune["spent_s"] = round(self._elapsed(), 3)
         if not tune["ranked"] and not tune["not_ranked"]:
-            tune["not_ranked"] = self._why_not_ranked(final_ran, ranked, ok)
-
-    def _why_not_ranked(self, final_ran: bool, ranked: int, ok: int) -> str:
-        tune = self._tune
-        if final_ran and ok <= 1:
-            return (
-                f"only {ranked} configuration trained to the end and nothing else of the "
-                "grid trained: nothing to rank it against (see each probe's error)"
-            )
-        if final_ran:
-            return (
-                f"only {ranked} configuration of the final round trained to the end: "
-                "nothing to rank it against (see each probe's error)"
-            )
-        need = tune.get("needed_s")
-        if need is None:  # round 1 did not finish two probes
-            caps = [c for r in tune["rounds"] for c in r["caps_s"]]
-            repeats = self.config.repeats or self.config.min_repeats
-            cheapest = min(
-                (s.child_s for s in self.cost.seen), default=min(caps, default=self.budget_s)
-            )
-            need = (2 + 2 * repeats) * cheapest / ROUND_ONE_SHARE
-            finished = {0: "no configuration", 1: "one configuration"}.get(
-                ok, f"{ok} configurations"
-            )
-            return (
-                f"could not rank: {finished} finished a probe in "
-                f"{probe.format_seconds(self._elapsed())} of a "
-                f"{probe.format_seconds(self.budget_s)} budget (the cheapest probe takes about "
-                f"{probe.format_seconds(cheapest)} or more), and a ranking needs two probed and "
-                f"measured again {repeats} times each; a budget of at least "
-                f"{probe.format_seconds(need)} would let it"
-            )
-        return (
-            f"could not rank: the final round of two did not fit in the "
-            f"{probe.format_seconds(self.budget_s)} budget; a budget of about "
-            f"{probe.format_seconds(need)} would let it"
-        )
+            tune["not_ranked"] = why_not_ranked(
+                tune, final_ran, ranked,
+                repeats=self.config.repeats or self.config.min_repeats,
+                probes_s=[s.child_s for s in self.cost.seen],
+                budget_s=self.budget_s, elapsed_s=self._elapsed(),
+                round_one_share=ROUND_ONE_SHARE,
+            )  # fmt: skip
 
     @staticmethod
     def _estimate(point: Point) -> float:
@@ -512,111 +470,3 @@ class TuneRunner(Runner):
         did not keep it: the sum of its steps, warm-up included (its children's start-up
         is not in the file: counted as none)."""
         return sum(map(sum, point.step_times_s)) + sum(map(sum, point.warmup_times_s))
-
-
-_SECONDS = number(0, MAX_SECONDS)
-_SECONDS_TEXT = f"seconds from 0 to {MAX_SECONDS:.0f} (ten years)"
-
-
-def _skip(v: Any) -> bool:
-    return isinstance(v, dict) and text(v.get("label")) and text(v.get("why"))
-
-
-def _coverage(v: Any) -> bool:
-    return (
-        isinstance(v, dict) and len(v) <= 16 and all(text(k) and whole(0)(n) for k, n in v.items())
-    )
-
-
-def record_fields(grid: int) -> tuple[Field, ...]:
-    """What a tune record may hold, for a grid of `grid` configurations: what --resume
-    reads of an interrupted file (spent_s, each round's walls_s) and the rest bench
-    writes there, each with a type and a range (bench.result.checks)."""
-    return (
-        Field("budget_s", number(TINY, MAX_SECONDS), f"{_SECONDS_TEXT}, above 0"),
-        Field("eta", whole(2, 100), "a whole number from 2 to 100"),
-        Field("seed", whole(0, MAX_INT), "a whole number from 0"),
-        Field(
-            "rounds",
-            list_of(an_object, MAX_ROUNDS),
-            f"a list of rounds, at most {MAX_ROUNDS}",
-            required=True,
-        ),
-        Field("stopped", optional(text), "null or text"),
-        Field("spent_s", _SECONDS, _SECONDS_TEXT),
-        Field(
-            "skipped",
-            list_of(_skip, grid * MAX_ROUNDS),
-            f"a list of {{label, why}} (text), at most {grid * MAX_ROUNDS:,}",
-        ),
-        Field("ranked", flag, "true or false"),
-        Field("not_ranked", optional(text), "null or text"),
-        Field("coverage", optional(_coverage), "null or {name: a count from 0}"),
-        Field("needed_s", optional(number(0, HUGE)), "null or seconds from 0"),
-    )
-
-
-def round_fields(grid: int, probes: int) -> tuple[Field, ...]:
-    """What one round's record may hold: its `probes` points (at most one per
-    configuration of the grid) and one wall time and cap for each."""
-    count = "a whole number from 1"
-    return (
-        Field(
-            "round", whole(1, MAX_ROUNDS), f"a whole number from 1 to {MAX_ROUNDS}", required=True
-        ),
-        Field("steps", whole(1), count, required=True),
-        Field("warmup_steps", whole(0), "a whole number from 0"),
-        Field("repeats", whole(1), count),
-        Field("of", whole(0, grid), f"a whole number from 0 to the grid's {grid}"),
-        Field(
-            "points",
-            list_of(an_object, grid),
-            "a list of points, one per configuration at most",
-            required=True,
-        ),
-        # Not in an older bench's file: its probes' wall times are estimated from steps
-        Field("walls_s", list_of(_SECONDS, probes), f"a list of {_SECONDS_TEXT}, one per point"),
-        Field("caps_s", list_of(_SECONDS, probes), f"a list of {_SECONDS_TEXT}, one per point"),
-        Field("batch_ups", list_of(text, grid), "a list of labels (text)"),
-    )
-
-
-def check_record(tune: dict[str, Any], grid: int) -> None:
-    """InvalidField naming the first field of an interrupted tune record (someone may
-    have edited or sent it) that is not what bench writes there, before any arithmetic:
-    a wall time of text was a TypeError deep in the search, a spent_s of "inf" read as
-    infinite seconds spent, one of -1e300 as a budget that never runs out."""
-    check_fields(tune, record_fields(grid), "tune")
-    for r, record in enumerate(tune["rounds"]):
-        probes = len(record["points"]) if isinstance(record.get("points"), list) else 0
-        check_fields(record, round_fields(grid, probes), f"tune.rounds[{r}]")
-
-
-def check_file_record(tune: dict[str, Any], config: Any, path: Path) -> None:
-    """check_record of a file's tune record (a resume's, a rerun's): ResultError, one
-    line naming the file and the field."""
-    try:
-        check_record(tune, len(list(config.points())))
-    except InvalidField as error:
-        raise ResultError(visible(f"{path}: invalid tune record ({error})")) from None
-
-
-def command_line(point: Point, config: Any) -> str:
-    """`bench run ...` for one configuration: what to paste to measure the winner again.
-    Each axis of the point as its option (bench.options_table), in their order, but
-    those that are off (no value, 'none'); a decoder's sequence length in place of a
-    memory format (an image tensor's layout)."""
-    words = ["bench", "run", config.workload, "--framework", config.framework,
-             "--device", config.device]  # fmt: skip
-    decoder = registry.workload(config.workload).takes_seq_len
-    for axis in RUN_OPTIONS:
-        if not (axis.sweeps and axis.point_axis):
-            continue
-        value = getattr(point, axis.one)
-        if axis.one == "memory_format" and decoder:  # its tokens, no layout
-            words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
-        elif value and value not in ("none", axis.off):
-            words += [axis.flag, str(value)]
-    if config.threads:
-        words += ["--threads", str(config.threads)]
-    return " ".join(words)

@@ -1,34 +1,44 @@
-"""bench's module import graph: its cycles and its back-up arrows.
+"""bench's module import graph: its cycles and its back-up arrows; and its long modules.
 
 A back-up arrow is an import from a lower room into a higher one (LAYERS, highest
-first), e.g. commands <- fleet <- cli. Imports under `if TYPE_CHECKING:` are left out;
-imports inside functions count (they still tie the modules together).
-The source is parsed, nothing is imported.
+first), e.g. commands <- fleet <- cli. Every import counts: those inside functions (they
+still tie the modules together) and those under `if TYPE_CHECKING:` (a type-only
+import is a dependency too: mypy and a reader follow it); the listing marks the latter.
+A module over MAX_LINES lines says why in a line at its top that starts with
+"Over 500 lines because" (REASON). The source is parsed, nothing is imported.
 
     python benchmarks/imports.py [--verbose]
 
-Not a test: it prints figures.
+Not a test: it prints figures (tests/test_imports.py holds the house to them).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "bench"
+MAX_LINES = 500
+REASON = re.compile(r"^\s*(#|\"\"\"|)\s*Over 500 lines because \S")
+REASON_WITHIN = 10  # the reason's line is among a module's first lines
 # Rooms, highest first; a top-level module or package not named is in the lowest room.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
-    ("fleet", "ladder", "tune", "report"),
+    ("fleet", "ladder", "tune", "tune_command", "tune_outcome", "tune_record", "report"),
     ("runner", "probe", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
     ("parallel", "mfu", "memory_floor"),
     (
         "registry",
         "config",
+        "config_checks",
+        "config_levers",
+        "config_targets",
+        "config_fields",
         "data_ref",
         "ranks",
         "result",
@@ -57,8 +67,13 @@ def _type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set[str]:
+def _imports(
+    tree: ast.AST, name: str, is_package: bool, known: set[str], types: set[str] | None = None
+) -> set[str]:
+    """What module `name` imports of bench; those imported for types only (under `if
+    TYPE_CHECKING:`) are also added to `types`, when given."""
     targets: set[str] = set()
+    type_only: set[str] = set()  # imported under `if TYPE_CHECKING:`
     package = name if is_package else name.rpartition(".")[0]
 
     def resolve(dotted: str) -> str | None:
@@ -66,15 +81,17 @@ def _imports(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set
             dotted = dotted.rpartition(".")[0]
         return dotted or None
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, found: set[str]) -> None:
         if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.body:
+                visit(child, type_only)
             for child in node.orelse:
-                visit(child)
+                visit(child, found)
             return
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "bench":
-                    targets.add(resolve(alias.name) or "bench")
+                    found.add(resolve(alias.name) or "bench")
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -86,22 +103,29 @@ def _imports(tree: ast.AST, name: str, is_package: bool, known: set[str]) -> set
             for alias in node.names:
                 target = resolve(f"{base}.{alias.name}")
                 if target:
-                    targets.add(target)
+                    found.add(target)
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            visit(child, found)
 
-    visit(tree)
-    targets.discard(name)
-    return targets
+    visit(tree, targets)
+    if types is not None:
+        types.update(type_only - targets - {name})
+    return (targets | type_only) - {name}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(types: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """Each module's imports of bench, type-only ones included; `types`, when given, gets
+    each module's imports that are for types only."""
     found = modules()
     known = set(found)
-    return {
-        name: _imports(ast.parse(path.read_text()), name, path.name == "__init__.py", known)
-        for name, path in found.items()
-    }
+    edges = {}
+    for name, path in found.items():
+        only: set[str] = set()
+        tree = ast.parse(path.read_text())
+        edges[name] = _imports(tree, name, path.name == "__init__.py", known, only)
+        if types is not None:
+            types[name] = only
+    return edges
 
 
 def layer(module: str) -> int:
@@ -148,28 +172,57 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
+def arrows_within(group: list[str], edges: dict[str, set[str]], types: dict[str, set[str]]) -> str:
+    """A cycle's imports, 'a -> b', each marked '(types)' where it is for types only."""
+    return "; ".join(
+        f"{a} -> {b}{' (types)' * (b in types[a])}"
+        for a in group
+        for b in sorted(edges[a])
+        if b in group
+    )
+
+
 def back_up(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     """(importer, imported) where the imported module sits in a higher room."""
     return sorted((a, b) for a, bs in edges.items() for b in bs if layer(b) < layer(a))
+
+
+def long_modules(root: Path = ROOT.parent) -> dict[str, bool]:
+    """The Python modules of bench, benchmarks/ and the noxfile over MAX_LINES lines, each
+    with whether it says why at its top (REASON, in its first REASON_WITHIN lines)."""
+    paths = [*sorted((root / "bench").rglob("*.py")), *sorted((root / "benchmarks").glob("*.py"))]
+    found = {}
+    for path in [*paths, root / "noxfile.py"]:
+        lines = path.read_text().splitlines()
+        if len(lines) > MAX_LINES:
+            top = lines[:REASON_WITHIN]
+            found[str(path.relative_to(root))] = any(REASON.match(line) for line in top)
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="list every arrow")
     args = parser.parse_args()
-    edges = graph()
+    types: dict[str, set[str]] = {}
+    edges = graph(types)
     groups = cycles(edges)
     arrows = back_up(edges)
     print(f"modules: {len(edges)}, imports: {sum(map(len, edges.values()))}")
     print(f"cycles: {len(groups)} (modules in them: {sum(map(len, groups))})")
     for group in groups:
-        print("  " + " ".join(group))
+        print("  " + arrows_within(group, edges, types))
     print(f"back-up arrows: {len(arrows)}")
     for a, b in arrows:
         if args.verbose or "cli" in (a.split(".") + b.split(".")) or layer(b) == 0:
-            print(f"  {b} <- {a}")
+            print(f"  {b} <- {a}{' (types only)' * (b in types[a])}")
     if not args.verbose and arrows:
         print("  (--verbose lists them all)")
+    long = long_modules()
+    print(f"modules over {MAX_LINES} lines: {len(long)}, without a reason at the top: "
+          f"{sum(not said for said in long.values())}")  # fmt: skip
+    for path, said in sorted(long.items()):
+        print(f"  {path}{'' if said else ' (no reason)'}")
     return 0
 
 

@@ -165,14 +165,90 @@ def _import_graph():
     return module
 
 
-def test_no_module_imports_a_higher_room_and_no_imports_cycle():
+def test_no_runtime_import_runs_up_a_room():
     """The rooms of docs/architecture.md (LAYERS in benchmarks/imports.py): a lower room
-    that needs something of a higher one gets it moved down, as bench/ranks.py and
-    bench/data_ref.py were."""
+    that needs something of a higher one at run time gets it moved down, as bench/ranks.py
+    and bench/data_ref.py were."""
     graph = _import_graph()
-    edges = graph.graph()
-    assert not graph.back_up(edges), f"back-up arrows (lower <- higher): {graph.back_up(edges)}"
-    assert not graph.cycles(edges), f"import cycles: {graph.cycles(edges)}"
+    types: dict[str, set[str]] = {}
+    edges = graph.graph(types)
+    runtime = {name: targets - types[name] for name, targets in edges.items()}
+    arrows = graph.back_up(runtime)
+    assert not arrows, f"back-up arrows (importer, imported): {arrows}"
+
+
+def test_at_most_two_imports_run_up_a_room_type_only_included():
+    graph = _import_graph()
+    arrows = graph.back_up(graph.graph())
+    assert len(arrows) <= 2, f"{len(arrows)} back-up arrows (importer, imported): {arrows}"
+
+
+def test_no_import_cycle_of_any_kind():
+    """Not even through an import for types only (`if TYPE_CHECKING:`): a type the lower
+    module needs of the higher is declared where both can import it, or passed in."""
+    graph = _import_graph()
+    types: dict[str, set[str]] = {}
+    edges = graph.graph(types)
+    found = [graph.arrows_within(group, edges, types) for group in graph.cycles(edges)]
+    assert not found, "import cycles:\n" + "\n".join(found)
+
+
+def test_an_import_for_types_only_is_an_import():
+    graph = _import_graph()
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import bench.b\n"
+        "if TYPE_CHECKING:\n"
+        "    from bench.c import C\n"
+        "    from bench import b\n"
+        "def f():\n"
+        "    from bench.d import D\n"
+    )
+    known = {"bench.a", "bench.b", "bench.c", "bench.d"}
+    types: set[str] = set()
+    found = graph._imports(ast.parse(source), "bench.a", False, known, types)
+    assert found == {"bench.b", "bench.c", "bench.d"}
+    assert types == {"bench.c"}  # bench.b is imported at run time too
+    assert graph.cycles({"bench.a": {"bench.c"}, "bench.c": {"bench.a"}}) == [
+        ["bench.a", "bench.c"]
+    ]
+
+
+def test_every_module_over_500_lines_says_why_at_its_top():
+    """Over 500 lines a module mixes jobs or says too little; where it does not, a line
+    at its top says why ("Over 500 lines because ..."), in its first lines."""
+    graph = _import_graph()
+    silent = sorted(path for path, said in graph.long_modules().items() if not said)
+    assert not silent, (
+        f"over {graph.MAX_LINES} lines with no line starting 'Over 500 lines because' in its "
+        f"first {graph.REASON_WITHIN}: split it into modules named after what they do, or "
+        f"say why not: {silent}"
+    )
+
+
+def test_a_long_modules_reason_is_a_line_of_its_own_at_its_top(tmp_path):
+    graph = _import_graph()
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "noxfile.py").write_text("")
+    filler = "x = 1\n" * graph.MAX_LINES
+    said = {
+        "docstring.py": '"""Over 500 lines because one table.\n"""\n',
+        "comment.py": "# Over 500 lines because one table.\n",
+        "docstring_line.py": '"""The table.\n\nOver 500 lines because one table.\n"""\n',
+        "mentioned.py": '"""Not over 500 lines because of anything.\n"""\n',
+        "too_low.py": "\n" * graph.REASON_WITHIN + "# Over 500 lines because one table.\n",
+        "short.py": "",
+    }
+    for name, top in said.items():
+        (tmp_path / "bench" / name).write_text(top + filler * (name != "short.py"))
+    assert graph.long_modules(tmp_path) == {
+        "bench/comment.py": True,
+        "bench/docstring.py": True,
+        "bench/docstring_line.py": True,
+        "bench/mentioned.py": False,
+        "bench/too_low.py": False,
+    }
 
 
 def test_what_the_noxfile_imports_of_bench_needs_the_standard_library_only():
