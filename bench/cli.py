@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 
 import bench
-from bench import registry
+from bench import discovery, registry
 from bench.commands import compare, diff, fleet, ladder, rerun, results, run, suite, tune, verify
 from bench.commands.options import UsageParser
 from bench.commands.run_options import EXIT_INTERRUPTED
@@ -75,7 +75,7 @@ def _no_near_command(word: str, names: tuple[str, ...]) -> None:
     """`bench shw x` is a mistyped command, not a workload called 'shw'."""
     if all(name in registry.workloads() for name in word.split(",")):
         return
-    near = registry.did_you_mean(word, names)
+    near = discovery.did_you_mean(word, names)
     if near:
         raise UsageError(
             f"unknown command or workload {word!r}{near}; commands: {', '.join(names)}; "

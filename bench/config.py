@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from bench import data_ref, registry
+from bench import data_ref, discovery
 from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
 from bench.config_checks import (
     DATA_SOURCES,
@@ -124,7 +124,7 @@ class PointConfig:
             )
         choice("precision", self.precision, PRECISIONS)
         if not self.memory_format:
-            default = registry.framework(self.framework).memory_formats[0]
+            default = discovery.framework(self.framework).memory_formats[0]
             object.__setattr__(self, "memory_format", default)
         check_variant(self.framework, self.memory_format, self.compile)
         if self.epochs is not None and self.epoch_samples is None and not self.dataset:
@@ -141,7 +141,7 @@ class PointConfig:
 
     @property
     def spec(self):
-        return registry.workload(self.workload)
+        return discovery.workload(self.workload)
 
     @property
     def dataset(self) -> data_ref.DataRef | None:
@@ -270,10 +270,10 @@ class RunConfig:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if not self.batch_sizes:
             object.__setattr__(
-                self, "batch_sizes", (registry.workload(self.workload).default_batch_size,)
+                self, "batch_sizes", (discovery.workload(self.workload).default_batch_size,)
             )
         if not self.memory_formats:
-            default = registry.framework(self.framework).memory_formats[:1]
+            default = discovery.framework(self.framework).memory_formats[:1]
             object.__setattr__(self, "memory_formats", default)
         if self.warmup_steps is None:
             ref = data_ref.parse(self.data)
@@ -284,7 +284,7 @@ class RunConfig:
         check_common(self)
         for batch in self.batch_sizes:
             positive("batch_size", batch)
-        platform = registry.platform(self.device)
+        platform = discovery.platform(self.device)
         for precision in self.precisions:
             choice("precision", precision, PRECISIONS)
             if precision not in platform.precisions:
@@ -341,10 +341,10 @@ class RunConfig:
             raise UsageError(f"{name}: cannot be combined with epochs")
         if self.searches and self.train_to_loss is not None:
             raise UsageError(f"{name}: cannot be combined with train_to_loss")
-        spec = registry.workload(self.workload)
+        spec = discovery.workload(self.workload)
         if self.find_max_seq_len and not (spec.takes_seq_len and spec.max_seq_len):
             takers = [
-                n for n, s in registry.workloads().items() if s.takes_seq_len and s.max_seq_len
+                n for n, s in discovery.workloads().items() if s.takes_seq_len and s.max_seq_len
             ]
             raise UsageError(
                 f"find_max_seq_len: workload {spec.name!r} takes no sequence length; "

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from bench import data_ref, registry
+from bench import data_ref, discovery
 from bench.axes import MEMORY_FORMATS, NAMES, RUNTIME
 from bench.config_fields import Config, choice, positive, values
 from bench.config_levers import (
@@ -32,7 +32,7 @@ _COMPILER = re.compile(r"[A-Za-z0-9_-]{1,40}(:[A-Za-z0-9_-]{1,40})?")
 
 def check_variant(framework_name: str, memory_format: str, compile: str | None) -> None:
     """The memory format and compiler of one point, against what the framework offers."""
-    framework = registry.framework(framework_name)
+    framework = discovery.framework(framework_name)
     choice("memory_format", memory_format, MEMORY_FORMATS)
     if memory_format not in framework.memory_formats:
         raise UsageError(
@@ -49,21 +49,21 @@ def check_variant(framework_name: str, memory_format: str, compile: str | None) 
 
 def check_common(cfg: Config) -> None:
     """Checks shared by a run and its points (the same fields, single-valued here)."""
-    spec = registry.workload(cfg.workload)
+    spec = discovery.workload(cfg.workload)
     if cfg.framework not in spec.frameworks():
         raise UsageError(
             f"framework {cfg.framework!r} does not implement workload {cfg.workload!r}; "
             f"it has: {', '.join(spec.frameworks())}"
         )
-    framework = registry.framework(cfg.framework)
-    registry.platform(cfg.device)
+    framework = discovery.framework(cfg.framework)
+    discovery.platform(cfg.device)
     ref = data_ref.parse(cfg.data)
     if ref is None:
         kinds = data_ref.KINDS + data_ref.TOKEN_KINDS
         choice("data", cfg.data, DATA_SOURCES + tuple(f"{k}:PATH" for k in kinds))
     source = ref.source if ref else cfg.data
     if source == "tokens" and spec.task != "causal-lm":
-        decoders = [n for n, s in registry.workloads().items() if s.task == "causal-lm"]
+        decoders = [n for n, s in discovery.workloads().items() if s.task == "causal-lm"]
         raise UsageError(
             f"data: {cfg.data.partition(':')[0]}:PATH holds token ids for a decoder; workload "
             f"{spec.name!r} is {spec.task}; choose one of {', '.join(decoders)}"
@@ -123,7 +123,7 @@ def check_optimize(cfg: Config, framework: Any) -> None:
             raise UsageError(
                 f"optimize: {value!r} is not available with {framework.name}; it offers: {offered}"
             )
-    framework.check_platform(registry.platform(cfg.device), compilers, optimizations)
+    framework.check_platform(discovery.platform(cfg.device), compilers, optimizations)
 
 
 def check_runtime(cfg: Config) -> None:

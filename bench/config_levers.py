@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import registry
+from bench import discovery
 from bench.axes import CHECKPOINTING_MODES
 from bench.config_fields import Config, choice, positive, values
 from bench.errors import UsageError
@@ -24,7 +24,7 @@ def check_levers(cfg: Config, framework: Any, spec: Any) -> None:
     workload that take them, the attention kernel one the device has
     (Platform.attention_unsupported). A workload that takes them declares `llm_levers`
     (bench.workloads._levers.DecoderSpec, as the mixtures' spec declares `experts`)."""
-    platform = registry.platform(cfg.device)
+    platform = discovery.platform(cfg.device)
     for many, one, off in _LEVERS:
         for value in values(cfg, many, one):
             if one == "pad_vocab":
@@ -34,13 +34,13 @@ def check_levers(cfg: Config, framework: Any, spec: Any) -> None:
             if value == off:
                 continue
             if not framework.llm_levers:
-                able = [n for n in registry.framework_names() if registry.framework(n).llm_levers]
+                able = [n for n in discovery.framework_names() if discovery.framework(n).llm_levers]
                 raise UsageError(
                     f"{one}: {value!r} is not available with {framework.name}; it applies to "
                     f"{' and '.join(able)}"
                 )
             if not getattr(spec, "llm_levers", False):
-                able = [n for n, s in registry.workloads().items() if getattr(s, "llm_levers", 0)]
+                able = [n for n, s in discovery.workloads().items() if getattr(s, "llm_levers", 0)]
                 raise UsageError(
                     f"{one}: {spec.name!r} does not take it; it applies to {', '.join(able)}"
                 )
@@ -67,7 +67,7 @@ def check_expert_parallel(cfg: Config, spec: Any) -> None:
         return
     experts = getattr(spec, "experts", 0)
     if not experts:
-        mixtures = [n for n, s in registry.workloads().items() if getattr(s, "experts", 0)]
+        mixtures = [n for n, s in discovery.workloads().items() if getattr(s, "experts", 0)]
         raise UsageError(
             f"expert_parallel: {spec.name!r} has no experts to split; it applies to the "
             f"mixtures of experts: {', '.join(mixtures)}"
@@ -114,8 +114,8 @@ def check_checkpointing(cfg: Config, framework: Any, spec: Any) -> None:
         if not framework.activation_checkpointing:
             able = [
                 n
-                for n in registry.framework_names()
-                if registry.framework(n).activation_checkpointing
+                for n in discovery.framework_names()
+                if discovery.framework(n).activation_checkpointing
             ]
             raise UsageError(
                 f"activation_checkpointing: {mode!r} is not available with {framework.name}; "

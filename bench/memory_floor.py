@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench import registry
+from bench import discovery
 from bench.errors import UsageError
 from bench.units import format_bytes
 
@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 def shortfall(config: RunConfig, ranks_here: int | None) -> str | None:
     """Why the model's state cannot fit on `ranks_here` ranks per machine (None: the
     framework's own use of the devices, one process), or None when it may."""
-    spec = registry.workload(config.workload)
+    spec = discovery.workload(config.workload)
     if spec.model_state is None:
         return None
     local = ranks_here or 1
     world = local * config.nnodes
-    available = registry.platform(config.device).memory_per_rank(local)
+    available = discovery.platform(config.device).memory_per_rank(local)
     if config.memory_limit_bytes is not None:
         available = min(available or config.memory_limit_bytes, config.memory_limit_bytes)
     if available is None:  # not known before a device is opened (a TPU): the child finds out

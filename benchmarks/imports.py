@@ -30,10 +30,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("commands",),
     ("fleet", "ladder", "tune", "tune_command", "tune_outcome", "tune_record", "report"),
     ("runner", "probe", "launchers", "child", "runtime", "drift"),
-    ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance"),
+    ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance", "registry"),
     ("parallel", "mfu", "memory_floor"),
     (
-        "registry",
+        "discovery",
         "config",
         "config_checks",
         "config_levers",

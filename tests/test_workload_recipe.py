@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 import bench
-from bench import registry
+from bench import discovery, registry
 from bench.cli import main
 from bench.config import PointConfig
 from bench.errors import BenchError
@@ -69,9 +69,9 @@ def beside_the_others(tmp_path, monkeypatch):
     monkeypatch.setattr(bench.workloads, "__path__", [*bench.workloads.__path__, str(extra)])
     for name in [m for m in sys.modules if m.startswith("bench.workloads.mlp_demo")]:
         monkeypatch.delitem(sys.modules, name)
-    registry.workloads.cache_clear()
+    discovery.workloads.cache_clear()
     yield extra
-    registry.workloads.cache_clear()
+    discovery.workloads.cache_clear()
     for name in [m for m in sys.modules if m.startswith("bench.workloads.mlp_demo")]:
         del sys.modules[name]
 

@@ -238,7 +238,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
             print(f"{suite.name}: {suite.description} ({runs} run{'s' if runs != 1 else ''})")
         return 0
     if args.name not in known:
-        from bench.registry import did_you_mean
+        from bench.discovery import did_you_mean
 
         raise UsageError(
             f"unknown suite {args.name!r}{did_you_mean(args.name, known)}; "

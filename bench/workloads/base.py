@@ -112,11 +112,11 @@ class WorkloadSpec:
 
     def frameworks(self) -> tuple[str, ...]:
         """Frameworks that implement this workload: the framework modules in its folder."""
-        from bench import registry
+        from bench import discovery
 
         return tuple(
             name
-            for name in registry.framework_names()
+            for name in discovery.framework_names()
             if importlib.util.find_spec(f"{self.package}.{name}") is not None
         )
 
@@ -124,16 +124,16 @@ class WorkloadSpec:
         """Refuse in one line (WorkloadError) a framework module of this workload that
         lacks a function its framework's contract requires: read from the module's
         source, nothing imported (discovery calls it for every workload)."""
-        from bench import registry
+        from bench import discovery
 
         for framework in self.frameworks():
             module = f"{self.package}.{framework}"
-            contract, defined = CONTRACTS.get(framework), registry.defined_names(module)
+            contract, defined = CONTRACTS.get(framework), discovery.defined_names(module)
             if contract is None or defined is None:  # a star import: checked when loaded
                 continue
             lacking = contract.missing(defined)
             if lacking:
-                raise contract.refusal(self.name, registry.source_path(module), lacking)
+                raise contract.refusal(self.name, discovery.source_path(module), lacking)
 
     def implementation(self, framework: str) -> Contract:
         """What implements this workload in `framework`, as that framework's contract

@@ -21,15 +21,27 @@ import importlib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, cast
 
 from bench.errors import BenchError
 
 if TYPE_CHECKING:
     from bench.config import PointConfig
-    from bench.workloads.base import WorkloadSpec
 
-    BuildModel = Callable[[WorkloadSpec, PointConfig], Any]
+
+class Spec(Protocol):
+    """What a contract reads of a workload's spec (bench.workloads.base.WorkloadSpec,
+    which imports this module: a Protocol keeps that import one way)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def package(self) -> str: ...
+
+
+if TYPE_CHECKING:
+    BuildModel = Callable[[Spec, PointConfig], Any]
     Batch = tuple[Any, Any]  # (inputs, targets): tensors, or tuples and dicts of them
 
 
@@ -87,7 +99,7 @@ class Contract:
         return cls(**given)
 
     @classmethod
-    def load(cls, spec: WorkloadSpec) -> Self:
+    def load(cls, spec: Spec) -> Self:
         """The workload's implementation in this framework (imports the framework)."""
         return cls.of(importlib.import_module(f"{spec.package}.{cls.FRAMEWORK}"), spec.name)
 
@@ -103,7 +115,7 @@ class TorchWorkload(Contract):
 
     build_model: BuildModel  # (spec, point) -> torch.nn.Module, on the current device
     # (spec, point, batch size, torch.Generator) -> (inputs, targets) on the host.
-    make_batch: Callable[[WorkloadSpec, PointConfig, int, Any], Batch]
+    make_batch: Callable[[Spec, PointConfig, int, Any], Batch]
     loss: Callable[[Any, Any], Any] | None = None  # (outputs, targets) -> scalar loss
     train_loss: Callable[[Any, Any, Any], Any] | None = None  # (model, inputs, targets)
     optimizer: Callable[[Iterable[Any]], Any] | None = None  # (parameters) -> its own
@@ -126,14 +138,14 @@ class JaxWorkload(Contract):
 
     FRAMEWORK: ClassVar[str] = "jax"
 
-    build_model: Callable[[WorkloadSpec, PointConfig, Any], Any]  # (spec, point, dtype)
+    build_model: Callable[[Spec, PointConfig, Any], Any]  # (spec, point, dtype)
     # (spec, point, batch size, seed) -> (inputs, targets) as NumPy arrays.
-    make_batch: Callable[[WorkloadSpec, PointConfig, int, int], Batch]
+    make_batch: Callable[[Spec, PointConfig, int, int], Batch]
     loss: Callable[[Any, Any], Any]  # (logits, targets) -> scalar loss
     optimizer: Callable[[], tuple[Any, str]] | None = None  # () -> (optax, its description)
     token_batch: Callable[[Any], Batch] | None = None
     # (spec, point) -> how many blocks activation checkpointing wraps.
-    checkpointed_blocks: Callable[[WorkloadSpec, PointConfig], int] | None = None
+    checkpointed_blocks: Callable[[Spec, PointConfig], int] | None = None
 
 
 @dataclass
@@ -143,7 +155,7 @@ class TensorflowWorkload(Contract):
     FRAMEWORK: ClassVar[str] = "tensorflow"
 
     build_model: BuildModel  # (spec, point) -> keras.Model, inside the strategy's scope
-    make_batch: Callable[[WorkloadSpec, PointConfig, int, int], Batch]
+    make_batch: Callable[[Spec, PointConfig, int, int], Batch]
     loss: Callable[[Any, Any], Any]
     optimizer: Callable[[], tuple[Any, str]] | None = None  # () -> (Keras, its description)
 
