@@ -6,10 +6,12 @@ A column is a machine: its hardware (accelerator model and count, or CPU model a
 cores bench could use, and the instance type where known), read from each result's
 provenance, and the run's --label when it has one (a label is the user's A/B intent:
 "before" and "after" stay two columns). Its runs at other times are facets of it: the
-repeats of one configuration in one software stack (framework and image) pool into one
-cell, each run's own figures kept for a history (Comparison.history_records). The
-framework or image is part of a row (setup) where one machine ran a row's
-configuration in several: two stacks are two measurements. Results whose configs
+repeats of one configuration in one software stack (framework and image) and on one
+device count pool into one cell, each run's own figures kept for a history
+(Comparison.history_records). The framework, image or device count is part of a row
+(setup) where one machine ran a row's configuration in several: two stacks, or one
+process and N ranks (throughput is global), are two measurements (bench.report.rows).
+The parts: rows.py, pooling.py, cell.py, baseline.py, records.py. Results whose configs
 differ from the baseline's in anything that changes what is measured are set apart,
 one line per reason with a count, their files listed in the JSON.
 """

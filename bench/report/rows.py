@@ -62,12 +62,33 @@ def _stack(res: Result) -> tuple[str, str]:
     return res.config.framework, image_name(res) or "native"
 
 
+def device_count(p: Point) -> str:
+    """'1 device', '8 devices': how many trained the point (its ranks over every node,
+    or the devices one process used), as a row's setup names them."""
+    n = p.devices_trained
+    return f"{n} device{'s' if n > 1 else ''}"
+
+
+def _facets(run: Run) -> tuple[str, str, str]:
+    """What makes a run's figures another measurement of its configuration: its
+    framework, its image and its device count (throughput is global)."""
+    _, res, p = run
+    return (*_stack(res), device_count(p))
+
+
+# The facets that split a row together: the software stack; the device count.
+_SPLITS = ((0, 1), (2,))
+
+
 def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
     """Each row's runs, a list per column (oldest first). A configuration one machine
     ran in several frameworks or images is a row per framework or image (its setup
     names which differ: 'jax', 'bench:xeon', 'native'), for every machine: two software
-    stacks are two measurements, never pooled. Otherwise one row, whatever framework
-    each machine used (a GPU in torch beside a TPU in JAX)."""
+    stacks are two measurements, never pooled. Likewise one machine's runs on several
+    device counts (one process and 2 ranks of torchrun, not swept in one result): a row
+    per count ('1 device', '2 devices'), since throughput is global. Otherwise one row,
+    whatever framework or device count each machine used (a GPU in torch beside a TPU
+    in JAX; a machine's 8 GPUs beside another's 4)."""
     found: dict[tuple[Any, ...], list[list[Run]]] = {}
     for i, machine in enumerate(ordered):
         for path, res in machine.results:
@@ -78,15 +99,22 @@ def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
                 found[key][i].append((path, res, p))
     rows: dict[tuple[Any, ...], list[list[Run]]] = {}
     for key, columns in found.items():
-        if all(len({_stack(res) for _, res, _ in runs}) < 2 for runs in columns):
+        facets = [[_facets(run) for run in runs] for runs in columns]
+        every = {f for cell in facets for f in cell}
+        named = [
+            n
+            for split in _SPLITS
+            if any(len({tuple(f[n] for n in split) for f in cell}) > 1 for cell in facets)
+            for n in split
+            if len({f[n] for f in every}) > 1
+        ]
+        if not named:
             rows[key] = columns
             continue
-        stacks = {_stack(res) for runs in columns for _, res, _ in runs}
-        differ = [len({stack[n] for stack in stacks}) > 1 for n in (0, 1)]
         for i, runs in enumerate(columns):
-            for run in runs:
-                named = [part for part, d in zip(_stack(run[1]), differ, strict=True) if d]
-                split = (*key[:5], " · ".join(part for part in (key[5], *named) if part))
+            for run, own in zip(runs, facets[i], strict=True):
+                parts = (key[5], *(own[n] for n in named))
+                split = (*key[:5], " · ".join(part for part in parts if part))
                 if split not in rows:
                     rows[split] = [[] for _ in ordered]
                 rows[split][i].append(run)
