@@ -10,6 +10,8 @@ import copy
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from bench import result
 from bench.report import compare as cmp
 from bench.report import grids, tidy
@@ -83,3 +85,17 @@ def test_a_count_and_an_image_that_differ_are_both_named():
     comparison = cmp.compare(loaded, None)
     setups = sorted(key[5] for key, _ in comparison.rows)
     assert setups == ["bench:cpu · 1 device", "native · 1 device", "native · 2 devices"]
+
+
+def test_collect_names_each_points_device_count(tmp_path):
+    pytest.importorskip("pandas")
+    from bench.report import collect
+
+    points = collect.points_frame([_loaded(ONE), _loaded(TWO)])
+    assert list(points["devices"]) == [1, 2]
+    both, alone = tmp_path / "both", tmp_path / "alone"
+    collect.write([_loaded(ONE), _loaded(TWO)], both)
+    collect.write([_loaded(ONE), _loaded(ONE, cpu=EPYC)], alone)
+    header = next(line for line in both.with_suffix(".md").read_text().splitlines() if "|" in line)
+    assert [cell.strip() for cell in header.split("|")][4:7] == ["image", "devices", "batch\\_size"]
+    assert "devices" not in alone.with_suffix(".md").read_text()  # one count: no column
