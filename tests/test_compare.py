@@ -659,6 +659,7 @@ def test_the_headline_judges_two_decoders_best_points_in_tokens_per_second():
     """Each machine's best decoder point is ranked by tokens/s; its ratio was taken in
     samples/s, so 8,192 tokens at 1.33x the tokens/s of 2,048 read '3.0x slower'."""
     from bench.report import tidy
+    from bench.report.embedded import Commands
 
     def run(accelerator, seq_len, steps):  # three repeats of 2 s steps, a little noise
         res = _llm_run(accelerator, seq_len, 1.0)
@@ -670,7 +671,7 @@ def test_the_headline_judges_two_decoders_best_points_in_tokens_per_second():
     y = run(A100, 2048, tuple(tuple(s / 4 for s in r) for r in fast))
     comparison = cmp.compare([(Path("x.json"), x), (Path("y.json"), y)], baseline=A100)
     ids = {}
-    tidy.points(comparison, tidy._Commands(), ids)
+    tidy.points(comparison, Commands(), ids)
     [row] = [r for r in tidy.headline(comparison, ids) if not r["baseline"]]
     assert row["rel"] == pytest.approx(4 / 3, rel=1e-6)  # tokens/s, not 1/3 in samples/s
     assert row["verdict"] == "faster" and row["rel_lo"] < 4 / 3 < row["rel_hi"]

@@ -19,6 +19,7 @@ from bench import result
 from bench.cli import main
 from bench.report import compare as cmp
 from bench.report import grids, tidy
+from bench.report.history import daily
 from bench.report.table import tables, to_target_table
 from bench.report.to_target import of as to_target
 from bench.result import Result
@@ -226,7 +227,7 @@ def test_a_day_of_many_runs_keeps_the_step_that_began_that_day():
          "step": "1.20x faster", "step_ratio": 1.2},
         {"date": "2026-03-08T11:00:00", "tp": 121.0, "tp_lo": 120.0, "tp_hi": 122.0, "runs": 1},
     ]  # fmt: skip
-    [day] = tidy._daily(rows)
+    [day] = daily(rows)
     assert day["step"] == "1.20x faster" and day["runs"] == 3
 
 

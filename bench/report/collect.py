@@ -143,6 +143,8 @@ def points_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
             rows.append(
                 {
                     **common,
+                    # GLOBAL throughput: the devices that trained it (ranks over nodes)
+                    "devices": p.devices_trained,
                     "batch_size": p.batch_size,
                     "precision": p.precision,
                     "memory_format": p.memory_format,
@@ -188,9 +190,10 @@ def max_batch_frame(loaded: list[tuple[Path, Result]]) -> pd.DataFrame:
 
 
 _SUMMARY_COLUMNS = [
-    "workload", "accelerator", "cpu", "image", "batch_size", "precision", "memory_format",
-    "compile", "status", "throughput", "ci95_low", "ci95_high", "step_median_s",
+    "workload", "accelerator", "cpu", "image", "devices", "batch_size", "precision",
+    "memory_format", "compile", "status", "throughput", "ci95_low", "ci95_high", "step_median_s",
 ]  # fmt: skip
+_WHEN_THEY_DIFFER = ("devices",)  # summary columns shown only where the points differ
 
 
 def write(loaded: list[tuple[Path, Result]], prefix: Path) -> list[Path]:
@@ -202,7 +205,9 @@ def write(loaded: list[tuple[Path, Result]], prefix: Path) -> list[Path]:
     files.replace(written[0], _safe_csv(points))
     parts = [f"# bench results\n\n{len(loaded)} result files, {len(points)} points.\n"]
     if not points.empty:
-        parts.append("## Throughput (samples/s)\n\n" + _safe_markdown(points[_SUMMARY_COLUMNS]))
+        columns = [c for c in _SUMMARY_COLUMNS
+                   if c not in _WHEN_THEY_DIFFER or points[c].nunique() > 1]  # fmt: skip
+        parts.append("## Throughput (samples/s)\n\n" + _safe_markdown(points[columns]))
     if not searches.empty:
         written.append(prefix.with_name(prefix.name + "-max-batch.csv"))
         files.replace(written[-1], _safe_csv(searches))

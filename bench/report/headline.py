@@ -1,0 +1,170 @@
+"""The page's lead: each machine's best configuration per workload (of one precision
+where asked) with its ratio to the baseline's best, its interval and verdict, and how
+the two differ; and the geometric mean of those ratios over workloads."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from bench.report.cell import Cell
+from bench.report.compare import Comparison
+from bench.report.embedded import clean
+from bench.report.like import differences, families
+from bench.report.words import config_label, efficiency, verdict_words
+from bench.result import Point
+from bench.stats import ratio_interval
+from bench.verdict import Verdict, judge
+
+
+def _in_own_unit(point: Point) -> tuple[float, list[float]] | None:
+    """A point's throughput and each repeat's, in its workload's unit where it has one
+    (a decoder's tokens/s), else in samples/s."""
+    tp = point.throughput
+    if tp is None:
+        return None
+    unit = point.unit_throughput
+    scale = unit[0] / tp.value if unit and tp.value else 1.0  # tokens a sample, say
+    return tp.value * scale, [v * scale for v in point.repeat_throughputs()]
+
+
+def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | None, Verdict | None]:
+    """The ratio of two points' throughputs in their workload's unit (two decoders' best
+    points may differ in tokens a sample), its 95% interval and bench.verdict's words
+    (compare's rule: the interval's centre in log space is the ratio judged)."""
+    own, other = _in_own_unit(point), _in_own_unit(base)
+    if own is None or other is None:  # _best keeps points that trained only
+        return math.nan, None, None
+    (value, repeats), (base_value, base_repeats) = own, other
+    ci = ratio_interval(repeats, base_repeats)
+    if ci is None:
+        return value / base_value, None, None
+    n = min(len(repeats), len(base_repeats))
+    return value / base_value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n)
+
+
+def _best(
+    comparison: Comparison, precision: str | None
+) -> dict[tuple[str, str], tuple[tuple[Any, ...], Cell]]:
+    """Each machine's fastest configuration of each workload, of one precision where one
+    is given: by the workload's own unit where it has one (a decoder's tokens/s: a
+    sample of 8,192 tokens is four of 2,048), else by samples/s."""
+    best: dict[tuple[str, str], tuple[tuple[Any, ...], Cell]] = {}
+    speed: dict[tuple[str, str], float] = {}
+    for key, cells in comparison.rows:
+        if precision is not None and key[2] != precision:
+            continue
+        for machine, cell in zip(comparison.machines, cells, strict=True):
+            rate = _rate(cell)
+            at = (key[0], machine.label)
+            if rate is not None and rate > speed.get(at, -1.0):
+                best[at], speed[at] = (key, cell), rate
+    return best
+
+
+def _rate(cell: Cell) -> float | None:
+    """What _best ranks by: the point's throughput in its workload's unit, or samples/s."""
+    if cell.throughput is None:
+        return None
+    unit = cell.point.unit_throughput if cell.point is not None else None
+    return unit[0] if unit else cell.throughput.value
+
+
+def headline(
+    comparison: Comparison,
+    point_ids: dict[tuple[str, tuple[Any, ...]], int],
+    precision: str | None = None,
+) -> list[dict[str, Any]]:
+    """Per workload and machine: its best configuration (of `precision`, where given),
+    throughput with its interval, and the ratio to the baseline's best of that workload,
+    with its interval and verdict."""
+    best, base = _best(comparison, precision), comparison.baseline
+    by_label = {m.label: m for m in comparison.machines}
+    rows = []
+    for (workload, label), (key, cell) in best.items():
+        tp, point = cell.throughput, cell.point
+        if tp is None or point is None:
+            continue
+        record: dict[str, Any] = {
+            "scope": precision or "all",
+            "workload": workload,
+            "machine": label,
+            "config": config_label(key),
+            "precision": key[2],
+            "framework": ", ".join(cell.frameworks) or None,
+            "baseline": label == base.label,
+            "tp": tp.value,
+            "tp_lo": tp.ci95_low,
+            "tp_hi": tp.ci95_high,
+            "n": tp.n,
+            "point": point_ids.get((label, key)),
+            **efficiency(point, by_label[label]),
+        }
+        if point.unit_throughput is not None:  # a decoder's tokens/s beside its samples/s
+            record["unit_tp"], record["unit"] = point.unit_throughput
+        base_best = best.get((workload, base.label))
+        if label == base.label:
+            record["verdict"] = "baseline"
+        elif base_best is not None and base_best[1].point is not None:
+            base_point = base_best[1].point
+            ratio, ci, verdict = _verdict(point, base_point)
+            record.update(rel=ratio, rel_lo=ci[0] if ci else None, rel_hi=ci[1] if ci else None)
+            repeats = len(point.repeat_throughputs()), len(base_point.repeat_throughputs())
+            record["verdict"] = verdict.word if verdict else "one run"
+            record["pairs"] = verdict and min(repeats)
+            record["sentence"] = verdict_words(ratio, verdict, repeats)
+            differs = differences(key, base_best[0])
+            if families(cell) != families(base_best[1]):
+                differs += f"; {', '.join(sorted(families(cell)))} (baseline: " + (
+                    f"{', '.join(sorted(families(base_best[1])))})"
+                )
+            record["differs"] = differs
+        else:  # a blank ratio said nothing of why
+            record["sentence"] = f"no ratio: the baseline ran no {workload} configuration" + (
+                f" in {precision}" if precision else ""
+            )
+        rows.append(clean(record))
+    rows.sort(key=lambda r: (r["workload"], not r["baseline"], -r["tp"]))
+    return rows
+
+
+def geometric_mean(
+    headline_rows: list[dict[str, Any]], machines: list[str]
+) -> list[dict[str, Any]]:
+    """Per machine, the geometric mean over workloads of its best-to-baseline ratios.
+
+    Its interval: each workload's ratio interval read as a normal interval in log
+    space (centre and half-width), the workloads independent: the half-widths added in
+    quadrature and divided by the count of workloads. A machine with any workload of
+    one run has no interval, and says so."""
+    by_machine: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in headline_rows:
+        if "rel" in row:
+            by_machine[row["machine"]].append(row)
+    out = []
+    for label in machines:
+        rows = by_machine.get(label)
+        if not rows:
+            continue
+        k = len(rows)
+        ratio = math.exp(sum(math.log(r["rel"]) for r in rows) / k)
+        record: dict[str, Any] = {
+            "scope": rows[0]["scope"],
+            "machine": label,
+            "workloads": k,
+            "rel": ratio,
+        }
+        if all("rel_lo" in r for r in rows):
+            centre = sum(math.log(r["rel_lo"] * r["rel_hi"]) / 2 for r in rows) / k
+            half = math.sqrt(sum((math.log(r["rel_hi"] / r["rel_lo"]) / 2) ** 2 for r in rows)) / k
+            ci = (math.exp(centre - half), math.exp(centre + half))
+            # judge wants the ratio inside its interval: the interval's own centre.
+            verdict = judge(math.exp(centre), ci, min(r.get("pairs", 1) for r in rows))
+            record.update(rel_lo=ci[0], rel_hi=ci[1], verdict=verdict.word)
+            record["sentence"] = verdict_words(ratio, verdict)
+        else:
+            record["verdict"] = "no interval"
+            record["sentence"] = "no interval: a workload of one run"
+        out.append(clean(record))
+    return out
