@@ -58,6 +58,8 @@ def test_the_static_figure_says_at_least_n_of_a_search_stopped_before_its_answer
 
     t = tidy.tidy(cmp.compare(_searches(), "v100"))
     [figure] = [f for f in figures.figures(t, views.views(t)) if f.name == "max_batch"]
+    bars = figure.spec["spec"]["layer"][0]["encoding"]
+    assert bars["stroke"]["scale"] == bars["color"]["scale"]  # the outline, the fill's colour
     svg, png = vega.render(figure.spec)
     assert ">at least 136 so far<" in svg and ">at least 2<" in svg
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -76,7 +76,8 @@ def _recoloured(spec: Any, scale: dict[str, Any] | None) -> Any:
     if not isinstance(spec, dict):
         return spec
     out = {key: _recoloured(value, scale) for key, value in spec.items()}
-    colour = out.get("color")
-    if scale and isinstance(colour, dict) and colour.get("field") == "machine":
-        out["color"] = {**colour, "scale": scale}
+    for channel in ("color", "stroke"):  # a bar's outline too (the max-batch view's)
+        colour = out.get(channel)
+        if scale and isinstance(colour, dict) and colour.get("field") == "machine":
+            out[channel] = {**colour, "scale": scale}
     return out
