@@ -29,7 +29,7 @@ EXTRAS = {
     "torch": "torch", "torchvision": "torch",
     "tensorflow": "tensorflow", "keras": "tensorflow",
     "jax": "jax", "flax": "jax", "optax": "jax",
-    "pandas": "report", "tabulate": "report", "matplotlib": "report", "scipy": "report",
+    "pandas": "report", "tabulate": "report", "scipy": "report",
     "altair": "report", "vl_convert": "report",
     "timm": "zoo",
     "torchao": "float8",

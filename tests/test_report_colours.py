@@ -13,7 +13,6 @@ from bench.report.colours import PALETTE, machine_colours
 
 from .test_compare import machine, point
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 
@@ -38,8 +37,9 @@ def _fleet(n):
 
 def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
     """The page's colours by machine, passed to every view and to report.md's figures:
-    the static figures took matplotlib's cycle, by their own order."""
-    from bench.report import page, tidy, views
+    the static figures took matplotlib's cycle, by their own order; now they are the
+    views' own specs, their legends naming the machines each draws."""
+    from bench.report import figures, tidy, views
 
     monkeypatch.setattr(views, "bundle", lambda: "")
     comparison = cmp.compare(_fleet(15), "GPU 00")
@@ -49,26 +49,15 @@ def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
         for scale in _colour_scales(view.spec):
             for name, colour in zip(scale["domain"], scale["range"], strict=True):
                 assert t.colours[name] == colour, view.id
-    drawn, _ = page.figure_machines(comparison, t)
-    made = page.charts(drawn)
-    figure = made["throughput"]
-    import matplotlib.pyplot as plt
-
-    for other in made.values():
-        if other is not None and other is not figure:
-            plt.close(other)
-    import matplotlib.colors as mc
-
-    handles, labels = figure.axes[0].get_legend_handles_labels()
-    if not labels:  # a figure legend
-        handles, labels = (
-            figure.legends[0].legend_handles,
-            [t.get_text() for t in figure.legends[0].get_texts()],
-        )
-    for handle, label in zip(handles, labels, strict=True):
-        patch = handle.patches[0] if hasattr(handle, "patches") else handle
-        assert mc.to_hex(patch.get_facecolor()) == t.colours[label], label
-    plt.close(figure)
+    shown = views.views(t)
+    made = figures.figures(t, shown)
+    assert [f.name for f in made] == [v.figure or v.id for v in shown]
+    for figure in made:
+        drawn = {r["machine"] for r in next(iter(figure.spec["datasets"].values()))}
+        for scale in _colour_scales(figure.spec):
+            assert set(scale["domain"]) == drawn, figure.name  # its legend: what it draws
+            for name, colour in zip(scale["domain"], scale["range"], strict=True):
+                assert t.colours[name] == colour, figure.name
 
 
 def _colour_scales(spec):

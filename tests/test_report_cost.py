@@ -17,7 +17,6 @@ from bench.result import MaxBatch
 from .test_compare import A100, H100, machine, point
 from .test_report_page import _data, _report
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 H200 = "NVIDIA H200"

@@ -12,7 +12,6 @@ import pytest
 from .test_compare import A100, V100, machine, point
 from .test_report_page import _data, _report
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 

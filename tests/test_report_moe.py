@@ -168,7 +168,6 @@ def test_the_terminal_tables_wrap_within_100_columns(monkeypatch, capsys):
 
 @pytest.fixture
 def report(monkeypatch):
-    pytest.importorskip("matplotlib")
     pytest.importorskip("altair")
     from bench.report import page, views
 

@@ -15,7 +15,6 @@ from bench.report import compare as cmp
 from .test_compare import A100, V100, machine, point
 from .test_report_page import _data, _report
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 

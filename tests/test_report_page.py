@@ -18,7 +18,6 @@ from bench.report import compare as cmp
 
 from .test_compare import A100, V100, machine, point
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 HOSTILE = "</script><img src=x onerror=alert(1)>{{7*7}}\"'\u2028\u2029\x1b[31m&amp;"
@@ -42,7 +41,7 @@ def _results(*, repeats=True):
 
 
 def _report(loaded, baseline="v100"):
-    """The page and report.md, without the matplotlib figures (seconds each)."""
+    """The page and report.md, without the figures beside it (bench.report.figures)."""
     from bench.report import page
 
     md, html = page.texts(cmp.compare(loaded, baseline))
@@ -114,7 +113,7 @@ def test_the_page_is_one_file_that_fetches_nothing():
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert "/* vega bundle */" in html  # inlined, not fetched
     assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", html)
-    assert "data:image/png;base64" not in html  # the matplotlib figures are files beside it
+    assert "data:image/png;base64" not in html  # the static figures are files beside it
     from bench.report import page
 
     _, linked = page.texts(cmp.compare(_results(), "v100"), made=["throughput"])
@@ -178,20 +177,23 @@ def test_untrusted_text_stays_inert_in_the_page_and_its_data():
 
 
 def test_the_static_figures_draw_the_baseline_and_the_fastest_machines_only():
-    """A fleet's figures for papers: 12 machines, not 100 bars a group (90 s to draw)."""
-    from bench.report import page, tidy
+    """A fleet's figures for papers: as the page's charts, 10 machines, not 100 bars a
+    group (90 s to draw), and the figure says so under its title."""
+    from bench.report import figures, tidy, views
 
     loaded = [
         (Path(f"{n}.json"), machine(f"GPU {n:02d}", [point(64, [100 + n, 101 + n, 99 + n])]))
         for n in range(14)
     ]
-    comparison = cmp.compare(loaded, "GPU 05")
-    drawn, note = page.figure_machines(comparison, tidy.tidy(comparison))
-    labels = [m.label for m in drawn.machines]
-    assert len(labels) == 12 and "GPU 05" in labels
-    assert "GPU 00" not in labels and "GPU 01" not in labels  # the slowest two left out
-    assert all(len(cells) == 12 for _, cells in drawn.rows)
-    assert note.startswith("12 of 14 machines: the baseline, then the fastest")
+    t = tidy.tidy(cmp.compare(loaded, "GPU 05"))
+    made = {f.name: f for f in figures.figures(t, views.views(t))}
+    throughput = made["throughput"].spec
+    labels = {r["machine"] for r in throughput["datasets"]["points"]}
+    assert len(labels) == 10 and "GPU 05" in labels
+    assert not labels & {"GPU 00", "GPU 01", "GPU 02", "GPU 03"}  # the slowest left out
+    assert throughput["title"]["subtitle"][0] == (
+        "Drawing 10 of 14 machines (the baseline, then the fastest by geometric mean)."
+    )
 
 
 def test_a_decoders_best_is_ranked_and_shown_in_tokens_per_second():
@@ -244,23 +246,20 @@ def test_a_machine_keeps_its_colour_on_every_chart_whichever_machines_a_chart_ho
 def test_the_figures_for_papers_name_each_machine_once_and_draw_only_what_was_compared():
     """The relative figure's legend named six machines 18 times (once a panel), drew
     empty panels for workloads the baseline never ran, and labelled token models NHWC."""
-    pytest.importorskip("matplotlib")
-    from bench.report import page
+    from bench.report import figures, tidy, vega, views
 
     from .test_compare import _llm_run
 
     runs = [
         (Path("v.json"), machine(V100, [point(64, [100, 101]), point(128, [110, 111])])),
         (Path("a.json"), machine(A100, [point(64, [300, 301]), point(128, [310, 311])])),
-        (Path("l.json"), _llm_run(A100, 2048, 1.0, devices=1)),  # only one machine ran it
+        (Path("l.json"), _llm_run(A100, 2048, 1.0, devices=1, framework="jax")),  # A100 alone
     ]
-    figures = page.charts(cmp.compare(runs, baseline=V100))
-    relative = figures["relative_throughput"]
-    [legend] = relative.legends
-    assert [t.get_text() for t in legend.get_texts()] == [V100, A100]
-    assert [ax.get_title() for ax in relative.axes if ax.has_data()] == [
-        "resnet50: throughput relative to the baseline"
-    ]
-    labels = [t.get_text() for ax in figures["throughput"].axes for t in ax.get_xticklabels()]
-    decoder = [text for text in labels if "tokens" in text]
-    assert decoder and not any("NHWC" in text for text in decoder)
+    t = tidy.tidy(cmp.compare(runs, baseline=V100))
+    made = {f.name: f for f in figures.figures(t, views.views(t))}
+    relative, _ = vega.render(made["relative_throughput"].spec)
+    assert relative.count(f">{A100}<") == 1  # in the legend once; the baseline: the rule at 1
+    assert ">resnet50<" in relative and "llama3-1b" not in relative
+    throughput, _ = vega.render(made["throughput"].spec)
+    assert ">llama3-1b<" in throughput and "tokens" in throughput
+    assert "NHWC" not in throughput and "channels_last" not in throughput

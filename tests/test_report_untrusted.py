@@ -26,7 +26,6 @@ from bench.report import compare as cmp
 
 from .test_compare import A100, V100, machine, point
 
-pytest.importorskip("matplotlib")
 pytest.importorskip("altair")
 
 FIXTURE = Path(__file__).parent / "data" / "result-v12.json"  # a run to a target loss

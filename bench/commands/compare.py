@@ -185,7 +185,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    require_extra("report", "matplotlib")
+    require_extra("report", "altair", "vl_convert")
     from bench.report import page
 
     output = args.output if args.output is not None else default_report_folder(args.paths)

@@ -210,7 +210,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     common = {"paths": [str(folder)], "price": [], "baseline": selector}
     compare.cmd_compare(argparse.Namespace(**common, format="table", output=None))
     try:
-        require_extra("report", "matplotlib")
+        require_extra("report", "altair", "vl_convert")
     except UsageError as error:
         out.print(plain(f"no report: {error}"))
     else:

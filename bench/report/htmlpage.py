@@ -344,7 +344,10 @@ def page(
         f'<a href="{_h(name)}.svg">{_h(name)}</a> (<a href="{_h(name)}.png">PNG</a>)'
         for name in figures
     )
-    static = f"<p class='note'>Figures for papers (matplotlib, beside this page): {links}</p>"
+    static = (
+        "<p class='note'>Figures for papers (the views above as first drawn, SVG and PNG "
+        f"beside this page): {links}</p>"
+    )
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
