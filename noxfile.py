@@ -1,4 +1,5 @@
 """Sessions for developing and packaging bench: `nox -l` lists them, `nox -s NAME` runs one.
+Over 500 lines because nox loads this one file and cannot be relied on to import a sibling.
 
 Images are the folders under images/ with an image.toml, all built from
 images/common/Dockerfile; adding a folder adds its sessions. Nothing here runs Docker at import

@@ -116,5 +116,3 @@ def require_installed(workload_name: str, framework: str) -> None:
     missing = missing_extras(workload(workload_name), framework)
     if missing is not None:
         raise missing
-
-

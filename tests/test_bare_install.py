@@ -39,7 +39,7 @@ AUDIT: dict[str, tuple[list[str], int, str]] = {
                 "bench collect needs pandas, tabulate: pip install 'bench[report]'"),
     "compare": (["compare", "{result}"], 0, "throughput"),
     "report": (["report", "{result}"], 2,
-               "bench report needs matplotlib: pip install 'bench[report]'"),
+               "bench report needs altair, vl_convert: pip install 'bench[report]'"),
     "diff": (["diff", "{result}", "{result}"], 2,
              "bench diff needs scipy: pip install 'bench[report]'"),
     "verify": (["verify", "{result}"], 0, ": ok"),

@@ -290,8 +290,8 @@ def test_the_extras_table_agrees_with_pyproject_and_every_message_names_a_real_e
         (["diff", "{a}", "{a}"], "scipy", "bench diff needs scipy: pip install 'bench[report]'"),
         (["collect", "{a}", "-o", "{tmp}/s"], "pandas",
          "bench collect needs pandas: pip install 'bench[report]'"),
-        (["report", "{a}"], "matplotlib",
-         "bench report needs matplotlib: pip install 'bench[report]'"),
+        (["report", "{a}"], "vl_convert",
+         "bench report needs vl_convert: pip install 'bench[report]'"),
     ],
 )  # fmt: skip
 def test_a_command_whose_extra_is_missing_says_which_in_one_line(

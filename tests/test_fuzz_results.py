@@ -291,7 +291,7 @@ def _inert_page(page: str) -> None:
 def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input, int], int]:
     """Every reading command on one crafted input; returns the number of calls made."""
     pytest.importorskip("pandas")
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("vl_convert")
     pytest.importorskip("scipy")
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS"):
         monkeypatch.delenv(name, raising=False)

@@ -94,7 +94,7 @@ def test_hostile_text_is_shown_as_text(tmp_path, capsys):
 
 def test_a_hostile_result_file_prints_as_text_everywhere(tmp_path, capsys):
     pytest.importorskip("pandas")
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("vl_convert")
     bad = point(64, [100])
     hostile = machine(HOSTILE, [bad])
     hostile.points[0] = type(bad)(**{**bad.__dict__, "precision": "fp32"})
@@ -287,7 +287,7 @@ def test_one_corrupt_file_in_a_folder_is_set_apart_and_the_rest_read(tmp_path, c
 
 def test_control_characters_never_reach_csv_or_html(tmp_path, capsys):
     pytest.importorskip("pandas")
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("vl_convert")
     assert csv_cell(f"{TITLE}=1+1") == "\\x1b]0;owned\\x07=1+1"
     assert csv_cell("=1+1") == "'=1+1" and csv_cell("\t=1") == "'\t=1" and csv_cell(1.5) == 1.5
     bad = point(64, [100])
@@ -308,38 +308,6 @@ def test_control_characters_never_reach_csv_or_html(tmp_path, capsys):
         assert not RAW.search(text.replace("\r\n", "\n")), name
         assert "\\x1b" in text.replace("\\\\", "\\"), name  # made visible
     assert "'=cmd\\x1b]0;owned\\x07" in (tmp_path / "c" / "all.csv").read_text()
-
-
-def test_a_chart_never_grows_past_what_a_png_holds():
-    """A ladder of 1,300 rungs was a chart 70,000 pixels tall, 180 points trained to a
-    target one of 69,000; a PNG renderer refuses 65,536. Now the chart shows what fits
-    and says so; the tables hold everything."""
-    pytest.importorskip("matplotlib")
-    from pathlib import Path
-
-    from bench.report import compare, page
-    from bench.result import Point
-
-    epochs = [{"epoch": 1, "top1": 0.5, "train_s": 3.0, "eval_s": 0.5}]
-    points = [
-        Point(batch_size=b, precision="fp32", step_times_s=((0.1,),),
-              accuracy=({"metric": "top1", "target": 0.4, "epochs": epochs},))
-        for b in range(1, 181)
-    ]  # fmt: skip
-    run = machine(V100, points)
-    run.ladder = [{"rung": f"rung {i}", "point": {"batch_size": 1, "precision": "fp32",
-                   "memory_format": "contiguous"}, "kept": i % 2 == 0, "why": ""}
-                  for i in range(1300)]  # fmt: skip
-    charts = page.charts(compare.compare([(Path("many.json"), run)], None))
-    for name in ("ladder", "accuracy", "throughput"):
-        figure = charts[name]
-        assert figure.get_size_inches()[1] * page.DPI < 2**16, name
-    ladder = charts["ladder"]
-    assert "the first 48 of 1300 rungs (the tables hold all)" in ladder.get_supxlabel()
-    assert "the first 31 of 180 points" in charts["accuracy"].get_supxlabel()
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
 
 
 def test_a_lone_surrogate_is_shown_escaped_so_a_strict_stream_can_print_it():

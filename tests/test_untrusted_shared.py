@@ -236,7 +236,7 @@ def test_a_run_is_refused_before_any_child_when_its_cache_folder_is_planted(
 @pytest.fixture
 def results_and_victim(tmp_path, monkeypatch):
     """Two results in tmp_path/results, and a folder of the victim's with a file in it."""
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("vl_convert")
     from .test_compare import _before_after
 
     for res in _before_after():

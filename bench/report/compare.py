@@ -73,7 +73,7 @@ class Comparison:
     def steps(self) -> tuple[list[HistoryStep], str | None]:
         """Where a machine's configuration measured on many dates stepped
         (bench.report.steps), found once; and a line where they could not be looked for."""
-        return history_steps(self)
+        return history_steps(self.rows, self.machines)
 
     @property
     def set_apart_count(self) -> int:
@@ -106,11 +106,11 @@ class Comparison:
 
     def to_records(self) -> list[dict[str, Any]]:
         """Long format: one record per row and machine (bench.report.records.records)."""
-        return records(self)
+        return records(self.rows, self.machines, self.baseline)
 
     def history_records(self) -> list[dict[str, Any]]:
         """Every run's own figures of every cell, oldest first (bench.report.records)."""
-        return history_records(self)
+        return history_records(self.rows, self.machines, self.steps[0])
 
 
 def compare(

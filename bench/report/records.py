@@ -15,21 +15,24 @@ from bench.report.words import ratio_sentence
 from bench.result import Point, Result
 from bench.text import visible
 
-if TYPE_CHECKING:  # types only: compare imports this module
-    from bench.report.compare import Comparison
+if TYPE_CHECKING:
+    from bench.report.cell import Cell
+    from bench.report.steps import HistoryStep
+
+    Rows = list[tuple[tuple[Any, ...], list[Cell]]]  # a comparison's rows: a cell per machine
 
 
 def _command(res: Result) -> str | None:
     return visible(shlex.join(str(part) for part in res.command)) if res.command else None
 
 
-def records(comparison: Comparison) -> list[dict[str, Any]]:
+def records(rows: Rows, machines: list[Machine], baseline: Machine) -> list[dict[str, Any]]:
     """Long format: one record per row and machine (for CSV and JSON). A cell's
     facets beside its figures: the frameworks and images of its runs, how many
     runs pooled and their repeats, the latest run's start and command."""
     found = []
-    for key, cells in comparison.rows:
-        for machine, cell in zip(comparison.machines, cells, strict=True):
+    for key, cells in rows:
+        for machine, cell in zip(machines, cells, strict=True):
             p = cell.point
             tp = cell.throughput
             energy = p.energy_summary if p else None
@@ -38,7 +41,7 @@ def records(comparison: Comparison) -> list[dict[str, Any]]:
                 {
                     **dict(zip(ROW_KEYS, key, strict=True)),
                     "machine": machine.label,
-                    "baseline": machine is comparison.baseline,
+                    "baseline": machine is baseline,
                     "status": p.status if p else None,
                     "throughput": tp.value if tp else None,
                     "throughput_unit": tp.unit if tp else None,
@@ -75,14 +78,16 @@ def records(comparison: Comparison) -> list[dict[str, Any]]:
     return found
 
 
-def history_records(comparison: Comparison) -> list[dict[str, Any]]:
+def history_records(
+    rows: Rows, machines: list[Machine], steps: list[HistoryStep]
+) -> list[dict[str, Any]]:
     """Every run's own figures of every cell, oldest first: what pooled into each
     cell, for a history of one configuration of one machine (asv's view)."""
     found = []
-    stepped = {(s.machine, s.key, s.after[1], s.after[0]): s for s in comparison.steps[0]}
-    for key, cells in comparison.rows:
+    stepped = {(s.machine, s.key, s.after[1], s.after[0]): s for s in steps}
+    for key, cells in rows:
         axes = dict(zip(ROW_KEYS, key, strict=True))
-        for machine, cell in zip(comparison.machines, cells, strict=True):
+        for machine, cell in zip(machines, cells, strict=True):
             for path, res, p in cell.runs:
                 tp = ok_throughput(p)
                 step = stepped.get((machine.label, key, str(path), res.started))

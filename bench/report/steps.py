@@ -13,8 +13,9 @@ from bench.changepoint import MIN_RUNS, Step, steps
 from bench.report.words import config_label
 from bench.text import visible
 
-if TYPE_CHECKING:  # types only: compare imports this module
-    from bench.report.compare import Comparison
+if TYPE_CHECKING:
+    from bench.report.cell import Cell
+    from bench.report.machines import Machine
 
 NO_NUMPY = "steps in history need numpy: pip install 'bench[report]'"
 
@@ -69,12 +70,15 @@ def dated_runs(cell: Any) -> list[tuple[str, str, list[float]]]:
     return found
 
 
-def history_steps(comparison: Comparison) -> tuple[list[HistoryStep], str | None]:
-    """Every step of every cell measured in 2 x MIN_RUNS runs or more, and a line where
-    they could not be looked for (numpy missing)."""
+def history_steps(
+    rows: list[tuple[tuple[Any, ...], list[Cell]]], machines: list[Machine]
+) -> tuple[list[HistoryStep], str | None]:
+    """Every step of every cell (a comparison's rows, a cell per machine) measured in
+    2 x MIN_RUNS runs or more, and a line where they could not be looked for (numpy
+    missing)."""
     found: list[HistoryStep] = []
-    for key, cells in comparison.rows:
-        for machine, cell in zip(comparison.machines, cells, strict=True):
+    for key, cells in rows:
+        for machine, cell in zip(machines, cells, strict=True):
             runs = dated_runs(cell)
             if len(runs) < 2 * MIN_RUNS:
                 continue

@@ -64,14 +64,10 @@ def one_run(own: int, base: int) -> str:
 
 
 def config_label(key: tuple[Any, ...]) -> str:
-    """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line."""
-    return visible(f"bs {key[1]} {variant_label(key)}")
-
-
-def variant_label(key: tuple[Any, ...]) -> str:
-    """A row's axes but the batch size: what a line over batch sizes keeps fixed."""
-    _, _, precision, fmt, compiler, setup = key
-    parts = [str(precision)]
+    """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line (the
+    variant of a Point's own label is bench.result.variant_label)."""
+    _, batch, precision, fmt, compiler, setup = key
+    parts = [f"bs {batch}", str(precision)]
     if fmt not in ("contiguous", "n/a"):
         parts.append(str(fmt))
     if compiler:
