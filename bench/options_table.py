@@ -162,7 +162,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption(
         ("--device",),
-        "auto (default: the best available), cpu, cuda, rocm, mps, tpu",
+        "auto (default: the best available) or a device that `bench list` lists",
         "device",
         default="auto",
         env="BENCH_DEVICE",
