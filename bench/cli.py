@@ -21,7 +21,7 @@ import bench
 from bench import discovery, registry
 from bench.commands import compare, diff, fleet, ladder, rerun, results, run, suite, tune, verify
 from bench.commands.options import UsageParser
-from bench.commands.run_options import EXIT_INTERRUPTED
+from bench.commands.running import EXIT_INTERRUPTED
 from bench.errors import BenchError, UsageError
 from bench.text import one_line
 

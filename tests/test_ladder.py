@@ -133,7 +133,7 @@ def test_the_command_sweeps_the_studys_batches_by_default(monkeypatch):
         seen["config"], seen["runner"] = config, runner_class
         return 0, None, None
 
-    monkeypatch.setattr("bench.commands.run_options.run_and_print", run_and_print)
+    monkeypatch.setattr("bench.commands.running.run_and_print", run_and_print)
     assert main(["ladder", "tiny", "--device", "cpu"]) == 0
     assert seen["config"].batch_sizes == (32, 64, 128, 256) and seen["config"].repeats == 3
     assert seen["runner"] is LadderRunner

@@ -15,7 +15,7 @@ import pytest
 
 from bench import files, provenance, result
 from bench.cli import main
-from bench.commands import rerun, run_options, suite
+from bench.commands import rerun, running, suite
 from bench.config import RunConfig
 from bench.errors import BenchError
 from bench.report import collect
@@ -111,7 +111,7 @@ def runs(monkeypatch):
         path = Path(resume) if resume else _result_file(parsed.output_dir, "complete")
         return 0, result.load(path), path
 
-    monkeypatch.setattr(run_options, "run_and_print", run_and_print)
+    monkeypatch.setattr(running, "run_and_print", run_and_print)
     return calls
 
 

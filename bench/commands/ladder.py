@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:
-    from bench.commands import run_options
+    from bench.commands import run_options, running
     from bench.ladder import DEFAULT_BATCHES, LadderRunner
 
     known, options = own_options("bench ladder", args, "--resume")
@@ -52,4 +52,4 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     if "--repeats" not in given:
         parsed.repeats = 3  # intervals to decide each rung on
     config = run_options.config_from_args(parsed)
-    return run_options.run_and_print(config, parsed, known.resume, runner_class=LadderRunner)[0]
+    return running.run_and_print(config, parsed, known.resume, runner_class=LadderRunner)[0]

@@ -19,12 +19,10 @@ from bench.commands.run_options import (
     add_machine_options,
     add_options,
     add_output_options,
-    console_for,
-    print_line,
     resolve_device,
     resolve_devices,
-    run_and_print,
 )
+from bench.commands.running import console_for, print_line, run_and_print
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.options_table import RUN_OPTIONS

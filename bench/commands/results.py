@@ -12,7 +12,7 @@ from rich.text import Text
 
 from bench import files, registry
 from bench.commands.options import require_extra
-from bench.commands.run_options import console_for, print_line
+from bench.commands.running import console_for, print_line
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.report.table import notes, tables

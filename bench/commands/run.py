@@ -5,15 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench.commands.run_options import (
-    add_run_options,
-    config_from_args,
-    console_for,
-    preflight,
-    print_line,
-    run_and_print,
-    workload_list,
-)
+from bench.commands.run_options import add_run_options, config_from_args, workload_list
+from bench.commands.running import console_for, preflight, print_line, run_and_print
 from bench.errors import UsageError
 
 

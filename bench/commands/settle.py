@@ -344,7 +344,7 @@ def run_settle(
     quiet: bool = False,
 ) -> tuple[int, result.Result | None, SettleRunner]:
     """run_and_print with a SettleRunner (stdout kept for JSON when `quiet`)."""
-    from bench.commands.run_options import run_and_print
+    from bench.commands.running import run_and_print
 
     made: list[SettleRunner] = []
 

@@ -229,7 +229,10 @@ def _record(state: _State, key: str, path: Path) -> None:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from bench.commands import run_options  # `bench run`'s parser and runner: one set of rules
+    from bench.commands import (  # `bench run`'s parser and runner: one set of rules
+        run_options,
+        running,
+    )
 
     known = suites()
     if args.name == "list":
@@ -258,7 +261,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
             raise UsageError(f"suite {suite.name}, run '{' '.join(run)}': {error}") from None
     for key, parsed, config in planned:  # what any run lacks (an extra, a dataset): first
         try:
-            run_options.preflight(config, parsed)
+            running.preflight(config, parsed)
         except UsageError as error:
             raise UsageError(f"suite {suite.name}, run '{key}': {error}") from None
     output_dir = planned[0][1].output_dir
@@ -278,7 +281,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def _run_suite(
     suite: Suite, planned: list[tuple[str, Any, Any]], output_dir: Path, state_path: Path
 ) -> int:
-    from bench.commands import run_options
+    from bench.commands import running
 
     state = _load_state(state_path, suite.name, output_dir)
     out = console()
@@ -294,10 +297,10 @@ def _run_suite(
         resume = Path(state.done[key]) if status in ("interrupted", "running") else None
         going_on = f" (going on with {resume})" if resume else ""
         out.print(plain(f"suite {suite.name} {i}/{len(planned)}: bench {key}{going_on}"))
-        code, outcome, path = run_options.run_and_print(config, parsed, resume, preflighted=True)
+        code, outcome, path = running.run_and_print(config, parsed, resume, preflighted=True)
         if outcome is not None and path is not None:  # complete, or interrupted and saved
             _record(state, key, path)
-        if code == run_options.EXIT_INTERRUPTED or code >= 128:
+        if code == running.EXIT_INTERRUPTED or code >= 128:
             out.print(plain(f"suite {suite.name}: stopped; run the same command to go on"))
             return code
         worst = max(worst, code)

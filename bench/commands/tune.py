@@ -164,7 +164,7 @@ def _ladder_levers(config: Any) -> dict[str, list[Any]]:
 def cmd_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from bench.commands import run_options
+    from bench.commands import run_options, running
     from bench.options_table import flags_of
     from bench.text import plain
     from bench.tune import TuneRunner
@@ -179,11 +179,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         parsed.repeats = 3  # the finalists' intervals
     config = run_options.config_from_args(parsed)
     config = dataclasses.replace(config, **default_axes(config, given))
-    console = run_options.console_for(parsed)
+    console = running.console_for(parsed)
     grid = len(list(config.points()))
-    run_options.print_line(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
+    running.print_line(console, f"tune: {grid} configurations, budget {known.budget:.0f} s")
     runner = functools.partial(TuneRunner, budget_s=known.budget)
-    code, outcome, _ = run_options.run_and_print(config, parsed, known.resume, runner_class=runner)
+    code, outcome, _ = running.run_and_print(config, parsed, known.resume, runner_class=runner)
     if outcome is not None and outcome.tune is not None and outcome.status == "complete":
         for line in conclusion(outcome):
             console.print(plain(line), highlight=False)
