@@ -23,10 +23,22 @@ from bench.errors import BenchError, UsageError
 from bench.result import POINT_AXES, MaxBatch, Point, Probe, Result, point_axes
 from bench.result.response import Response
 
-# spawn(point, task, on_progress) -> the child's answer; task is "measure" or
+Progress = Callable[[str, int, int], None]
+# spawn(point, task, on_progress) -> the answer of a fresh child; task is "measure" or
 # "count_flops". launchers.spawn answers a Response; a stand-in may answer the JSON a
-# child writes, read here as the launchers read it (launchers.read).
-Spawn = Callable[[PointConfig, str, Callable[[str, int, int], None]], Response | dict[str, Any]]
+# child writes, read here once (launchers.read).
+Spawn = Callable[[PointConfig, str, Progress], Response | dict[str, Any]]
+
+
+class ProbingChild(Protocol):
+    """A child that trains a search's probes one after another (launchers.ProbingChild;
+    a stand-in in tests): `answered` probes so far, `alive` until it has ended."""
+
+    answered: int
+    alive: bool
+
+    def probe(self, point: PointConfig, on_progress: Progress) -> Response | dict[str, Any]: ...
+    def close(self) -> None: ...
 
 
 class Reporter(Protocol):
@@ -135,11 +147,18 @@ class Runner:
         reporter: Reporter | None = None,
         spawn: Spawn | None = None,
         command: list[str] | None = None,
+        probing: Callable[[], ProbingChild] | None = None,
     ) -> None:
+        """`spawn`: how a fresh child starts (launchers.spawn); `probing`: how a probing
+        child does (launchers.ProbingChild; with a stand-in `spawn` and none given, every
+        probe is a fresh child's)."""
         self.config = config
         self.output_dir = Path(output_dir)
         self.reporter = reporter or SilentReporter()
         self.spawn = spawn or (lambda p, t, cb: launchers.spawn(p, t, cb, config.timeout_s))
+        if probing is None and spawn is None:
+            probing = lambda: launchers.ProbingChild(config.timeout_s)  # noqa: E731
+        self.probing = probing
         argv = sys.argv if command is None else command
         self.result = Result(config=config, command=[provenance.redact(arg) for arg in argv])
         self.path: Path | None = None
@@ -265,7 +284,6 @@ class Runner:
         try:
             response = launchers.read(self.spawn(point, task, self.reporter.progress))
         except launchers.Stopped as stop:
-            stop.response = launchers.read(stop.response)
             self._environment(stop.response)
             raise
         self._environment(response)
@@ -326,8 +344,7 @@ class Runner:
             try:
                 responses.append(self._spawn(run))
             except launchers.Stopped as stop:  # a point training to a target, stopped
-                stopped = launchers.read(stop.response)
-                stop.point = Point.from_responses(axes, [*responses, stopped], flops)
+                stop.point = Point.from_responses(axes, [*responses, stop.response], flops)
                 raise
             measured = Point.from_responses(axes, responses, flops)
             if measured.status != "ok":
@@ -375,14 +392,15 @@ class Runner:
 
     def _find_max(self) -> None:
         """The largest batch (--find-max-batch) or sequence length (--find-max-seq-len)
-        that trains, for each precision, format and compiler: a search of probes, each a
-        fresh child of `probe_steps` steps, saved as it goes. Over several ranks the
-        batch is searched in whole micro-batches (the global batch a multiple of the
-        ranks: the probes split evenly); a sequence length at the config's one batch."""
+        that trains, for each precision, format and compiler: a search of probes of
+        `probe_steps` steps, saved as it goes; the probes share a probing child where
+        they can (_shares_a_child), and its answer is then confirmed in a fresh child.
+        Over several ranks the batch is searched in whole micro-batches (the global
+        batch a multiple of the ranks: the probes split evenly); a sequence length at
+        the config's one batch."""
         config = self.config
         spec = registry.workload(config.workload)
         ranks = (config.devices[0] or 1) * config.nnodes
-        batch = config.batch_sizes[0]
         if config.find_max_seq_len:  # lengths of 128 tokens above 128, powers of two below
             axis, unit, limit = "seq_len", 1, spec.max_seq_len or 1
             start, step, fine = (
@@ -417,26 +435,7 @@ class Runner:
                         self.reporter.finish(f"max {what} {search.label}", "done", cannot)
                         self._save()
                         continue
-
-                    def fits(value: int, search: MaxBatch = search) -> str:
-                        sizes = (batch, value) if axis == "seq_len" else (value * unit, None)
-                        trial = config.probe(
-                            sizes[0], search.precision, search.memory_format, search.compile,
-                            seq_len=sizes[1],
-                        )  # fmt: skip
-                        self.reporter.start(
-                            f"max {what} {search.label}: probe {value * unit}", trial.steps
-                        )
-                        response = self._spawn(trial)
-                        tokens = spec.input_shape(trial.seq_len)[0] if spec.takes_seq_len else None
-                        search.probes.append(
-                            Probe(trial.batch_size, response.status, response.error,
-                                  response.peak_memory_bytes, seq_len=tokens)
-                        )  # fmt: skip
-                        self._save()
-                        if response.status == "error":
-                            raise _ProbeFailed(response.error or "unknown error")
-                        return response.status
+                    probes = _SearchProbes(self, search, unit, ranks == 1)
 
                     def guess(value: int, search: MaxBatch = search) -> int | None:
                         if axis == "seq_len":  # memory grows with length otherwise than linearly
@@ -444,13 +443,152 @@ class Runner:
                         return self._next_guess(search, unit, step, value)
 
                     try:
-                        largest, failing = search_largest(fits, limit, start, step, fine, guess)
+                        largest, failing = probes.find(limit, start, step, fine, guess)
                         search.largest_ok = largest * unit if largest else None
                         search.first_failing = failing * unit if failing else None
                         search.status = "done"
                     except _ProbeFailed as error:
                         search.status, search.error = "error", str(error)
+                    finally:
+                        probes.close()
                     self.reporter.finish(
                         f"max {what} {search.label}", search.status, search.display
                     )
                     self._save()
+
+
+class _SearchProbes:
+    """One search's probes, each recorded and saved as it answers. Where they may share
+    a child (_shares_a_child) they are trained one after another in a probing child
+    (bench.launchers.probing): only its first pays the process's start. Its answer (the
+    largest that trained) is then trained again in a fresh child, as every probe was
+    before: where that one runs out, the search goes on below it, as if that probe had
+    said so. Elsewhere each probe is a fresh child's, or where the platform forks them
+    (Platform.probes_fork) a fork's of the probing child, neither needing a confirmation."""
+
+    def __init__(self, runner: Runner, search: MaxBatch, unit: int, one_rank: bool) -> None:
+        self.runner, self.search, self.unit = runner, search, unit
+        framework = registry.framework(runner.config.framework)
+        shares = _shares_a_child(framework, search.compile, one_rank)
+        self.probing = runner.probing if shares else None
+        self.children = 0  # the search's children so far (Probe.child)
+        self.child: ProbingChild | None = None
+        self.child_number = 0  # the probing child's number among them
+        self.heard: dict[int, str] = {}  # what the search was told of each value
+        self._unanswered = False  # the last probe's probing child ended without its answer
+
+    def find(
+        self, limit: int, start: int, step: int, fine: int, guess: Callable[[int], int | None]
+    ) -> tuple[int | None, int | None]:
+        """search_largest over the probes; where they shared a child, until its answer
+        trains in a fresh child too (or nothing trains)."""
+
+        def fits(value: int) -> str:
+            if value not in self.heard:
+                self.heard[value] = self._probe(value)
+            return self.heard[value]
+
+        guessed: dict[int, int | None] = {}
+
+        def guessing(value: int) -> int | None:  # the same guess again when the search replays
+            if value not in guessed:
+                guessed[value] = guess(value)
+            return guessed[value]
+
+        while True:  # each time, the search replays what it heard up to the confirmed value
+            largest, failing = search_largest(fits, limit, start, step, fine, guessing)
+            if largest is None or self._fresh_ok(largest):
+                return largest, failing
+            confirmed = self._run(largest, "confirm")
+            if confirmed.status == "error":
+                raise _ProbeFailed(confirmed.error or "unknown error")
+            self.heard[largest] = confirmed.status
+
+    def _fresh_ok(self, value: int) -> bool:
+        """Whether a fresh child trained `value` (its own first probe, a fork of a probing
+        child, or a confirmation)."""
+        trial = self._trial(value)
+        return any(
+            (p.batch_size, p.seq_len, p.status) == (trial.batch_size, self._tokens(trial), "ok")
+            and p.kind != "in-process"
+            for p in self.search.probes
+        )
+
+    def _trial(self, value: int) -> PointConfig:
+        config, search = self.runner.config, self.search
+        batch, seq_len = (
+            (config.batch_sizes[0], value)
+            if search.axis == "seq_len"
+            else (value * self.unit, None)
+        )
+        return config.probe(
+            batch, search.precision, search.memory_format, search.compile, seq_len=seq_len
+        )
+
+    def _tokens(self, trial: PointConfig) -> int | None:
+        spec = trial.spec
+        return spec.input_shape(trial.seq_len)[0] if spec.takes_seq_len else None
+
+    def _probe(self, value: int) -> str:
+        """The probe of `value`: in the probing child where the probes share one; there,
+        one that ended without an answer (a crash, a timeout) after other probes may
+        have ended of theirs, and is tried again in a fresh child."""
+        if self.probing is None:
+            response = self._run(value, "fresh")
+        else:
+            response = self._run(value, "shared")
+            if self.search.probes[-1].kind == "in-process" and self._unanswered:
+                response = self._run(value, "shared")
+        if response.status == "error":
+            raise _ProbeFailed(response.error or "unknown error")
+        return response.status
+
+    def _run(self, value: int, how: str) -> Response:
+        """Train the probe of `value`: `how` 'fresh' or 'confirm' in a fresh child,
+        'shared' in the search's probing child (started if it has none); record it."""
+        runner, trial = self.runner, self._trial(value)
+        verb = "confirm" if how == "confirm" else "probe"
+        what = "seq len" if self.search.axis == "seq_len" else "batch"
+        shown = trial.seq_len if self.search.axis == "seq_len" else trial.batch_size
+        runner.reporter.start(f"max {what} {self.search.label}: {verb} {shown}", trial.steps)
+        self._unanswered = False
+        if how == "shared" and self.probing is not None:
+            if self.child is None:
+                self.child = self.probing()
+                self.children += 1
+                self.child_number = self.children
+            number, child, answered = self.child_number, self.child, self.child.answered
+            if registry.platform(trial.device).probes_fork:
+                kind = "forked"  # as a fresh child: from the memory before any probe
+            else:
+                kind = "fresh" if answered == 0 else "in-process"
+            response = launchers.read(child.probe(trial, runner.reporter.progress))
+            runner._environment(response)
+            if not child.alive:
+                self.child = None
+                self._unanswered = child.answered == answered
+        else:
+            self.children += 1
+            number, kind = self.children, how
+            response = runner._spawn(trial)
+        self.search.probes.append(
+            Probe(trial.batch_size, response.status, response.error, response.peak_memory_bytes,
+                  seq_len=self._tokens(trial), child=number, kind=kind)
+        )  # fmt: skip
+        runner._save()
+        return response
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+
+def _shares_a_child(framework: Any, compiler: str | None, one_rank: bool) -> bool:
+    """Whether a search's probes may share a probing child: one process (torchrun's
+    ranks start their own), no compiler (its caches keep the graphs of the earlier
+    shapes, and dynamo compiles a second batch as a dynamic shape: not what a fresh
+    child measures) and a framework that frees a probe's memory in its process
+    (`Framework.probes_in_process`: PyTorch's caching allocator empties; XLA's peak
+    counters cannot be reset, and TensorFlow keeps what it took)."""
+    return one_rank and compiler is None and bool(getattr(framework, "probes_in_process", False))

@@ -17,6 +17,7 @@ import pytest
 from bench import files, result
 from bench.cli import main
 from bench.config import RunConfig
+from bench.result.response import Response, read_answer
 from bench.runner import Runner
 
 from .conftest import run_bench
@@ -146,10 +147,10 @@ def test_a_disk_still_full_at_the_end_prints_the_result_and_one_line(
 ):
     def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
         if task == "count_flops":
-            return {"status": "ok", "flops_per_sample": 1.0}
+            return Response(status="ok", flops_per_sample=1.0)
         if point.batch_size == 8:
             fill(small_disk)
-        return ok_response()
+        return read_answer(ok_response())
 
     monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)
     code = main(["tiny", "--device", "cpu", "--batch-size", "4,8", "--output-dir", str(small_disk)])
@@ -172,12 +173,12 @@ def test_a_stop_on_a_full_disk_exits_as_a_stop_with_the_result_printed(
 
     def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
         if task == "count_flops":
-            return {"status": "ok", "flops_per_sample": 1.0}
+            return Response(status="ok", flops_per_sample=1.0)
         if point.batch_size == 8:
             fill(small_disk)
         if point.batch_size == 16:
             raise KeyboardInterrupt
-        return ok_response()
+        return read_answer(ok_response())
 
     monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)
     args = ["tiny", "--device", "cpu", "--batch-size", "4,8,16", "--output-dir", str(small_disk)]
@@ -368,7 +369,7 @@ def test_a_stop_before_the_first_point_says_nothing_finished_and_show_says_so(
 
     def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
         if task == "count_flops":
-            return {"status": "ok", "flops_per_sample": 1.0}
+            return Response(status="ok", flops_per_sample=1.0)
         raise KeyboardInterrupt
 
     monkeypatch.setattr("bench.launchers.process.spawn_worker", fake_worker)

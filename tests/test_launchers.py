@@ -18,7 +18,7 @@ from bench.errors import UsageError
 from bench.launchers import name, torchrun
 from bench.platforms.cpu import rank_cpus
 from bench.ranks import Rank, merge, share
-from bench.result.response import Response
+from bench.result.response import Response, read_answer
 
 from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
 
@@ -118,15 +118,15 @@ def test_several_machines_sum_their_energy_name_the_missing_and_say_what_differs
 
 
 def _ranks(said: dict[int, dict], started=(0, 1), ready=None):
-    """What the ranks said; the started ones also said 'ready' (set up) unless `ready`
-    names those that did."""
+    """What the ranks said (their JSON, read as the launcher reads it); the started ones
+    also said 'ready' (set up) unless `ready` names those that did."""
     ranks = torchrun._Ranks()
     for local in started:
         ranks.hello(local, local)
     for local in started if ready is None else ready:
         ranks.ready(local)
     for local, response in said.items():
-        ranks.respond(local, response)
+        ranks.respond(local, read_answer(response))
     return ranks
 
 
@@ -136,16 +136,16 @@ POINT = PointConfig("tiny", devices=2, batch_size=8)
 def test_out_of_memory_on_any_rank_makes_the_point_oom_and_names_the_rank():
     said = {0: {"status": "error", "error": "peer closed"}, 1: {"status": "oom", "error": "OOM"}}
     response = torchrun.outcome(POINT, 1, _ranks(said), "")
-    assert response["status"] == "oom" and response["error"] == "rank 1: OOM"
+    assert response.status == "oom" and response.error == "rank 1: OOM"
 
 
 def test_a_rank_that_ended_without_reporting_is_named_before_its_peers_errors():
     said = {0: {"status": "error", "error": "Connection closed by peer"}}
     response = torchrun.outcome(POINT, 1, _ranks(said), "exitcode: -9")
-    assert response["status"] == "error"
-    assert response["error"].startswith("rank 1 ended without a result (torchrun exited")
+    assert response.status == "error"
+    assert response.error.startswith("rank 1 ended without a result (torchrun exited")
     never = torchrun.outcome(POINT, 1, _ranks({}, started=(0,)), "")
-    assert "local rank 1 (never started)" in never["error"] and "rank 0" in never["error"]
+    assert "local rank 1 (never started)" in never.error and "rank 0" in never.error
 
 
 def test_a_rank_that_ended_silent_while_setting_up_is_not_taken_for_the_cause():
@@ -153,17 +153,17 @@ def test_a_rank_that_ended_silent_while_setting_up_is_not_taken_for_the_cause():
     rank at once until it is ready); rank 1's own error is the point's."""
     said = {1: {"status": "error", "error": "cannot join"}}
     response = torchrun.outcome(POINT, 1, _ranks(said, ready=()), "exitcode: -15")
-    assert response["error"] == "rank 1: cannot join"
+    assert response.error == "rank 1: cannot join"
     alone = torchrun.outcome(POINT, 1, _ranks({}, ready=()), "exitcode: -11")
-    assert alone["error"].startswith("rank 0, rank 1 ended without a result (torchrun exited "
+    assert alone.error.startswith("rank 0, rank 1 ended without a result (torchrun exited "
                                      "with status 1):\nexitcode: -11")  # fmt: skip
 
 
 def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():
     capped = PointConfig("tiny", devices=2, batch_size=8, memory_limit_bytes=2**30)
     response = torchrun.outcome(capped, 1, _ranks({}), "Signal 11 (SIGSEGV) received")
-    assert response["status"] == "oom"
-    assert torchrun.outcome(POINT, 1, _ranks({}), "SIGSEGV")["status"] == "error"
+    assert response.status == "oom"
+    assert torchrun.outcome(POINT, 1, _ranks({}), "SIGSEGV").status == "error"
 
 
 @pytest.mark.parametrize(
@@ -174,22 +174,22 @@ def test_a_rank_that_died_of_its_cap_without_reporting_makes_the_point_oom(words
     capped = PointConfig("tiny", devices=2, batch_size=8, memory_limit_bytes=2**30)
     said = {0: {"status": "error", "stopped": True, "error": "stopped by torchrun"}}
     response = torchrun.outcome(capped, 1, _ranks(said), f"Traceback ...\n{words}\n")
-    assert response["status"] == "oom" and response["error"].startswith("rank 1 crashed")
-    assert torchrun.outcome(POINT, 1, _ranks(said), words)["status"] == "error"  # no cap
+    assert response.status == "oom" and response.error.startswith("rank 1 crashed")
+    assert torchrun.outcome(POINT, 1, _ranks(said), words).status == "error"  # no cap
 
 
 def test_a_rank_the_kernel_killed_for_memory_makes_the_point_oom():
     said = {0: {"status": "error", "error": "Connection closed by peer"}}
     killer = "oom_kill in /proc/vmstat rose from 3 to 4"
     response = torchrun.outcome(POINT, 1, _ranks(said), "Signal 9 (SIGKILL)", killer)
-    assert response["status"] == "oom" and killer in response["error"]
-    assert response["error"].startswith("rank 1 ended without a result")
+    assert response.status == "oom" and killer in response.error
+    assert response.error.startswith("rank 1 ended without a result")
 
 
 def test_every_rank_ok_gives_rank_zero_response():
     said = {1: {"status": "ok", "rank": 1}, 0: {"status": "ok", "step_times_s": [0.1]}}
-    assert torchrun.outcome(POINT, 0, _ranks(said), "")["step_times_s"] == [0.1]
-    assert torchrun.outcome(POINT, 1, _ranks(said), "boom")["status"] == "error"
+    assert torchrun.outcome(POINT, 0, _ranks(said), "").step_times_s == (0.1,)
+    assert torchrun.outcome(POINT, 1, _ranks(said), "boom").status == "error"
 
 
 # --- bad input: one line, exit 2 ---------------------------------------------------------
@@ -496,6 +496,6 @@ def test_result_v4_fixture_holds_a_two_rank_point():
 def test_ranks_torchrun_stopped_are_not_taken_for_the_cause():
     stopped = {"status": "error", "stopped": True, "error": "stopped by torchrun"}
     response = torchrun.outcome(POINT, 1, _ranks({0: stopped}), "")
-    assert response["error"].startswith("rank 1 ended without a result")
+    assert response.error.startswith("rank 1 ended without a result")
     other_machine = torchrun.outcome(POINT, 1, _ranks({0: stopped, 1: stopped}), "")
-    assert "stopped by torchrun after a rank of another machine ended" in other_machine["error"]
+    assert "stopped by torchrun after a rank of another machine ended" in other_machine.error

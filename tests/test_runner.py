@@ -241,9 +241,9 @@ def test_a_crashed_child_is_out_of_memory_only_with_evidence(code, output, limit
     from bench.launchers.process import classify_crash
 
     response = classify_crash(code, output, limit, killer)
-    assert response["status"] == status and response["error"]
+    assert response.status == status and response.error
     if killer:
-        assert killer in response["error"]
+        assert killer in response.error
 
 
 def test_oom_kill_counters_are_read_from_cgroup_and_vmstat(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ import pytest
 from bench import launchers, result, stopping
 from bench.config import PointConfig, RunConfig
 from bench.launchers import process
+from bench.result.response import Response, read_answer
 from bench.runner import Runner
 from tests.conftest import only_result
 from tests.test_runner import FakeChild, ok_response
@@ -106,7 +107,8 @@ def test_the_runner_records_a_stopped_points_answer_before_the_run_ends_interrup
 
     def answer(point: object, n: int) -> dict:
         if n == 2:
-            raise launchers.Stopped(signal.SIGTERM, {**ok_response(0.2), "step_times_s": [0.2]})
+            stopped = read_answer({**ok_response(0.2), "step_times_s": [0.2]})
+            raise launchers.Stopped(signal.SIGTERM, stopped)
         return ok_response()
 
     runner = Runner(RunConfig("tiny", batch_sizes=(4, 8, 16)), tmp_path, spawn=FakeChild(answer))
@@ -144,6 +146,13 @@ def test_a_second_stop_ends_the_wait_for_the_childs_answer_at_once():
         child.wait()
 
 
+# What a child stopped after one evaluation answers (bench.child.measure.train_to_loss).
+STOPPED_LOSS = {
+    "target": 3.0, "stopped": "SIGTERM",
+    "curve": [{"step": 1, "tokens": 512, "loss": 9.0, "train_s": 1.0, "eval_s": 0.5}],
+}  # fmt: skip
+
+
 def test_only_a_point_training_to_a_loss_waits_for_its_answer_and_only_what_trained_is_kept():
     trains = PointConfig("llama3-tiny", batch_size=4, data="tokens:/t.bin",
                          val_data="tokens:/v.bin", train_to_loss=3.0, warmup_steps=0)  # fmt: skip
@@ -152,8 +161,8 @@ def test_only_a_point_training_to_a_loss_waits_for_its_answer_and_only_what_trai
     assert not process.answers_a_stop(PointConfig("tiny", batch_size=4), "measure")
     interrupt = stopping.Interrupted(signal.SIGTERM)
     assert process.stopped(interrupt, None) is interrupt  # died without a word
-    assert process.stopped(interrupt, {"status": "error", "error": "x"}) is interrupt
-    kept = process.stopped(interrupt, {"status": "ok", "loss": {"curve": [], "stopped": "x"}})
+    assert process.stopped(interrupt, Response(status="error", error="x")) is interrupt
+    kept = process.stopped(interrupt, Response(status="ok", loss=STOPPED_LOSS))
     assert isinstance(kept, launchers.Stopped) and kept.exit_code == 128 + signal.SIGTERM
     assert process.grace_s(time.monotonic(), None) == process.ANSWER_GRACE_S
     assert process.grace_s(time.monotonic() - 50, 60) == pytest.approx(10, abs=1)

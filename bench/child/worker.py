@@ -1,10 +1,15 @@
-"""The child process: measures one point and reports one JSON response.
+"""The child process: measures one point and reports one JSON response (what it
+measures, and how: bench.child.measure).
 
     python -m bench.child.worker   < REQUEST    (BENCH_REPORT_FD=N: a pipe to the parent)
 
-REQUEST is {"point": PointConfig as a dict, "task": "measure" or "count_flops"}. On
-the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one 'response JSON'
-line. Pipes, not files: bench needs no writable /tmp (read-only containers).
+REQUEST is {"point": PointConfig as a dict, "task": "measure", "count_flops" or
+"probe"}. On the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one
+'response JSON' line. Pipes, not files: bench needs no writable /tmp (read-only
+containers). A probing child (task 'probe', bench.launchers.probing) measures its point
+as 'measure' does, answers, frees what the probe held (also after an out-of-memory
+error) and reads its next request, a line on stdin, until stdin ends; an error that
+is not memory ends it.
 
 As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
 BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR), with
@@ -16,7 +21,8 @@ the environment at once; on one, the parent's token of this point), and stops wi
 line when a peer cannot.
 
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
-cannot poison the next point, and every point starts from the same state. Failures
+cannot poison the next point, and every point starts from the same state (a probing
+child's answer is confirmed in one: bench.runner). Failures
 come back as a status and message (with the traceback), never as a lost result.
 """
 
@@ -24,41 +30,32 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import json
 import os
+import queue
 import signal
 import socket
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
 from bench import mfu, provenance, registry
+from bench.child.measure import Progress, measure, no_progress
 from bench.config import PointConfig
-from bench.datasets import loss_target
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
 from bench.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
 from bench.result.checks import MAX_TEXT
 from bench.result.response import Response
-from bench.trackers.busy import BusyTracker
-from bench.trackers.energy import EnergySource, EnergyTracker, open_sources
-from bench.trackers.memory import MemoryTracker
-from bench.trackers.timing import StepTimer
+from bench.trackers.energy import open_sources
 
-Progress = Callable[[str, int, int], None]
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_ORPHANED = 128 + signal.SIGHUP  # as if the parent had hung up
-PROGRESS_PERIOD_S = 0.1  # a progress line at most this often (a display's refresh)
-
-
-def _no_progress(phase: str, done: int, total: int) -> None:
-    pass
 
 
 class ParentPipe:
@@ -82,230 +79,10 @@ class ParentPipe:
         self.stream.write("response " + json.dumps(response.to_json()) + "\n")
         self.stream.flush()
 
-
-def run_steps(
-    session: Session, timer: StepTimer, count: int, phase: str, progress: Progress
-) -> tuple[list[float], list[Any]]:
-    """Time `count` steps. The progress write never falls inside a timed interval with
-    the host clock; with device events it overlaps the device's work, as a log line in
-    a training loop does. At most one every PROGRESS_PERIOD_S, and the last: each line
-    wakes the parent, whose work takes a core from a model training on every core
-    (a straggler thread slows each of its parallel operations)."""
-    last = -PROGRESS_PERIOD_S
-
-    def after(i: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= PROGRESS_PERIOD_S or i + 1 == count:
-            last = now
-            progress(phase, i + 1, count)
-
-    return timer.steps(session.step, count, after)
-
-
-def measure(
-    point: PointConfig,
-    session: Session,
-    platform: Platform,
-    *,
-    clock: Callable[[], float] = time.perf_counter,
-    progress: Progress = _no_progress,
-    energy_sources: tuple[list[EnergySource], str | None] = ([], "not measured"),
-) -> dict[str, Any]:
-    """Warm-up steps, then measured steps (or epochs), with trackers around them:
-    memory over everything, energy over the measured window only."""
-    timer = session.timer(clock)
-    record: dict[str, Any] = {
-        "epoch_times_s": None,
-        "details": {**session.details, "step_clock": timer.kind},
-    }
-    units = point.spec.units_per_sample(point.seq_len)
-    if units:
-        record["details"]["per_sample"] = {"unit": units[0], "count": units[1]}
-    sources, unavailable = energy_sources
-    energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
-    # bench's own processes: the parent and everything under it (ranks, workers).
-    root = int(os.environ.get("BENCH_PARENT_PID", os.getpid()))
-    busy = BusyTracker(root, platform.throttle_reasons)
-    with ExitStack() as trackers:
-        memory = trackers.enter_context(MemoryTracker(session))
-        warmup, losses = run_steps(session, timer, point.warmup_steps, "warmup", progress)
-        first_loss = losses[0] if losses else None
-        trackers.enter_context(busy)
-        trackers.enter_context(energy)
-        if point.dataset is not None:
-            steps, losses = train_to_accuracy(point, session, timer, energy, progress, record)
-        elif point.train_to_loss is not None:
-            steps, losses = train_to_loss(point, session, timer, energy, progress, record)
-        elif point.epochs is None:
-            steps, losses = run_steps(session, timer, point.steps, "measure", progress)
-        else:
-            steps, losses, epochs = [], [], []
-            per_epoch = point.steps_per_epoch or 0  # set whenever epochs is
-            for epoch in range(point.epochs):
-                start = timer.now()
-                phase = f"epoch{epoch + 1}/{point.epochs}"
-                times, epoch_losses = run_steps(session, timer, per_epoch, phase, progress)
-                epochs.append(timer.now() - start)
-                energy.lap()
-                steps += times
-                losses += epoch_losses
-            record["epoch_times_s"] = epochs
-    if point.dataset is not None:  # outside the trackers' window: not part of the training
-        record["synthetic_step_times_s"] = synthetic_reference(session, timer, progress)
-    record.update(memory.fields())
-    record.update(energy.fields())
-    record.update(busy.fields())
-    if first_loss is None and losses:
-        first_loss = losses[0]
-    record.update(
-        warmup_times_s=warmup,
-        step_times_s=steps,
-        # Read only now: a loss value forces a device sync, which must not fall in a step.
-        loss_first=session.loss_value(first_loss) if first_loss is not None else None,
-        loss_last=session.loss_value(losses[-1]) if losses else None,
-    )
-    return record
-
-
-def _train_epoch(
-    session: Session, timer: StepTimer, epoch: int, count: int, waits: list[float],
-    phase: str, progress: Progress,
-) -> tuple[list[float], list[Any]]:  # fmt: skip
-    """One epoch's timed steps; each step's wait for its batch goes to `waits`."""
-    batches = iter(session.train_batches(epoch))
-
-    def step() -> Any:
-        asked = timer.clock()
-        batch = next(batches)
-        waits.append(timer.clock() - asked)
-        return session.train_on(batch)
-
-    # Every step's loss: the epoch's mean is in the accuracy curve.
-    return timer.steps(step, count, lambda i: progress(phase, i + 1, count), keep_all=True)
-
-
-def train_to_accuracy(
-    point: PointConfig,
-    session: Session,
-    timer: StepTimer,
-    energy: EnergyTracker,
-    progress: Progress,
-    record: dict[str, Any],
-) -> tuple[list[float], list[Any]]:
-    """Whole epochs over the dataset through the framework's input pipeline, top-1 on
-    the validation split after each, until --train-to is reached or the epochs run
-    out. Each step's time includes waiting for its batch; the wait is also kept apart
-    (input_wait_s), so a device starved by its input pipeline shows. An epoch's energy
-    includes its evaluation."""
-    plan = session.training
-    per_epoch = plan.steps_per_epoch
-    steps: list[float] = []
-    losses: list[Any] = []
-    waits: list[float] = []
-    epochs: list[float] = []
-    curve: list[dict[str, Any]] = []
-    for epoch in range(point.epochs or 0):
-        start = timer.now()
-        times, epoch_losses = _train_epoch(
-            session, timer, epoch, per_epoch, waits, f"epoch{epoch + 1}/{point.epochs}", progress
-        )
-        train_s = timer.now() - start
-        epochs.append(train_s)
-        progress("evaluate", 0, 1)
-        correct, seen = session.evaluate()
-        eval_s = timer.now() - start - train_s
-        energy.lap()
-        steps += times
-        losses += epoch_losses
-        values = [session.loss_value(h) for h in epoch_losses]
-        curve.append({
-            "epoch": epoch + 1, "top1": correct / seen, "correct": correct, "samples": seen,
-            "train_s": train_s, "eval_s": eval_s,
-            "loss_mean": sum(values) / len(values) if values else None,
-        })  # fmt: skip
-        if point.train_to is not None and correct / seen >= point.train_to:
-            break
-    record["epoch_times_s"] = epochs
-    record["input_wait_s"] = waits
-    record["accuracy"] = {
-        "metric": "top1", "target": point.train_to, "seed": point.seed, "epochs": curve,
-    }  # fmt: skip
-    record["details"].update(plan.details())
-    return steps, losses
-
-
-def train_to_loss(
-    point: PointConfig,
-    session: Session,
-    timer: StepTimer,
-    energy: EnergyTracker,
-    progress: Progress,
-    record: dict[str, Any],
-) -> tuple[list[float], list[Any]]:
-    """Steps over the token file in the recipe's schedule, the validation loss every
-    `eval_every_steps` (bench.datasets.loss_target), until it is at most the target or
-    the token budget ends. Training and evaluation are timed apart; both count toward
-    the time to the target, and each interval's energy (an energy lap) holds its
-    evaluation. SIGINT (and SIGTERM in a single process: a rank's ends it, as torchrun
-    stops ranks) ends the training after the next evaluation with what was measured."""
-    target = loss_target.evaluator(point, session)
-    plan = target.plan
-    steps: list[float] = []
-    losses: list[Any] = []
-    curve: list[dict[str, Any]] = []
-    stopped: str | None = None
-    done = 0
-    signals = (signal.SIGINT,) if session.devices > 1 else (signal.SIGINT, signal.SIGTERM)
-    try:
-        with loss_target.stop_requests(signals) as asked:
-            while done < plan.budget_steps:
-                count = min(plan.eval_every_steps, plan.budget_steps - done)
-                start = timer.now()
-
-                def overall(phase: str, i: int, n: int, base: int = done) -> None:
-                    progress("train", base + i, plan.budget_steps)
-
-                times, chunk = run_steps(session, timer, count, "train", overall)
-                train_s = timer.now() - start
-                progress("evaluate", 0, 1)
-                result = target.evaluate(bool(asked))
-                eval_s = timer.now() - start - train_s
-                energy.lap()
-                done += count
-                steps += times
-                losses += chunk
-                curve.append({
-                    "step": done, "tokens": done * plan.tokens_per_step,
-                    "sequences": done * point.batch_size, "loss": result.loss,
-                    "train_s": train_s, "eval_s": eval_s,
-                    "train_loss": session.loss_value(chunk[-1]) if chunk else None,
-                })  # fmt: skip
-                if result.stop:
-                    stopped = asked[0] if asked else "another rank's SIGINT"
-                if result.loss <= plan.target or result.stop:
-                    break
-        val = target.val.describe(hashed=target.rank == 0)  # hashed once, by rank 0
-    finally:
-        target.val.close()
-    record["loss"] = {
-        "metric": "val_loss", "unit": "nats/token", **plan.describe(), "curve": curve,
-        "stopped": stopped, "val": val, "seed": point.seed,
-    }  # fmt: skip
-    record["details"]["recipe"] = record["loss"]["recipe"]
-    return steps, losses
-
-
-def synthetic_reference(session: Session, timer: StepTimer, progress: Progress) -> list[float]:
-    """After training on the dataset: the same model, optimizer and batch shape on one
-    synthetic batch already on the device, 5 warm-up steps then 20 timed. Beside the
-    real data's throughput, the ratio is what the input pipeline and the host cost."""
-    batch = session.synthetic_batch()
-    timer.steps(lambda: session.train_on(batch), 5, lambda i: progress("synthetic", i + 1, 25))
-    times, _ = timer.steps(
-        lambda: session.train_on(batch), 20, lambda i: progress("synthetic", i + 6, 25)
-    )
-    return times
+    def died(self, code: int) -> None:
+        """A probe's fork ended without its answer, with exit status `code`."""
+        self.stream.write(f"died {code}\n")
+        self.stream.flush()
 
 
 # Under --memory-limit on a CPU: oneDNN reports a scratchpad it could not allocate as a
@@ -316,16 +93,18 @@ _CAPPED_ALLOCATION_FAILURES = ("could not create a primitive", "Resource tempora
 
 def run_point(
     request: dict[str, Any],
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     rank: Rank | None = None,
     on_ready: Callable[[], None] = lambda: None,
+    describe: bool = True,
 ) -> Response:
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
     0 answers for the point with every rank's figures. Every rank proves it knows the
     point's secret (bench.ranks.hold) as its group forms, and a rank that meets one that
     cannot stops before training. `on_ready`: called once the session is set up (as a
-    rank: in its process group, proven), before anything is measured."""
+    rank: in its process group, proven), before anything is measured. `describe`: with
+    the provenance (a probing child's first probe only: the parent keeps the first)."""
     answer = Response(status="error")
     framework = session = None
     speaks = rank is None or rank.leads_node
@@ -348,7 +127,7 @@ def run_point(
         # after the imports, which need memory of their own, and before the device opens):
         # on every rank, so that a rank that does not speak for its machine does not
         # import the framework under the cap and die of it without a word.
-        if speaks:
+        if speaks and describe:
             answer = replace(answer, environment=provenance.collect(framework, platform, run_cores))
         else:
             framework.versions()
@@ -432,23 +211,102 @@ def _measured(
     return answer
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """Never outlive the parent, even one killed by SIGKILL. Linux: the kernel sends
-    SIGKILL when the parent dies (PR_SET_PDEATHSIG). Everywhere: the parent holds our
-    stdin open while it lives, so a thread blocked reading it sees end-of-file when the
-    parent is gone, however it died."""
+def serve_probes(request: dict[str, Any], parent: ParentPipe, requests: queue.Queue[str]) -> None:
+    """A probing child: each request's probe measured and answered in turn, the next
+    request read from `requests` (stdin's lines; its end ends the process:
+    die_with_parent); an error that is not memory ends the probes (the parent's search
+    stops there, as after a fresh child's). Where the platform forks each probe
+    (Platform.probes_fork) this process imports the framework once and each probe runs
+    in a fork of it (probe_in_fork); elsewhere in this process, what the last held freed
+    between them (free_memory), an out-of-memory probe's included."""
+    point = PointConfig.from_dict(request["point"])
+    platform = registry.platform(point.device)
+    if platform.probes_fork:  # imported here, before any fork; nothing run
+        framework = registry.framework(point.framework)
+        framework.configure(platform)
+        framework.versions()
+    first = True
+    while True:
+        if platform.probes_fork:
+            status = probe_in_fork(request, parent, describe=first)
+        else:
+            response = run_point(request, parent.progress, describe=first)
+            parent.respond(response)
+            status = response.status
+            if status != "error":
+                free_memory(request)
+        if status == "error":
+            return
+        first = False
+        request = json.loads(requests.get())
+
+
+_FORK_ANSWERED = {0: "ok", 2: "error"}  # a probe's fork: it answered (and how it went on)
+
+
+def probe_in_fork(request: dict[str, Any], parent: ParentPipe, describe: bool) -> str:
+    """One probe in a fork of this process: from the memory it had before any probe,
+    as a fresh child's. The fork answers on the pipe; one that ends without an answer
+    (a crash: an allocation under --memory-limit that failed outside the framework's
+    allocator) is said with its exit status ('died CODE'), for the parent to judge as a
+    fresh child's crash. 'error' where the probes end, else 'ok'."""
+    pid = os.fork()
+    if pid == 0:  # the fork: dies with this process, answers, and leaves at once
+        code = 1
+        try:
+            _die_with_parent()
+            response = run_point(request, parent.progress, describe=describe)
+            parent.respond(response)
+            code = 2 if response.status == "error" else 0
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code in _FORK_ANSWERED:
+        return _FORK_ANSWERED[code]
+    parent.died(code)
+    return "ok"
+
+
+def free_memory(request: dict[str, Any]) -> None:
+    """What a finished probe held, freed: its session and tensors (garbage, cycles too),
+    the allocator's cache (Platform.release_memory) and the peak counter, so that the
+    next probe's peak is its own."""
+    gc.collect()
+    platform = registry.platform(PointConfig.from_dict(request["point"]).device)
+    platform.release_memory()
+    platform.reset_peak_memory()
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL from the kernel when the parent dies (PR_SET_PDEATHSIG; a fork
+    does not inherit it)."""
     if sys.platform == "linux":
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def die_with_parent(parent_pid: int, requests: queue.Queue[str] | None = None) -> None:
+    """Never outlive the parent, even one killed by SIGKILL. Linux: the kernel sends
+    SIGKILL when the parent dies (PR_SET_PDEATHSIG). Everywhere: the parent holds our
+    stdin open while it lives, so a thread blocked reading it sees end-of-file when the
+    parent is gone, however it died (or, for a probing child, done with it). The lines
+    the parent writes there meanwhile go to `requests` (a probing child's next probes)."""
+    _die_with_parent()
     if os.getppid() != parent_pid:  # it died before the line above took effect
         os._exit(EXIT_ORPHANED)
 
     def watch() -> None:
         # The raw descriptor, not sys.stdin: a thread blocked inside sys.stdin holds its
         # lock, and forked DataLoader workers, which close sys.stdin, would wait forever.
-        while os.read(0, 4096):
-            pass
+        pending = b""
+        while chunk := os.read(0, 4096):
+            if requests is not None:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    requests.put(line.decode())
         os._exit(EXIT_ORPHANED)  # end-of-file: the parent closed it, or died
 
     threading.Thread(target=watch, name="parent-lifeline", daemon=True).start()
@@ -498,7 +356,7 @@ def main_rank(address: str) -> int:
     try:
         response = run_point(
             request,
-            parent.progress if rank.local_rank == 0 else _no_progress,
+            parent.progress if rank.local_rank == 0 else no_progress,
             rank,
             on_ready=ready,
         )
@@ -524,9 +382,15 @@ def main() -> int:
         print(json.dumps(run_point(json.loads(sys.stdin.read())).to_json()))
         return 0
     request = json.loads(sys.stdin.readline())
-    die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())))
+    requests: queue.Queue[str] = queue.Queue()
+    probing = request.get("task") == "probe"
+    die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())),
+                    requests if probing else None)  # fmt: skip
     parent = ParentPipe(os.fdopen(int(fd), "w", buffering=1))
-    parent.respond(run_point(request, parent.progress))
+    if probing:
+        serve_probes(request, parent, requests)
+    else:
+        parent.respond(run_point(request, parent.progress))
     return 0
 
 

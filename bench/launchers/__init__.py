@@ -15,13 +15,13 @@ the curve it measured, raised as Stopped (a KeyboardInterrupt) for the runner to
 any other point is stopped at once. Several machines share a secret (BENCH_RDZV_TOKEN,
 bench.ranks): only their ranks see it, through the environment; a one-machine point's
 child never does.
+A search's probes share one process where they can (`ProbingChild`, bench.launchers.probing).
 A fleet of cloud instances launches whole runs, not points, and lives with the fleet
 commands.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +29,8 @@ from typing import Any
 from bench import compiler_cache, ranks, runtime
 from bench.config import PointConfig, RunConfig
 from bench.launchers import process, torchrun
-from bench.result.response import InvalidResponse, Response
+from bench.launchers.probing import ProbingChild
+from bench.result.response import Response, read_answer
 
 Progress = Callable[[str, int, int], None]
 Stopped = process.Stopped
@@ -51,8 +52,8 @@ def check(config: RunConfig) -> None:
 def spawn(
     point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
 ) -> Response:
-    """Measure one point (task 'measure') or count its FLOPs ('count_flops'): the child's
-    answer, read (bench.result.response), with the runtime it was started with."""
+    """Measure one point (task 'measure') or count its FLOPs ('count_flops') in a fresh
+    child: its answer, with the runtime it was started with."""
     child = runtime.child_runtime(point.allocator, point.openmp, point.numa, dict(os.environ))
     try:
         if name(point) == "torchrun":
@@ -60,26 +61,15 @@ def spawn(
         else:
             answer = process.spawn_worker(point, task, on_progress, timeout_s, child)
     except Stopped as stop:  # what the stopped point measured, with its runtime too
-        stop.response = _with_runtime(read(stop.response), child)
+        stop.response = process.with_runtime(stop.response, child)
         raise
-    return _with_runtime(read(answer), child)
+    return process.with_runtime(answer, child)
 
 
 def read(answer: Response | dict[str, Any]) -> Response:
-    """The answer a child wrote (JSON), or a launcher's for one that could not, as a
-    Response; one the child should not have written is the point's error, in one line."""
-    if isinstance(answer, Response):
-        return answer
-    try:
-        return Response.from_json(answer)
-    except InvalidResponse as refused:
-        return Response(status="error", error=f"bench refused the child's answer: {refused}")
+    """A stand-in's answer (a test's, which may be the JSON a child writes) as a Response:
+    bench.result.response.read_answer."""
+    return answer if isinstance(answer, Response) else read_answer(answer)
 
 
-def _with_runtime(response: Response, child: runtime.ChildRuntime) -> Response:
-    if not child.record:
-        return response
-    # What was applied, and what the child had loaded (its evidence).
-    loaded = (response.environment or {}).get("runtime_libraries")
-    record = {**child.record, "loaded": " ".join(loaded) if loaded else None}
-    return dataclasses.replace(response, runtime=record)
+__all__ = ["ProbingChild", "Stopped", "check", "name", "read", "spawn"]

@@ -5,7 +5,7 @@ use), reads progress from the pipe, and turns a child that died without reportin
 a status: out of memory only with evidence, an error otherwise.
 
 On Ctrl-C or SIGTERM a point training to a target loss is asked to stop (its child ends
-the interval it is in, evaluates and answers with its curve: bench.child.worker
+the interval it is in, evaluates and answers with its curve: bench.child.measure
 train_to_loss) and given ANSWER_GRACE_S to answer; what it answers comes back in
 Stopped, for the runner to record before the run ends. A second signal, and any other
 point, kill the child at once.
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -29,12 +31,9 @@ from typing import IO, Any
 from bench import compiler_cache, oomkill, stopping
 from bench.config import PointConfig
 from bench.ranks import TOKEN_ENV
-from bench.result.response import Response
+from bench.result.response import Response, read_answer
 from bench.runtime import ChildRuntime
 
-# The child's answer as its pipe carries it (JSON), or the launcher's for a child that
-# wrote none; bench.launchers.read makes it a Response.
-Answer = dict[str, Any]
 Progress = Callable[[str, int, int], None]
 ANSWER_GRACE_S = 120.0  # after a stop, a point training to a target's time to answer
 
@@ -44,9 +43,9 @@ class Stopped(stopping.Interrupted):
     child answered with what it measured (`response`): the runner records the point
     (`point`, once made) before the run ends as interrupted."""
 
-    def __init__(self, signum: int, response: Answer) -> None:
+    def __init__(self, signum: int, response: Response) -> None:
         super().__init__(signum)
-        self.response: Answer | Response = response  # a Response once bench.launchers reads it
+        self.response = response
         self.point: Any = None
 
 
@@ -86,10 +85,10 @@ def wait_for_answer(child: subprocess.Popen[str], grace: float) -> int | None:
             signal.signal(signum, old)
 
 
-def stopped(interrupt: KeyboardInterrupt, response: Answer | None) -> KeyboardInterrupt:
+def stopped(interrupt: KeyboardInterrupt, response: Response | None) -> KeyboardInterrupt:
     """What to raise once a stopped child is gone: Stopped with its answer if it trained
     (its loss record: the curve to the stop), else the interrupt itself."""
-    if response is None or not isinstance(response.get("loss"), dict):
+    if response is None or response.loss is None:
         return interrupt
     stop = Stopped(getattr(interrupt, "signum", signal.SIGINT), response)
     stop.__cause__ = interrupt
@@ -99,16 +98,21 @@ def stopped(interrupt: KeyboardInterrupt, response: Answer | None) -> KeyboardIn
 def read_protocol(
     stream: Iterable[str],
     on_progress: Progress,
-    on_response: Callable[[Answer], None],
+    on_response: Callable[[Response], None],
     on_ready: Callable[[], None] = lambda: None,
+    on_died: Callable[[int], None] = lambda code: None,
 ) -> None:
     """The worker's line protocol (bench.child.worker.ParentPipe): 'progress PHASE DONE TOTAL'
-    lines, a rank's 'ready' once it is set up, then one 'response JSON' line. Shared by the
-    pipe and the ranks' sockets."""
+    lines, a rank's 'ready' once it is set up, then one 'response JSON' line, read as a
+    Response (bench.result.response.read_answer); a probing child's, one after each
+    probe, or 'died CODE' for a probe's fork that ended without one. Shared by the pipe
+    and the ranks' sockets."""
     for line in stream:
         kind, _, rest = line.partition(" ")
         if kind == "response":
-            on_response(json.loads(rest))
+            on_response(read_answer(json.loads(rest)))
+        elif kind == "died":
+            on_died(int(rest))
         elif kind == "ready\n":
             on_ready()
         elif kind == "progress":
@@ -116,26 +120,35 @@ def read_protocol(
             on_progress(phase, int(done), int(total))
 
 
-class _ChildPipe(threading.Thread):
-    """Reads the child's protocol pipe: progress lines, then one response line."""
+class ChildPipe(threading.Thread):
+    """Reads the child's protocol pipe: progress lines, then a response line (a probing
+    child's: one per probe), each also put in `answers`, as is the exit status of a
+    probe's fork that died without one; None there once the pipe ends (the child
+    exited, or died)."""
 
     def __init__(self, fd: int, on_progress: Progress) -> None:
         super().__init__(daemon=True)
         self.fd, self.on_progress = fd, on_progress
-        self.response: Answer | None = None
+        self.response: Response | None = None
+        self.answers: queue.Queue[Response | int | None] = queue.Queue()
 
     def run(self) -> None:
-        with os.fdopen(self.fd) as stream:
-            read_protocol(stream, self.on_progress, self._respond)
+        try:
+            with os.fdopen(self.fd) as stream:
+                read_protocol(stream, lambda *a: self.on_progress(*a), self._respond,
+                              on_died=self.answers.put)  # fmt: skip
+        finally:
+            self.answers.put(None)
 
-    def _respond(self, response: Answer) -> None:
+    def _respond(self, response: Response) -> None:
         self.response = response
+        self.answers.put(response)
 
 
 LINE_CHARS = 2000  # of each line of a child's output kept for its error
 
 
-class _OutputTail(threading.Thread):
+class OutputTail(threading.Thread):
     """Drains the child's stdout and stderr (so it never blocks) and keeps the end."""
 
     def __init__(self, stream: IO[str], lines: int = 15) -> None:
@@ -151,14 +164,11 @@ class _OutputTail(threading.Thread):
         return "\n".join(self.lines)
 
 
-def spawn_worker(
-    point: PointConfig,
-    task: str,
-    on_progress: Progress,
-    timeout_s: float | None = None,
-    runtime: ChildRuntime | None = None,
-) -> Answer:
-    """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
+def start_worker(
+    runtime: ChildRuntime | None, on_progress: Progress
+) -> tuple[subprocess.Popen[str], ChildPipe, OutputTail]:
+    """Start `python -m bench.child.worker` (its requests then go to its stdin, a line
+    each), with the threads that read its protocol pipe and drain its output; `runtime`:
     its environment and command prefix (bench.runtime), else the parent's."""
     runtime = runtime or ChildRuntime(dict(os.environ))
     # Several machines' shared secret: a process of one point alone never needs it. Its
@@ -179,22 +189,43 @@ def spawn_worker(
         env={**env, "BENCH_REPORT_FD": str(write_fd), "BENCH_PARENT_PID": str(os.getpid())},
     )
     os.close(write_fd)
-    pipe, output = _ChildPipe(read_fd, on_progress), _OutputTail(child.stdout)  # type: ignore[arg-type]
+    pipe, output = ChildPipe(read_fd, on_progress), OutputTail(child.stdout)  # type: ignore[arg-type]
     pipe.start()
     output.start()
+    return child, pipe, output
+
+
+def ask(child: subprocess.Popen[str], point: PointConfig, task: str) -> None:
+    """Send the child one request (a line). The child's stdin then stays open as its
+    lifeline (it exits when it reads end-of-file). A child that died closed it."""
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}) + "\n")  # type: ignore[union-attr]
+        child.stdin.flush()  # type: ignore[union-attr]
+
+
+def timed_out(timeout_s: float | None) -> Response:
+    return Response(status="error", error=f"timed out after {timeout_s:g} s")
+
+
+def spawn_worker(
+    point: PointConfig,
+    task: str,
+    on_progress: Progress,
+    timeout_s: float | None = None,
+    runtime: ChildRuntime | None = None,
+) -> Response:
+    """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
+    its environment and command prefix (bench.runtime), else the parent's."""
+    child, pipe, output = start_worker(runtime, on_progress)
     oom_kills = oomkill.count()
     started, interrupt = time.monotonic(), None
     try:
-        # The request is one line; stdin then stays open as the child's lifeline (it
-        # exits when it reads end-of-file). A child that died at start-up closed it.
-        with contextlib.suppress(BrokenPipeError):
-            child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}) + "\n")  # type: ignore[union-attr]
-            child.stdin.flush()  # type: ignore[union-attr]
+        ask(child, point, task)
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
-        return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
+        return timed_out(timeout_s)
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the child before giving up the point
         if not (isinstance(stop, KeyboardInterrupt) and answers_a_stop(point, task)):
             child.kill()
@@ -215,8 +246,24 @@ def spawn_worker(
         raise stopped(interrupt, pipe.response)
     if pipe.response is not None:
         return pipe.response
+    return died(code, output.text(), point, oom_kills)
+
+
+def with_runtime(response: Response, child: ChildRuntime) -> Response:
+    """The answer with the runtime its child was started with (bench.runtime)."""
+    if not child.record:
+        return response
+    # What was applied, and what the child had loaded (its evidence).
+    loaded = (response.environment or {}).get("runtime_libraries")
+    record = {**child.record, "loaded": " ".join(loaded) if loaded else None}
+    return dataclasses.replace(response, runtime=record)
+
+
+def died(code: int, output: str, point: PointConfig, oom_kills: dict[str, int]) -> Response:
+    """The answer for a child that ended (`code`) without one: classify_crash, with the
+    kernel's OOM-kill counters compared to `oom_kills` (read as it started) on a SIGKILL."""
     killer = oomkill.evidence(oom_kills, oomkill.count()) if code == -signal.SIGKILL else None
-    return classify_crash(code, output.text(), point.memory_limit_bytes, killer)
+    return classify_crash(code, output, point.memory_limit_bytes, killer)
 
 
 # Signals of a native allocation failing where nothing checks it (seen here: SIGSEGV
@@ -231,27 +278,27 @@ CRASH_MARKS = (*(s.name for s in _CRASH_SIGNALS), *DYING_WORDS)
 
 def classify_crash(
     code: int, output: str, memory_limit: int | None, oom_killer: str | None = None
-) -> Answer:
+) -> Response:
     """The response for a child that died without reporting. Out of memory only with
     evidence: a kernel OOM-kill counter that rose while it ran (`oom_killer`, from
     bench.oomkill), or a crash under --memory-limit. A SIGKILL alone is not evidence:
     `docker stop`, `kill -9` and pre-emption send it too."""
     name = signal.Signals(-code).name if code < 0 else None
     if code == -signal.SIGKILL and oom_killer:
-        return {"status": "oom", "error": "the child was killed by the kernel's "
-                f"out-of-memory killer (SIGKILL; {oom_killer})"}  # fmt: skip
+        return Response(status="oom", error="the child was killed by the kernel's "
+                        f"out-of-memory killer (SIGKILL; {oom_killer})")  # fmt: skip
     # Also a child that ran out under the cap while reporting (a MemoryError on its
     # way out, seen here at 600 MiB on a busy machine).
     if memory_limit and (
         (code < 0 and -code in _CRASH_SIGNALS) or any(w in output for w in DYING_WORDS)
     ):
-        return {"status": "oom", "error": f"the child died ({name or f'status {code}'}) under "
-                f"--memory-limit {memory_limit} B: an allocation failed outside PyTorch's "
-                "allocator"}  # fmt: skip
+        return Response(status="oom", error=f"the child died ({name or f'status {code}'}) "
+                        f"under --memory-limit {memory_limit} B: an allocation failed outside "
+                        "PyTorch's allocator")  # fmt: skip
     reason = f"killed by {name}" if name else f"exited with status {code}"
     if code == -signal.SIGKILL:
         reason += (
             " (no kernel OOM-kill counter rose, or none can be read here: "
             "not counted as out of memory)"
         )
-    return {"status": "error", "error": f"the child {reason} without a result:\n{output}"}
+    return Response(status="error", error=f"the child {reason} without a result:\n{output}")

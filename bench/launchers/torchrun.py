@@ -50,8 +50,9 @@ from typing import Any
 from bench import compiler_cache, oomkill
 from bench.config import PointConfig
 from bench.launchers import process
-from bench.launchers.process import CRASH_MARKS, Answer, _OutputTail, read_protocol
+from bench.launchers.process import CRASH_MARKS, OutputTail, read_protocol
 from bench.ranks import TOKEN_ENV, rdzv_token
+from bench.result.response import Response, read_answer
 from bench.runtime import ChildRuntime
 
 Progress = Callable[[str, int, int], None]
@@ -203,12 +204,13 @@ class _RankStream(threading.Thread):
 
 
 class _Ranks:
-    """What this machine's ranks said: global rank and response, by local rank."""
+    """What this machine's ranks said: global rank and response (each rank's own, read as
+    it came: a Response), by local rank."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.global_rank: dict[int, int] = {}
-        self.responses: dict[int, Answer] = {}
+        self.responses: dict[int, Response] = {}
         self.set_up: set[int] = set()  # said 'ready': in the group, about to measure
 
     def hello(self, local: int, rank: int) -> None:
@@ -219,7 +221,7 @@ class _Ranks:
         with self.lock:
             self.set_up.add(local)
 
-    def respond(self, local: int, response: Answer) -> None:
+    def respond(self, local: int, response: Response) -> None:
         with self.lock:
             self.responses[local] = response
 
@@ -321,7 +323,7 @@ def spawn_ranks(
     on_progress: Progress,
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
-) -> Answer:
+) -> Response:
     """Run one point over torchrun's ranks and return the point's response; `runtime`:
     the environment and command prefix of torchrun and its ranks (bench.runtime)."""
     runtime = runtime or ChildRuntime(dict(os.environ))
@@ -351,7 +353,7 @@ def spawn_ranks(
         env=env,
         start_new_session=True,  # a group of its own: a lingering torchrun is killed whole
     )
-    output = _OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
+    output = OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
     output.start()
     started, interrupt = time.monotonic(), None
     try:
@@ -360,7 +362,7 @@ def spawn_ranks(
         _stop(child)
         output.join(timeout=5)
         timed_out = f"timed out after {timeout_s:g} s; torchrun said:\n{output.text()}"
-        return {"status": "error", "error": timed_out, "devices": point.ranks}
+        return read_answer({"status": "error", "error": timed_out, "devices": point.ranks})
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
         if not (
             isinstance(stop, KeyboardInterrupt)
@@ -387,7 +389,7 @@ def spawn_ranks(
 
 def outcome(
     point: PointConfig, code: int, ranks: _Ranks, output: str, oom_killer: str | None = None
-) -> Answer:
+) -> Response:
     """The point's response from what each rank of this machine said, and torchrun's
     status. Out of memory on any rank is the point's status, whatever the others said:
     a rank's own report, or for a rank that ended without one, evidence (`oom_killer`:
@@ -395,44 +397,50 @@ def outcome(
     --memory-limit, a crash or dying words in torchrun's output)."""
     local = range(point.devices or 1)
     said = {i: ranks.responses[i] for i in local if i in ranks.responses}
-    failed = {i: r for i, r in said.items() if r.get("status") != "ok" and not r.get("stopped")}
-    stopped = [i for i, r in said.items() if r.get("stopped")]
+    failed = {i: r for i, r in said.items() if not r.ok and not r.stopped}
+    stopped = [i for i, r in said.items() if r.stopped]
     silent = [i for i in local if i not in said]
     # A rank that ended silent before it was set up was stopped there (it takes SIGTERM
     # at once until then: bench.child.worker.main_rank) or died there; one that ended
     # silent while measuring died, or never started: the cause, before its peers' errors.
     cause = [i for i in silent if i in ranks.set_up or i not in ranks.global_rank]
-    base: Answer = {"devices": point.ranks, "environment": None}
-    oom = next((i for i, r in failed.items() if r.get("status") == "oom"), None)
+
+    def answer(status: str, error: str, rank: Response | None = None) -> Response:
+        # The point's devices, and no provenance, unless the rank said otherwise.
+        fields = rank.to_json() if rank is not None else {}
+        base = {"devices": point.ranks, "environment": None}
+        return read_answer({**base, **fields, "status": status, "error": error})
+
+    oom = next((i for i, r in failed.items() if r.status == "oom"), None)
     if oom is not None:
-        return {**base, **failed[oom], "error": f"{ranks.name(oom)}: {failed[oom].get('error')}"}
+        return answer("oom", f"{ranks.name(oom)}: {failed[oom].error}", failed[oom])
     if silent:
         names = ", ".join(ranks.name(i) for i in silent)
         if oom_killer:
-            return {**base, "status": "oom", "error": f"{names} ended without a result while "
-                    f"the kernel's out-of-memory killer killed ({oom_killer})"}  # fmt: skip
+            return answer("oom", f"{names} ended without a result while the kernel's "
+                          f"out-of-memory killer killed ({oom_killer})")  # fmt: skip
         # A rank that died of a failed allocation outside PyTorch's allocator, as
         # torchrun reports it: under --memory-limit the cap, as for one process.
         crash = point.memory_limit_bytes and any(mark in output for mark in CRASH_MARKS)
         if crash:
-            return {**base, "status": "oom", "error": f"{names} crashed under --memory-limit "
-                    f"{point.memory_limit_bytes} B: an allocation failed outside PyTorch's "
-                    "allocator"}  # fmt: skip
+            return answer("oom", f"{names} crashed under --memory-limit "
+                          f"{point.memory_limit_bytes} B: an allocation failed outside "
+                          "PyTorch's allocator")  # fmt: skip
     if cause or (silent and not failed):
         names = ", ".join(ranks.name(i) for i in cause or silent)
-        return {**base, "status": "error", "error": f"{names} ended without a result "
-                f"(torchrun exited with status {code}):\n{output}"}  # fmt: skip
+        return answer("error", f"{names} ended without a result "
+                      f"(torchrun exited with status {code}):\n{output}")  # fmt: skip
     if failed:
         first = min(failed, key=lambda i: ranks.global_rank.get(i, i))
-        error = f"{ranks.name(first)}: {failed[first].get('error')}"
-        return {**base, **failed[first], "error": error}
+        return answer(failed[first].status, f"{ranks.name(first)}: {failed[first].error}",
+                      failed[first])  # fmt: skip
     if stopped:  # the one that failed was on another machine
         names = ", ".join(ranks.name(i) for i in stopped)
-        return {**base, "status": "error", "error": f"{names} stopped by torchrun after a rank "
-                "of another machine ended; its own output says why"}  # fmt: skip
+        return answer("error", f"{names} stopped by torchrun after a rank of another "
+                      "machine ended; its own output says why")  # fmt: skip
     if code != 0:
-        return {**base, "status": "error", "error": f"torchrun exited with status {code} "
-                f"after every rank reported:\n{output}"}  # fmt: skip
+        return answer("error", f"torchrun exited with status {code} after every rank "
+                      f"reported:\n{output}")  # fmt: skip
     lead = min(said, key=lambda i: ranks.global_rank.get(i, i))
     return said[lead]
 

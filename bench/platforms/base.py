@@ -109,6 +109,11 @@ class Platform(ABC):
     # Whether XLA's devices here keep memory statistics (peaks); where they do not, the
     # framework reads the platform's own (the host process's).
     xla_memory_stats: ClassVar[bool] = True
+    # Whether a probing child (bench.child.worker.serve_probes) trains each probe in a
+    # fork of itself, the framework imported and nothing run, rather than in its own
+    # process: where the memory cap counts what the process ever mapped, which a probe
+    # in it keeps (the CPU's RLIMIT_DATA).
+    probes_fork: ClassVar[bool] = False
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """What bench ladder climbs here after its batch sweep, in order, each tried on
@@ -201,6 +206,11 @@ class Platform(ABC):
 
     @abstractmethod
     def peak_memory(self) -> MemoryReading: ...
+
+    def release_memory(self) -> None:  # noqa: B027 - nothing to give back where nothing caches
+        """Give back what the allocator keeps of memory a finished probe freed, so that
+        the next probe in this process (bench.child.worker's probing child) meets the
+        memory a fresh process would; the caller collects the garbage first."""
 
     def devices_here(self) -> int:
         """How many ranks this machine can hold, one device each (the parent asks, to

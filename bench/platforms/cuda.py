@@ -324,6 +324,11 @@ class CudaPlatform(Platform):
 
         torch.cuda.reset_peak_memory_stats()
 
+    def release_memory(self) -> None:
+        import torch
+
+        torch.cuda.empty_cache()  # the caching allocator's free blocks, back to the driver
+
     def peak_memory(self) -> MemoryReading:
         import torch
 

@@ -38,6 +38,11 @@ class MpsPlatform(Platform):
     def reset_peak_memory(self) -> None:
         pass
 
+    def release_memory(self) -> None:
+        import torch
+
+        torch.mps.empty_cache()
+
     def peak_memory(self) -> MemoryReading:
         return MemoryReading(
             peak_bytes=None,

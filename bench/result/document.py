@@ -23,6 +23,10 @@ class Probe:
     error: str | None = None
     peak_memory_bytes: int | None = None
     seq_len: int | None = None  # the length probed; None: the workload takes none (or schema < 11)
+    # Which of the search's children ran it (1, 2, ...) and how (schema.PROBE_KINDS:
+    # fresh, in-process, forked, confirm); None before schema 15, each a fresh child's.
+    child: int | None = None
+    kind: str | None = None
 
 
 @dataclass

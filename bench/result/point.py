@@ -22,7 +22,7 @@ from bench.stats import Estimate, Summary
 @dataclass(frozen=True)
 class ToLoss:
     """Training a decoder to a target validation loss, derived from the per-repeat loss
-    records (bench.child.worker.train_to_loss). Times are wall clock from the first
+    records (bench.child.measure.train_to_loss). Times are wall clock from the first
     step: training plus every evaluation so far, as MLPerf counts time to train; the
     evaluations' part is kept apart. Units: s, J, tokens, nats per token."""
 

@@ -165,8 +165,18 @@ class Response:
 
     def with_json(self, fields: dict[str, Any]) -> Self:
         """This answer with `fields` as JSON holds them (lists), checked: a child's
-        trackers report dicts of the answer's fields (bench.child.worker.measure)."""
+        trackers report dicts of the answer's fields (bench.child.measure.measure)."""
         return dataclasses.replace(self, **_typed(fields))
+
+
+def read_answer(data: Any) -> Response:
+    """The answer a child wrote (its JSON), as a Response; one no child of this bench
+    writes is the point's error in one line, never a silent None (the launchers read
+    every line so, and the runner a stand-in's answer)."""
+    try:
+        return Response.from_json(data)
+    except InvalidResponse as refused:
+        return Response(status="error", error=f"bench refused the child's answer: {refused}")
 
 
 def _typed(data: dict[str, Any]) -> dict[str, Any]:

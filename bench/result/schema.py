@@ -91,7 +91,11 @@ from bench.result.checks import (
 #     held: auto, flash, efficient, cudnn, math; 'auto' before), `cross_entropy` (plain,
 #     chunked; 'plain' before) and `pad_vocab` (the vocabulary's multiple; 0 before);
 #     configs gain `attentions`, `cross_entropies`, `pad_vocabs`.
-SCHEMA_VERSION = 14
+#   15: a max-batch search's probes gain `child` (which of the search's child processes
+#     ran it: 1, 2, ...) and `kind` (fresh: the first in its child; in-process: after
+#     others in the same child; forked: in a fork of it, as a fresh child; confirm: the
+#     answer again in a fresh child); null before, when every probe was a fresh child's.
+SCHEMA_VERSION = 15
 
 STATUSES = ("ok", "oom", "error")
 UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
@@ -274,6 +278,11 @@ ENERGY = (
     Field("sources", dict_of(text), "source names by device", required=True),
     Field("epoch_j", optional(list_of(non_negative)), "a list of joules or null", required=True),
 )  # fmt: skip
+# How a probe ran: the first in its child (as a process of its own), after other probes
+# in the same child, in a fork of a probing child that had imported the framework and
+# run nothing (as a fresh child, on the CPU), or the search's answer again in a fresh
+# child (bench.runner).
+PROBE_KINDS = ("fresh", "in-process", "forked", "confirm")
 # One probe of a max-batch search (Probe).
 PROBE = (
     Field("batch_size", whole(1), _WHOLE, required=True),
@@ -281,7 +290,10 @@ PROBE = (
     Field("error", *_TEXT_OR_NULL),
     Field("peak_memory_bytes", optional(byte_count), "a byte count or null"),
     Field("seq_len", optional(whole(1)), "a whole number or null", since=11),
-)
+    Field("child", optional(whole(1)), "a whole number or null", since=15),
+    Field("kind", optional(one_of(*PROBE_KINDS)), "one of " + ", ".join(PROBE_KINDS) + ", or null",
+          since=15),
+)  # fmt: skip
 # What a search looks for: the largest batch, or the longest sequence at one batch.
 SEARCH_AXES = ("batch_size", "seq_len")
 # One max-batch (or sequence-length) search (MaxBatch).
