@@ -225,7 +225,7 @@ class RunConfig:
     target_rsd: float = 0.035
     find_max_batch: bool = False
     # Search the largest sequence length that trains at the one batch size given (or the
-    # workload's default), up to the workload's longest (bench.runner.SEQ_LEN_STEP).
+    # workload's default), up to the workload's longest (bench.max_batch.SEQ_LEN_STEP).
     find_max_seq_len: bool = False
     max_batch_limit: int = 4096  # the search never probes past this batch size
     # Above this batch the search probes its multiples and stops one step short of the

@@ -16,8 +16,9 @@ from bench import registry, result
 from bench.child import worker
 from bench.config import PointConfig, RunConfig
 from bench.launchers import ProbingChild
+from bench.max_batch import shares_a_child
 from bench.result.response import Response
-from bench.runner import Runner, _shares_a_child
+from bench.runner import Runner
 
 from .test_runner import FakeChild, ok_response
 
@@ -178,8 +179,15 @@ def test_which_searches_share_a_probing_child(probes_in_process, compile, one_ra
 
     framework = Framework()
     framework.probes_in_process = probes_in_process  # type: ignore[attr-defined]
-    assert _shares_a_child(framework, compile, one_rank) is shares
-    assert _shares_a_child(object(), None, True) is False  # a framework that does not say
+    assert shares_a_child(framework, compile, one_rank) is shares
+
+
+def test_only_torch_says_its_probes_may_share_a_process():
+    """The base Framework says no (JAX's and TensorFlow's memory stays taken)."""
+    from bench import registry
+
+    said = {name: registry.framework(name).probes_in_process for name in registry.framework_names()}
+    assert said == {"jax": False, "tensorflow": False, "torch": True}
 
 
 def test_a_probing_child_goes_on_after_an_error_of_memory_and_ends_after_another(monkeypatch):

@@ -8,8 +8,9 @@ import pytest
 from bench import files, result
 from bench.config import RunConfig
 from bench.errors import UsageError
+from bench.max_batch import search_largest
 from bench.report.table import notes
-from bench.runner import Runner, search_largest
+from bench.runner import Runner
 
 
 def ok_response(step_s: float = 0.1) -> dict:

@@ -103,6 +103,10 @@ class Framework(ABC):
     # Whether it takes the decoders' levers (--attention, --loss, --pad-vocab:
     # bench.workloads._levers).
     llm_levers: ClassVar[bool] = False
+    # Whether a max-batch search's probes may follow one another in one process: the
+    # memory a probe held (an out-of-memory one's too) is freed and its peak reset there
+    # (bench.child.worker); else each probe is a fresh child's.
+    probes_in_process: ClassVar[bool] = False
 
     def configure(self, platform: Platform) -> None:  # noqa: B027 - most need nothing
         """Settings that must precede the framework's import in the child (environment)."""

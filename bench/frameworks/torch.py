@@ -408,6 +408,7 @@ class TorchFramework(Framework):
     activation_checkpointing = True
     float8 = True
     llm_levers = True
+    probes_in_process = True
 
     def check_platform(
         self,
