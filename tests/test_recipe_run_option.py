@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.result.schema import SCHEMA_VERSION
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,11 +58,13 @@ RUN_OPTIONS = (*RUN_OPTIONS, RunOption(
 SWEEP_ORDER = 'SWEEP_ORDER = ("widgets", *SWEEP_ORDER)\n'
 RUN_FIELD = '    widgets: tuple[str, ...] = ("off",)\n'
 POINT_FIELD = '    widget: str = "off"\n'
-SCHEMA = "SCHEMA_VERSION = 15  # 15: points gain `widget`, configs `widgets`\n"
+NOW = SCHEMA_VERSION  # the recipe bumps it: the new fields are `since` the next one
+SCHEMA = f"SCHEMA_VERSION = {NOW + 1}  # {NOW + 1}: points gain `widget`, configs `widgets`\n"
 CONFIG_ENTRY = (
-    'CONFIG = (*CONFIG, Field("widgets", list_of(text), "a list", since=15, older=["off"]))\n'
+    f'CONFIG = (*CONFIG, Field("widgets", list_of(text), "a list", since={NOW + 1}, '
+    'older=["off"]))\n'
 )
-POINT_ENTRY = 'POINT = (*POINT, Field("widget", text, "text", since=15, older="off"))\n'
+POINT_ENTRY = f'POINT = (*POINT, Field("widget", text, "text", since={NOW + 1}, older="off"))\n'
 GRID = 'GRID["widgets"] = lambda here: ("off", "on")\n'
 
 # What the copy is asked, in a process of its own (its bench, not this one's).
@@ -103,14 +107,14 @@ def _copy_with_the_recipe(tmp_path: Path, *, point_field: bool = True) -> Path:
           *((("", POINT_FIELD, "PointConfig"),) if point_field else ()))  # fmt: skip
     _edit(bench / "result" / "schema.py", ("SCHEMA_VERSION", SCHEMA, None),
           ("CONFIG", CONFIG_ENTRY, None), ("POINT", POINT_ENTRY, None))  # fmt: skip
-    _edit(bench / "result" / "point.py", ("", POINT_FIELD, "Point"))
+    _edit(bench / "result" / "measured.py", ("", POINT_FIELD, "Measured"))
     _edit(bench / "commands" / "tune.py", ("GRID", GRID, None))
     return copy
 
 
 def _ask(copy: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(copy), "BENCH_DEVICE": "cpu"}
-    fixture = ROOT / "tests" / "data" / "result-v14.json"
+    fixture = ROOT / "tests" / "data" / f"result-v{NOW}.json"  # the version before
     return subprocess.run([sys.executable, "-c", PROBE, str(fixture)], cwd=copy, env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 

@@ -4,7 +4,8 @@ energy, time to accuracy, MFU, input wait, and the figures written beside the ra
 Raw values are stored (per-step times per repeat, per-epoch times, peaks); every
 statistic is derived from them here, on save for readers of the JSON and again on
 load, so a stored statistic can never disagree with the raw data it came from.
-Point's properties (bench/result/point.py) call these functions.
+Point's properties (bench/result/point.py) call these functions, each of which reads
+a point's record (bench.result.measured.Measured) and the others' results.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 
 if TYPE_CHECKING:
-    from bench.result.point import Point
+    from bench.result.measured import Measured
 
 THROUGHPUT_UNIT = "samples/s"
 BUSY_CPUS = 0.25  # a quarter of a CPU on average, outside bench: a busy machine
@@ -125,7 +126,7 @@ def busy_why(record: dict[str, Any] | None) -> str | None:
     return "; ".join(reasons) or None
 
 
-def busy_note(point: Point) -> str | None:
+def busy_note(point: Measured) -> str | None:
     """Why the machine counted as busy while this point was measured, or None."""
     notes = [
         f"repeat {r + 1}: {why}" if len(point.busy) > 1 else why
@@ -135,7 +136,7 @@ def busy_note(point: Point) -> str | None:
     return "; ".join(notes) or None
 
 
-def repeat_throughputs(point: Point) -> list[float]:
+def repeat_throughputs(point: Measured) -> list[float]:
     """Samples/s of each repeat. In epoch mode the M2 Max vs V100 study's method:
     samples per epoch over the mean duration of epochs 2..N (epoch 1 holds start-up
     costs)."""
@@ -156,21 +157,21 @@ def repeat_throughputs(point: Point) -> list[float]:
     return values
 
 
-def throughput(point: Point) -> Estimate | None:
-    values = point.repeat_throughputs()
+def throughput(point: Measured) -> Estimate | None:
+    values = repeat_throughputs(point)
     return Estimate.of(values, THROUGHPUT_UNIT, positive=True) if values else None
 
 
-def throughput_rsd(point: Point) -> float | None:
-    return relative_stdev(point.repeat_throughputs())
+def throughput_rsd(point: Measured) -> float | None:
+    return relative_stdev(repeat_throughputs(point))
 
 
-def step_time(point: Point) -> Summary | None:
+def step_time(point: Measured) -> Summary | None:
     steps = [t for row in point.step_times_s for t in row]
     return Summary.of(steps, "s") if steps else None
 
 
-def epoch_time(point: Point) -> Summary | None:
+def epoch_time(point: Measured) -> Summary | None:
     """Epochs 2..N of every repeat (all epochs if there is only one)."""
     if not point.epoch_times_s:
         return None
@@ -178,22 +179,23 @@ def epoch_time(point: Point) -> Summary | None:
     return Summary.of(steady, "s") if steady else None
 
 
-def input_wait_fraction(point: Point) -> float | None:
+def input_wait_fraction(point: Measured) -> float | None:
     """The share of step time spent waiting for input, over every repeat."""
     waits = sum(t for row in point.input_wait_s for t in row)
     steps = sum(t for row in point.step_times_s[: len(point.input_wait_s)] for t in row)
     return waits / steps if point.input_wait_s and steps else None
 
 
-def synthetic_ratio(point: Point) -> float | None:
+def synthetic_ratio(point: Measured) -> float | None:
     """Throughput on the real data over the same point's on synthetic data: below 1,
     what the input pipeline (and the host) cost."""
-    if not point.synthetic_step_times_s or point.throughput is None:
+    tp = throughput(point)
+    if not point.synthetic_step_times_s or tp is None:
         return None
-    return point.throughput.value / samples_per_s(point.batch_size, point.synthetic_step_times_s)
+    return tp.value / samples_per_s(point.batch_size, point.synthetic_step_times_s)
 
 
-def to_accuracy(point: Point) -> ToAccuracy | None:
+def to_accuracy(point: Measured) -> ToAccuracy | None:
     records = [a for a in point.accuracy if a]
     if not records:
         return None
@@ -201,12 +203,12 @@ def to_accuracy(point: Point) -> ToAccuracy | None:
     return ToAccuracy.of(records, epoch_j)
 
 
-def peak_memory(point: Point) -> int | None:
+def peak_memory(point: Measured) -> int | None:
     peaks = [p for p in point.peak_memory_bytes if p is not None]
     return max(peaks) if peaks else None
 
 
-def energy_summary(point: Point) -> EnergySummary | None:
+def energy_summary(point: Measured) -> EnergySummary | None:
     # (window, samples measured in it) for each repeat that could read energy
     windows = [
         (e, point.batch_size * len(steps))
@@ -230,7 +232,7 @@ def energy_summary(point: Point) -> EnergySummary | None:
     )
 
 
-def _power_check(point: Point) -> str | None:
+def _power_check(point: Measured) -> str | None:
     """Each device's mean power over each window must lie between its draw before
     the child's work and its enforced power limit (5% over it allowed for the
     counter's own averaging); anything else means a counter that cannot be trusted."""
@@ -256,20 +258,21 @@ def _power_check(point: Point) -> str | None:
     return "ok" if checked else None
 
 
-def achieved_flops(point: Point) -> float | None:
+def achieved_flops(point: Measured) -> float | None:
     """Model FLOP/s: FLOPs per sample times samples per second."""
-    if point.flops_per_sample is None or point.throughput is None:
+    tp = throughput(point)
+    if point.flops_per_sample is None or tp is None:
         return None
-    return point.flops_per_sample * point.throughput.value
+    return point.flops_per_sample * tp.value
 
 
-def mfu(point: Point) -> float | None:
+def mfu(point: Measured) -> float | None:
     """Model FLOPs utilisation over every repeat: achieved FLOP/s over the peak of the
     devices that trained, where the child recorded one (details.mfu, bench/mfu.py;
     a peak outside what a device can hold reads as none)."""
     record = point.details.get("mfu")
     peak = record.get("peak_flops") if isinstance(record, dict) else None
-    achieved = point.achieved_flops
+    achieved = achieved_flops(point)
     if achieved is None or peak is None or not positive(peak):
         return None
     return achieved / peak
@@ -278,11 +281,12 @@ def mfu(point: Point) -> float | None:
 _UNIT = re.compile(r"[a-z]{1,24}")  # tokens, pixels: what bench's workloads count
 
 
-def unit_throughput(point: Point) -> tuple[float, str] | None:
+def unit_throughput(point: Measured) -> tuple[float, str] | None:
     """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
     one besides samples (the worker records how many a sample holds)."""
     per_sample = point.details.get("per_sample")
-    if not isinstance(per_sample, dict) or point.throughput is None:
+    tp = throughput(point)
+    if not isinstance(per_sample, dict) or tp is None:
         return None
     count, unit = per_sample.get("count"), per_sample.get("unit")
     # A file's own words reach tables and headers: a unit is a short lower-case word.
@@ -290,10 +294,10 @@ def unit_throughput(point: Point) -> tuple[float, str] | None:
         return None
     if not _UNIT.fullmatch(unit):
         return None
-    return point.throughput.value * count, f"{unit}/s"
+    return tp.value * count, f"{unit}/s"
 
 
-def trained_on(point: Point) -> int:
+def trained_on(point: Measured) -> int:
     """How many devices trained the point: the ranks, or (one process over several, as
     JAX and TensorFlow train) the count the child's MFU record holds."""
     record = point.details.get("mfu")
@@ -301,31 +305,31 @@ def trained_on(point: Point) -> int:
     return devices if isinstance(devices, int) and 1 <= devices <= MAX_WHOLE else point.devices
 
 
-def unit_throughput_per_device(point: Point) -> tuple[float, str] | None:
+def unit_throughput_per_device(point: Measured) -> tuple[float, str] | None:
     """(5762.0, 'tokens/s'): the workload's unit per device that trained: the column
     LLM training figures are quoted in (torchtitan's TPS/GPU)."""
     total = unit_throughput(point)
     return (total[0] / trained_on(point), total[1]) if total else None
 
 
-def figures(point: Point) -> dict[str, Any]:
+def figures(point: Measured) -> dict[str, Any]:
     """The derived figures written beside a point's raw values, for readers of the
     file; recomputed (not read) on load."""
     data: dict[str, Any] = {}
-    tp, step, epoch = point.throughput, point.step_time, point.epoch_time
+    tp, step, epoch = throughput(point), step_time(point), epoch_time(point)
     data["throughput"] = dataclasses.asdict(tp) if tp else None
-    data["throughput_rsd"] = point.throughput_rsd
+    data["throughput_rsd"] = throughput_rsd(point)
     data["step_time"] = dataclasses.asdict(step) if step else None
     data["epoch_time"] = dataclasses.asdict(epoch) if epoch else None
-    data["peak_memory"] = {"value": point.peak_memory, "unit": "B", "kind": point.memory_kind}
-    data["achieved_flops"] = {"value": point.achieved_flops, "unit": "FLOP/s"}
-    per_unit = point.unit_throughput
+    data["peak_memory"] = {"value": peak_memory(point), "unit": "B", "kind": point.memory_kind}
+    data["achieved_flops"] = {"value": achieved_flops(point), "unit": "FLOP/s"}
+    per_unit = unit_throughput(point)
     data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
-    data["input_wait_fraction"] = point.input_wait_fraction
-    data["synthetic_ratio"] = point.synthetic_ratio
-    reached = point.to_accuracy
+    data["input_wait_fraction"] = input_wait_fraction(point)
+    data["synthetic_ratio"] = synthetic_ratio(point)
+    reached = to_accuracy(point)
     data["to_accuracy"] = reached.to_json() if reached else None
-    energy = point.energy_summary
+    energy = energy_summary(point)
     data["energy_summary"] = (
         {**dataclasses.asdict(energy), "samples_per_joule": energy.samples_per_joule,
          "units": {"total_j": "J", "per_sample_j": "J", "mean_power_w": "W",

@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bench.result import derive
 from bench.result.derive import EnergySummary, ToAccuracy
+from bench.result.measured import Measured
 from bench.result.response import Response
 from bench.result.schema import POINT_AXES
 from bench.stats import Estimate, Summary
@@ -167,65 +168,10 @@ def _tuples(rows: Any) -> tuple[tuple[float, ...], ...]:
 
 
 @dataclass(frozen=True)
-class Point:
-    """One measured point of a sweep: its axes, raw measurements per repeat, and status."""
-
-    batch_size: int  # GLOBAL batch: samples per step over all devices
-    precision: str
-    memory_format: str = "contiguous"
-    compile: str | None = None
-    status: str = "ok"
-    error: str | None = None
-    devices: int = 1
-    warmup_times_s: tuple[tuple[float, ...], ...] = ()  # one row per repeat
-    step_times_s: tuple[tuple[float, ...], ...] = ()
-    epoch_times_s: tuple[tuple[float, ...], ...] | None = None
-    peak_memory_bytes: tuple[int | None, ...] = ()
-    memory_kind: str | None = None
-    memory_unavailable: str | None = None
-    loss_first: tuple[float | None, ...] = ()
-    loss_last: tuple[float | None, ...] = ()
-    parameters: int | None = None
-    flops_per_sample: float | None = None
-    # Per repeat: {"window_s", "per_device_j", "sources", "epoch_j"}, or None.
-    energy: tuple[dict[str, Any] | None, ...] = ()
-    energy_unavailable: str | None = None
-    # Per repeat: {device: {"draw_w", "limit_w"}} read before the child's work, or None.
-    power_before: tuple[dict[str, Any] | None, ...] = ()
-    # Per repeat, with ranks: {"world_size", "nodes", "hosts", "mean_step_s" (per rank),
-    # "slowest_rank", "slowest_step_times_s", "bindings"}, or None.
-    ranks: tuple[dict[str, Any] | None, ...] = ()
-    # Per repeat: was the machine busy over the measured window (trackers/busy.py).
-    busy: tuple[dict[str, Any] | None, ...] = ()
-    # Why the figure is noisier than asked (--repeats auto that missed its target).
-    noise: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-    # The child's memory allocator, OpenMP runtime and NUMA binding (bench.runtime);
-    # None: as bench was launched. `runtime`: what was applied.
-    allocator: str | None = None
-    openmp: str | None = None
-    numa: str | None = None
-    runtime: dict[str, Any] | None = None
-    # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
-    optimize: str | None = None
-    # Activation checkpointing of the model's blocks (bench.parallel.checkpoint).
-    activation_checkpointing: str = "none"
-    # A decoder's levers (bench.workloads._levers): the attention kernel held, the loss
-    # whole or in chunks, the vocabulary's multiple (0: unpadded).
-    attention: str = "auto"
-    cross_entropy: str = "plain"
-    pad_vocab: int = 0
-    # On a real dataset, per repeat: each step's wait for its batch (s), and the
-    # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
-    # "eval_s", ...}]}.
-    input_wait_s: tuple[tuple[float, ...], ...] = ()
-    accuracy: tuple[dict[str, Any] | None, ...] = ()
-    # After training on a dataset, the same session on one synthetic batch (repeat 1).
-    synthetic_step_times_s: tuple[float, ...] = ()
-    # Trained to a validation loss (--train-to-loss), per repeat: the plan (target,
-    # tokens_per_step, budget, eval cadence and size, recipe), "curve": [{"step", "tokens",
-    # "sequences", "loss", "train_s", "eval_s", "train_loss"}], "stopped", "val".
-    loss: tuple[dict[str, Any] | None, ...] = ()
+class Point(Measured):
+    """One measured point of a sweep: its axes, raw measurements per repeat and status
+    (bench.result.measured), and what they give (bench.result.derive).
+    Its fields are Measured's; its properties compute the statistics."""
 
     @property
     def runtime_label(self) -> str:
