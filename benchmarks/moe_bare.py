@@ -6,7 +6,8 @@ router with the Switch load-balancing loss and the router z-loss, dropless routi
 with torch.nn.functional.grouped_mm (a loop over experts where it cannot run), AdamW
 with bench's decoder settings; under torchrun with --expert-parallel N, the experts
 split over N ranks and tokens exchanged with torch's functional all_to_all_single,
-FSDP2 over the rest. It reads the clock once around all measured steps.
+FSDP2 over the rest, each rank bound to an equal share of the CPUs as bench binds
+a CPU rank. It reads the clock once around all measured steps.
 
 The driver (no --bare) alternates fresh processes of bench and the bare loop for
 --rounds and prints each side's global tokens/s and the paired ratio's median with its
@@ -45,7 +46,11 @@ def bare(args: argparse.Namespace) -> None:
 
     ranked = "WORLD_SIZE" in os.environ
     world, rank = 1, 0
-    if ranked:
+    if ranked:  # each rank on an equal share of the CPUs, as bench binds a CPU rank
+        usable = sorted(os.sched_getaffinity(0))
+        local, local_world = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
+        share = len(usable) // local_world
+        os.sched_setaffinity(0, usable[local * share : (local + 1) * share])
         dist.init_process_group("gloo")
         world, rank = dist.get_world_size(), dist.get_rank()
     if args.threads:
