@@ -185,11 +185,13 @@ def bare(args: argparse.Namespace) -> None:
         from torch.distributed.fsdp import fully_shard
 
         everyone = init_device_mesh("cpu", (world,))
-        for block in model.layers:
+        for index, block in enumerate(model.layers):
             if parallel > 1:
                 fully_shard(block.experts, mesh=mesh["r"])
                 block.experts.set_gradient_divide_factor(float(world))
-            fully_shard(block, mesh=everyone)
+            # the last block's weights stay gathered for the backward that follows, as
+            # bench (and torchtitan) shards a decoder
+            fully_shard(block, mesh=everyone, reshard_after_forward=index < LAYERS - 1)
         fully_shard(model, mesh=everyone)
     optimizer = torch.optim.AdamW(model.parameters(), fused=True, **ADAMW)
     per_rank = args.batch_size // world
