@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from bench import launchers, memory_floor, cost, registry
+from bench import cost, launchers, memory_floor, registry
 from bench.config import PointConfig, RunConfig
 from bench.progress import Progress, Reporter
 from bench.result import MaxBatch, Probe, Result

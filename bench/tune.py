@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import launchers, cost, registry
+from bench import cost, launchers, registry
 from bench.config import PointConfig
 from bench.result import POINT_AXES, Point, point_axes
 from bench.runner import Response, Runner

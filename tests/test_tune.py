@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bench import launchers, cost, registry, result, tune
+from bench import launchers, registry, result, tune
 from bench.cli import main
 from bench.commands.options import duration
 from bench.commands.tune import default_axes, versus_runner_up
@@ -280,7 +280,7 @@ class Machine:
 def machine(monkeypatch):
     """Install a Machine as bench's launcher and clock: machine(step_s, ...), on 2 cores
     (a cold compile's prior scales with them)."""
-    monkeypatch.setattr(probe, "usable_cores", lambda: 2)
+    monkeypatch.setattr("bench.cost.usable_cores", lambda: 2)
 
     def install(step_s, **kwargs):
         fake = Machine(step_s, **kwargs)
@@ -451,7 +451,7 @@ def test_survivors_climb_to_a_larger_batch_that_round_one_never_reached(
     # survivors' batch 64 goes into the next round beside them, and wins. Compiling
     # costs nothing on this machine, and the cost model is told so. (8 minutes: in 10,
     # a compiled probe priced from its uncompiled twin, round 1 reaches batch 64 too.)
-    monkeypatch.setattr(probe, "cold_compile_s", lambda flops, cores: 0.0)
+    monkeypatch.setattr("bench.cost.cold_compile_s", lambda flops, cores: 0.0)
     config = RunConfig(workload="tiny", steps=20, repeats=3, batch_sizes=(32, 64),
                        precisions=("fp32",), memory_formats=("contiguous", "channels_last"),
                        compilers=(None, "inductor"))  # fmt: skip

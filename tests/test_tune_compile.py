@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from bench import launchers, cost, tune
+from bench import launchers, tune
 from bench.config import RunConfig
 from bench.result import Point
 from bench.tune import TuneRunner, command_line
@@ -63,7 +63,7 @@ class CompilingMachine(Machine):
 def two_cores(monkeypatch):
     """A CompilingMachine as bench's launcher and clock, on a machine of 2 cores (the
     cold compile's prior scales with the cores)."""
-    monkeypatch.setattr(probe, "usable_cores", lambda: 2)
+    monkeypatch.setattr("bench.cost.usable_cores", lambda: 2)
 
     def install(**kwargs):
         fake = CompilingMachine(**kwargs)

@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import data_ref, drift, launchers, cost, provenance, result, sequential
+from bench import cost, data_ref, drift, launchers, provenance, result, sequential
 from bench.axes import AXES
 from bench.commands.options import duration
 from bench.config import PointConfig, RunConfig
