@@ -353,8 +353,8 @@ class TorchSession(Session):
 
             dist.barrier()
 
-    def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every rank's `mine`, in rank order, as JSON (bench.frameworks._torch_ranks)."""
+    def gather(self, mine: ranks.RankShare) -> list[ranks.RankShare]:
+        """Every rank's share, in rank order, as JSON (bench.frameworks._torch_ranks)."""
         return [mine] if self.rank is None else _torch_ranks.gather(mine, self.rank, self.device)
 
     def close(self) -> None:
