@@ -193,9 +193,8 @@ def _measured(
     # A workload's own account of its steps (mixtures of experts: tokens per expert,
     # dropped tokens, the all-to-all), summed over ranks by a collective every rank
     # joins, before they gather.
-    account = getattr(getattr(session, "impl", None), "moe_report", None)
-    if account is not None:
-        moe = account(session.eager_model, list(answer.step_times_s))  # type: ignore[attr-defined]
+    moe = session.moe_report(list(answer.step_times_s))
+    if moe is not None:
         answer = replace(answer, details={**answer.details, "moe": moe})
     if rank is not None:
         shares = session.gather(share(answer, rank, socket.gethostname()))

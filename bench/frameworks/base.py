@@ -64,6 +64,11 @@ class Session(ABC):
         """One random batch of the training batches' shape, on the device, for train_on."""
         raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
 
+    def moe_report(self, step_times_s: list[float]) -> dict[str, Any] | None:
+        """A mixture of experts' own account of its measured steps (tokens per expert,
+        dropped tokens, the all-to-all: `details.moe`), or None for any other model."""
+        return None
+
     def gather(self, mine: RankShare) -> list[RankShare]:
         """Every rank's share, in rank order (a single process: just its own)."""
         return [mine]
