@@ -73,6 +73,8 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
         framework.preflight([candidate])
     except UsageError as error:
         return str(error)
+    if change.get("memory_format") == "channels_last" and point.spec.takes_seq_len:
+        return f"{point.workload} takes tokens: no image tensor to lay out channels last"
     multiple, vocab = change.get("pad_vocab"), point.spec.num_classes
     if multiple and vocab % multiple == 0:
         return f"{point.workload}'s vocabulary ({vocab:,}) is a multiple of {multiple} already"

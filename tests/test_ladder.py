@@ -324,6 +324,16 @@ def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child
     assert why is not None and why.startswith("compile: 'xla:reduce-overhead'") and "\n" not in why
     why = not_applicable(tf, rungs["fused optimizer"])
     assert why == "--optimize fused: not in tensorflow; it has none"
+    # a decoder has no image to lay out: its ladder skips channels_last (it ran a child
+    # that measured the same thing again), an image model's tries it
+    decoder = PointConfig(workload="gpt2", device="cpu", batch_size=4)
+    cpu_rungs = dict(steps("torch", "cpu"))
+    why = not_applicable(decoder, cpu_rungs["channels_last"])
+    assert why == "gpt2 takes tokens: no image tensor to lay out channels last"
+    assert (
+        not_applicable(PointConfig(workload="tiny", device="cpu"), cpu_rungs["channels_last"])
+        is None
+    )
     # what each platform climbs: the CPU the Xeon study's rungs, a Mac's the plain three
     assert [name for name, _ in steps("torch", "cpu")][-2:] == [
         "TCMalloc + Intel OpenMP", "IPEX (ipex.optimize)"
