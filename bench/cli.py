@@ -42,8 +42,7 @@ def manual_line(page: str) -> str:
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(found[0].choices) if found else {}
+    return dict(getattr(parser, "commands", {}))  # UsageParser keeps its subcommands
 
 
 def _point_to_the_manual(

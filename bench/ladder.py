@@ -15,7 +15,7 @@ can also set by hand. A change that does not apply here (no bf16 on this
 device, no compiler in this framework, a compile mode or optimisation the framework
 lacks, a library not installed) is skipped with its reason in one line, before any
 child; one the device itself cannot run (TF32 on a V100) fails in its child, and its
-rung says why. A rung that bench tune's cost model (bench.probe) predicts will not fit in
+rung says why. A rung that bench tune's cost model (bench.cost) predicts will not fit in
 memory, from the peaks of the batches measured before it (a 2-core VM of 24 GiB: ResNet-50
 at batch 256 in fp32 takes 21.7 GiB) or a smaller batch that ran out, is skipped with that
 reason instead of swapping the machine for minutes. Every rung, kept or not, is in the
@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from bench import probe, registry, runtime
+from bench import cost, registry, runtime
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
 from bench.result import Point
@@ -73,6 +73,8 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
         framework.preflight([candidate])
     except UsageError as error:
         return str(error)
+    if change.get("memory_format") == "channels_last" and point.spec.takes_seq_len:
+        return f"{point.workload} takes tokens: no image tensor to lay out channels last"
     multiple, vocab = change.get("pad_vocab"), point.spec.num_classes
     if multiple and vocab % multiple == 0:
         return f"{point.workload}'s vocabulary ({vocab:,}) is a multiple of {multiple} already"
@@ -105,7 +107,7 @@ class LadderRunner(Runner):
         self.result.ladder = []
         # What tune's search predicts memory with: each measured rung's peak (the child's
         # time is not used: the ladder runs every rung whole).
-        self.costs = probe.CostModel(probe.memory_limit(self.config))
+        self.costs = cost.CostModel(cost.memory_limit(self.config))
         for _ in self._climb():
             self._save()
 

@@ -3,7 +3,7 @@ sequence length that trains, for each precision, format and compiler, found by p
 the parent runs one at a time and saves as each answers (a Runner's, `find_max`).
 
 The rule is `search_largest` (doubling, then bisection on multiples of a step; a guess
-from the line through the probes' memory peaks, bench.probe, may name the next probe).
+from the line through the probes' memory peaks, bench.cost, may name the next probe).
 Where the probes may share a child (`shares_a_child`) they train one after another in a
 probing child (bench.launchers.probing) and the answer is trained again in a fresh one.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from bench import launchers, memory_floor, probe, registry
+from bench import cost, launchers, memory_floor, registry
 from bench.config import PointConfig, RunConfig
 from bench.progress import Progress, Reporter
 from bench.result import MaxBatch, Probe, Result
@@ -39,7 +39,7 @@ class SearchHost(Protocol):
     reporter: Reporter
     probing: Callable[[], ProbingChild] | None
 
-    def _spawn(self, point: PointConfig, task: str = "measure") -> Response: ...
+    def _spawn(self, point: PointConfig, job: str = "measure") -> Response: ...
     def _environment(self, response: Response) -> None: ...
     def _save(self) -> None: ...
 
@@ -119,22 +119,22 @@ def _next_guess(
     config: RunConfig, search: MaxBatch, unit: int, step: int, value: int
 ) -> int | None:
     """The micro-batch to probe after `value` trained, from the line through the
-    peaks of this search's probes that trained (bench.probe.memory_line, as tune and
+    peaks of this search's probes that trained (bench.cost.memory_line, as tune and
     the ladder use it): the one predicted at HEADROOM of the memory a rank has, once
     past it the first predicted above all of it; None without a line, a known
     memory, or a prediction above `value` (the search doubles)."""
-    limit = probe.memory_limit(config)
+    limit = cost.memory_limit(config)
     peaks = {
         p.batch_size // unit: p.peak_memory_bytes
         for p in search.probes
         if p.status == "ok" and isinstance(p.peak_memory_bytes, int) and p.peak_memory_bytes
     }
-    line = probe.memory_line(peaks)
+    line = cost.memory_line(peaks)
     if limit is None or line is None:
         return None
     _, high, slope = line
     high_peak = peaks[high]
-    for share, past in ((probe.HEADROOM, 0), (1.0, step)):
+    for share, past in ((cost.HEADROOM, 0), (1.0, step)):
         predicted = int(high + (share * limit - high_peak) / slope) + past
         if predicted >= step:  # the search probes multiples of its step above it
             predicted -= predicted % step

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.errors import BenchError, UsageError
-from bench.result.response import Response
+from bench.result.response import InvalidResponse, Response
 
 # The run's shared secret on every machine of a run with several (never on a command
 # line, which `ps` shows and the result records, nor in a result or a log).
@@ -71,24 +71,69 @@ def current() -> Rank | None:
 
 # What rank 0 keeps of each rank: enough to see a straggler, a node's provenance and
 # its energy; not every rank's whole response.
-def share(response: Response, rank: Rank, host: str) -> dict[str, Any]:
-    """This rank's part of the point, for rank 0 to gather (JSON)."""
-    mine: dict[str, Any] = {
-        "rank": rank.rank,
-        "node": rank.node,
-        "host": host,
-        "binding": response.binding,
-        "step_times_s": list(response.step_times_s),
-        "peak_memory_bytes": response.peak_memory_bytes,
-    }
+_HOST_MAX = 253  # characters of a host name (DNS's longest)
+
+
+@dataclass(frozen=True)
+class RankShare:
+    """One rank's part of a point, sent to rank 0 as JSON (never a pickle) and read back
+    typed: its figures are a Response's own fields, checked by the rules a child's pipe
+    is (bench.result.response), since a rank may be another machine's."""
+
+    rank: int
+    node: int
+    host: str
+    # Step times, peak memory and binding; where the rank speaks for its machine
+    # (Rank.leads_node), also that machine's environment, energy and power before.
+    answer: Response
+    leads_node: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "node": self.node, "host": self.host,
+                "leads_node": self.leads_node, "answer": self.answer.to_json()}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, sender: int, value: dict[str, Any]) -> RankShare:
+        """Rank `sender`'s share, or one line saying what in it is refused."""
+
+        def refused(why: str) -> BenchError:
+            return BenchError(f"rank {sender} sent a share {why}: refused")
+
+        if set(value) != {"rank", "node", "host", "leads_node", "answer"}:
+            raise refused("with other fields than rank, node, host, leads_node, answer")
+        rank, node, host = value["rank"], value["node"], value["host"]
+        if rank != sender or type(rank) is not int:
+            raise refused(f"that names another rank ({str(rank)[:20]!r})")
+        if type(node) is not int or not 0 <= node < 2**16:
+            raise refused("whose node is not a whole number from 0 to 65,535")
+        if not isinstance(host, str) or not 0 < len(host) <= _HOST_MAX or not host.isprintable():
+            raise refused(f"whose host is not a name of 1 to {_HOST_MAX} printable characters")
+        if type(value["leads_node"]) is not bool:
+            raise refused("whose leads_node is not true or false")
+        try:
+            answer = Response.from_json(value["answer"])
+        except InvalidResponse as error:
+            raise refused(f"that is not a rank's figures ({error})") from None
+        return cls(rank, node, host, answer, value["leads_node"])
+
+
+def share(response: Response, rank: Rank, host: str) -> RankShare:
+    """This rank's part of the point, for rank 0 to gather."""
+    mine = Response(
+        status="ok",
+        binding=response.binding,
+        step_times_s=response.step_times_s,
+        peak_memory_bytes=response.peak_memory_bytes,
+    )
     if rank.leads_node:
-        mine.update(
+        mine = replace(
+            mine,
             environment=response.environment,
             energy=response.energy,
             energy_unavailable=response.energy_unavailable,
             power_before=response.power_before,
         )
-    return mine
+    return RankShare(rank.rank, rank.node, host, mine, rank.leads_node)
 
 
 # Provenance that must match on every machine of one point, or the result says so.
@@ -108,13 +153,13 @@ _SAME_ON_EVERY_NODE = (
 )
 
 
-def _energy(nodes: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+def _energy(nodes: list[RankShare]) -> tuple[dict[str, Any] | None, str | None]:
     """Every machine's energy window summed, device names prefixed by machine; the
     machines without a counter named."""
     if len(nodes) == 1:  # one machine: its window as it is
-        return nodes[0].get("energy"), nodes[0].get("energy_unavailable")
-    windows = [(n["node"], n.get("energy")) for n in nodes]
-    missing = [f"node {node}: {n.get('energy_unavailable') or 'no reading'}"
+        return nodes[0].answer.energy, nodes[0].answer.energy_unavailable
+    windows = [(n.node, n.answer.energy) for n in nodes]
+    missing = [f"node {node}: {n.answer.energy_unavailable or 'no reading'}"
                for (node, e), n in zip(windows, nodes, strict=True) if not e]  # fmt: skip
     read = [(node, e) for node, e in windows if e]
     if not read:
@@ -140,16 +185,16 @@ def _fact(environment: dict[str, Any], section: str, key: str) -> str:
     return json.dumps((environment.get(section) or {}).get(key), sort_keys=True)
 
 
-def merge(shares: list[dict[str, Any]], response: Response) -> Response:
+def merge(shares: list[RankShare], response: Response) -> Response:
     """Rank 0's response for the whole point: its own step times (the global pace,
     every rank synchronised), every rank's mean step and the slowest rank's steps, the
     largest per-rank peak memory, every machine's provenance and energy."""
-    shares = sorted(shares, key=lambda s: s["rank"])
-    means = [sum(s["step_times_s"]) / len(s["step_times_s"]) if s["step_times_s"] else None
-             for s in shares]  # fmt: skip
+    shares = sorted(shares, key=lambda s: s.rank)
+    steps = [s.answer.step_times_s for s in shares]
+    means = [sum(times) / len(times) if times else None for times in steps]
     slowest = max(range(len(shares)), key=lambda i: means[i] or 0.0)
-    peaks = [s["peak_memory_bytes"] for s in shares if s["peak_memory_bytes"] is not None]
-    nodes = [s for s in shares if "environment" in s]  # each machine's local rank 0
+    peaks = [s.answer.peak_memory_bytes for s in shares if s.answer.peak_memory_bytes is not None]
+    nodes = [s for s in shares if s.leads_node]  # each machine's local rank 0
     energy, energy_unavailable = _energy(nodes)
     merged = replace(
         response,
@@ -158,17 +203,17 @@ def merge(shares: list[dict[str, Any]], response: Response) -> Response:
         ranks={
             "world_size": len(shares),
             "nodes": len(nodes),
-            "hosts": [s["host"] for s in shares],
+            "hosts": [s.host for s in shares],
             "mean_step_s": means,
-            "slowest_rank": shares[slowest]["rank"],
-            "slowest_step_times_s": shares[slowest]["step_times_s"],
-            "bindings": [s["binding"] for s in shares],
+            "slowest_rank": shares[slowest].rank,
+            "slowest_step_times_s": list(steps[slowest]),
+            "bindings": [s.answer.binding for s in shares],
         },
         energy=energy,
         energy_unavailable=energy_unavailable,
     )
     if len(nodes) > 1 and response.environment:
-        environments = [n.get("environment") or {} for n in nodes]
+        environments = [n.answer.environment or {} for n in nodes]
         differ = sorted(
             f"{section}.{key}"
             for section, key in _SAME_ON_EVERY_NODE
@@ -176,8 +221,8 @@ def merge(shares: list[dict[str, Any]], response: Response) -> Response:
         )
         power = {}
         for node in nodes:
-            for device, reading in (node.get("power_before") or {}).items():
-                power[f"node{node['node']}/{device}"] = reading
+            for device, reading in (node.answer.power_before or {}).items():
+                power[f"node{node.node}/{device}"] = reading
         merged = replace(
             merged,
             environment={**response.environment, "nodes": environments, "nodes_differ": differ},

@@ -25,7 +25,7 @@ from bench.progress import Progress, Reporter, SilentReporter
 from bench.result import POINT_AXES, Point, Result, point_axes
 from bench.result.response import Response
 
-# spawn(point, task, on_progress) -> the answer of a fresh child; task is "measure" or
+# spawn(point, job, on_progress) -> the answer of a fresh child; job is "measure" or
 # "count_flops". launchers.spawn answers a Response; a stand-in may answer the JSON a
 # child writes, read here once (launchers.read).
 Spawn = Callable[[PointConfig, str, Progress], Response | dict[str, Any]]
@@ -183,9 +183,9 @@ class Runner:
                 )
             self.save_error = error
 
-    def _spawn(self, point: PointConfig, task: str = "measure") -> Response:
+    def _spawn(self, point: PointConfig, job: str = "measure") -> Response:
         try:
-            response = launchers.read(self.spawn(point, task, self.reporter.progress))
+            response = launchers.read(self.spawn(point, job, self.reporter.progress))
         except launchers.Stopped as stop:
             self._environment(stop.response)
             raise

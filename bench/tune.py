@@ -7,13 +7,13 @@ whose cost varies a hundredfold across the grid, the budget is wall time, Ctrl-C
 --resume must keep every probe, and each decision must be written into the result in
 words; a sampler built for cheap trials in one process brings none of that.
 
-Round 1 probes the grid cheapest first (bench.probe: a configuration's predicted seconds,
+Round 1 probes the grid cheapest first (bench.cost: a configuration's predicted seconds,
 from the model's FLOPs per sample times its batch at the rate the probes so far reached;
 before the first probe, the smallest batch without a compiler): a fresh child, FIRST_STEPS
 measured steps, one run. It takes no new probe that is predicted to end past its half of
 the budget (the whole budget while fewer than two configurations were measured), or to
 leave too little for the final round. A compiled configuration is priced with its cold
-compile until one compiled child ran (bench.probe), so each change's cheap variant, no
+compile until one compiled child ran (bench.cost), so each change's cheap variant, no
 compiler, is probed before its compiled one. The best third go on to round 2
 with three times the steps, each with its next larger batch beside it where no round
 probed that yet (round 1, cheapest first, reaches the small batches first), and so on;
@@ -26,7 +26,7 @@ skipped: the best three go to the final round.
 Every child has a time cap (CAP_FACTOR times its predicted time, a share of the budget
 while nothing like it has run): a probe past it drops out with that reason and larger
 batches of its kind are left out. So is a configuration predicted not to fit in memory
-(bench.probe), with its reason; a probe that fails (out of memory, an error) drops out
+(bench.cost), with its reason; a probe that fails (out of memory, an error) drops out
 with its own. The record says, in the end, whether the final round ranked at least two
 configurations (`ranked`), how much of the grid was measured, left out or not reached
 (`coverage`), the time spent and why the search stopped where it did.
@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import launchers, probe, registry
+from bench import cost, launchers, registry
 from bench.config import PointConfig
 from bench.result import POINT_AXES, Point, point_axes
 from bench.runner import Response, Runner
@@ -123,7 +123,7 @@ class TuneRunner(Runner):
             self.spawn = self._capped
         self.budget_s = budget_s
         self.cap_s: float | None = None  # the running child's time cap
-        self.cost = probe.CostModel(probe.memory_limit(self.config))
+        self.cost = cost.CostModel(cost.memory_limit(self.config))
         self._before: dict[tuple[Any, ...], tuple[Point, float | None]] = {}  # interrupted
         self._spent_before = 0.0
         self._started = 0.0
@@ -132,10 +132,10 @@ class TuneRunner(Runner):
         self._climbed: list[str] = []  # the next round's batch-ups, by label
         self._measured_best: list[PointConfig] = []  # the last round's best two
 
-    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> Response:
+    def _capped(self, point: PointConfig, job: str, on_progress: Any) -> Response:
         """launchers.spawn with the child's time cap (and the run's --timeout, if shorter)."""
         caps = [c for c in (self.cap_s, self.config.timeout_s) if c]
-        return launchers.spawn(point, task, on_progress, min(caps) if caps else None)
+        return launchers.spawn(point, job, on_progress, min(caps) if caps else None)
 
     def _resume(self, path: Path) -> None:
         super()._resume(path)
@@ -325,8 +325,8 @@ class TuneRunner(Runner):
         self._tune["needed_s"] = round(need, 1)
         self._tune["not_ranked"] = (
             f"could not rank: round 1 measured one configuration in the "
-            f"{probe.format_seconds(self.budget_s)} budget, and a final round of one ranks "
-            f"nothing; a budget of about {probe.format_seconds(need)} would probe another "
+            f"{cost.format_seconds(self.budget_s)} budget, and a final round of one ranks "
+            f"nothing; a budget of about {cost.format_seconds(need)} would probe another "
             "and measure both again"
         )
         _stopped(self._tune, "budget: one configuration measured, no final round")
@@ -348,7 +348,7 @@ class TuneRunner(Runner):
         outweighs its steps, are probed without a compiler first, then with the study's
         changes first, then in the seeded order, all over the grid); before it knows
         anything, the smallest batch without a compiler or optimisation. A compiled
-        configuration's price holds its cold compile (bench.probe), so the cheap variants
+        configuration's price holds its cold compile (bench.cost), so the cheap variants
         of each change come before the compiled ones."""
         predicted = {p: self.cost.child_s(p) for p in remaining}
         known = [c for c in predicted.values() if c is not None and c > 0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import probe
+from bench import cost
 from bench.result import Point
 
 
@@ -59,14 +59,14 @@ def why_not_ranked(
         finished = {0: "no configuration", 1: "one configuration"}.get(ok, f"{ok} configurations")
         return (
             f"could not rank: {finished} finished a probe in "
-            f"{probe.format_seconds(elapsed_s)} of a "
-            f"{probe.format_seconds(budget_s)} budget (the cheapest probe takes about "
-            f"{probe.format_seconds(cheapest)} or more), and a ranking needs two probed and "
+            f"{cost.format_seconds(elapsed_s)} of a "
+            f"{cost.format_seconds(budget_s)} budget (the cheapest probe takes about "
+            f"{cost.format_seconds(cheapest)} or more), and a ranking needs two probed and "
             f"measured again {repeats} times each; a budget of at least "
-            f"{probe.format_seconds(need)} would let it"
+            f"{cost.format_seconds(need)} would let it"
         )
     return (
         f"could not rank: the final round of two did not fit in the "
-        f"{probe.format_seconds(budget_s)} budget; a budget of about "
-        f"{probe.format_seconds(need)} would let it"
+        f"{cost.format_seconds(budget_s)} budget; a budget of about "
+        f"{cost.format_seconds(need)} would let it"
     )

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
     ("fleet", "ladder", "tune", "tune_command", "tune_outcome", "tune_record", "report"),
-    ("runner", "max_batch", "probe", "launchers", "child", "runtime", "drift"),
+    ("runner", "max_batch", "cost", "launchers", "child", "runtime", "drift"),
     ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance", "registry"),
     ("parallel", "mfu", "memory_floor"),
     (

@@ -145,8 +145,8 @@ def test_space_freed_later_saves_everything(small_disk):
 def test_a_disk_still_full_at_the_end_prints_the_result_and_one_line(
     small_disk, monkeypatch, capsys
 ):
-    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
-        if task == "count_flops":
+    def fake_worker(point, job, on_progress, timeout_s=None, runtime=None):
+        if job == "count_flops":
             return Response(status="ok", flops_per_sample=1.0)
         if point.batch_size == 8:
             fill(small_disk)
@@ -171,8 +171,8 @@ def test_a_stop_on_a_full_disk_exits_as_a_stop_with_the_result_printed(
     """Ctrl-C while the disk was full exited 1, as a failure: a script waiting for
     130 (or 143) to tell a stop took it for a crash."""
 
-    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
-        if task == "count_flops":
+    def fake_worker(point, job, on_progress, timeout_s=None, runtime=None):
+        if job == "count_flops":
             return Response(status="ok", flops_per_sample=1.0)
         if point.batch_size == 8:
             fill(small_disk)
@@ -367,8 +367,8 @@ def test_a_stop_before_the_first_point_says_nothing_finished_and_show_says_so(
 ):
     """It said 'finished points are saved in F', and bench show F printed nothing."""
 
-    def fake_worker(point, task, on_progress, timeout_s=None, runtime=None):
-        if task == "count_flops":
+    def fake_worker(point, job, on_progress, timeout_s=None, runtime=None):
+        if job == "count_flops":
             return Response(status="ok", flops_per_sample=1.0)
         raise KeyboardInterrupt
 

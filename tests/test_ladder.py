@@ -193,7 +193,7 @@ def test_an_interrupted_climb_goes_on_without_measuring_again(tmp_path, librarie
     again = LadderRunner(config, tmp_path, spawn=child, command=["bench", "ladder"])
     again.resume(first.path)
     outcome = again.run()
-    measured = [p for p, task in child.calls if task == "measure"]
+    measured = [p for p, job in child.calls if job == "measure"]
     assert len(measured) == 4 * 3  # bf16, channels_last, compile, TCMalloc: 3 repeats each
     _, fresh = climb(tmp_path / "fresh")
     assert outcome.ladder == fresh.ladder and again.path == first.path
@@ -219,7 +219,7 @@ def test_a_batch_predicted_past_the_memory_is_skipped_with_the_cost_models_reaso
     rung = next(r for r in outcome.ladder if r["rung"] == "batch 256")
     assert rung["kept"] is None
     assert rung["why"].startswith("skipped: memory: about 32.00 GiB predicted (batch 64: ")
-    assert 256 not in {point.batch_size for point, task in child.calls if task == "measure"}
+    assert 256 not in {point.batch_size for point, job in child.calls if job == "measure"}
     assert [r["rung"] for r in outcome.ladder][:5] == [
         "baseline", "batch 32", "batch 64", "batch 256", "bf16",
     ]  # fmt: skip
@@ -286,8 +286,8 @@ def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda
             top["optimize"]) == (64, "bf16", "channels_last", "inductor:reduce-overhead",
                                  "fused")  # fmt: skip
     # each rung is a point like any other: a child of the device with its levers
-    measured = {(p.precision, p.compile, p.optimize) for p, task in child.calls
-                if task == "measure"}  # fmt: skip
+    measured = {(p.precision, p.compile, p.optimize) for p, job in child.calls
+                if job == "measure"}  # fmt: skip
     assert ("bf16", "inductor:reduce-overhead", "fused") in measured
     assert all(p.device == "cuda" for p, _ in child.calls)
 
@@ -324,6 +324,16 @@ def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child
     assert why is not None and why.startswith("compile: 'xla:reduce-overhead'") and "\n" not in why
     why = not_applicable(tf, rungs["fused optimizer"])
     assert why == "--optimize fused: not in tensorflow; it has none"
+    # a decoder has no image to lay out: its ladder skips channels_last (it ran a child
+    # that measured the same thing again), an image model's tries it
+    decoder = PointConfig(workload="gpt2", device="cpu", batch_size=4)
+    cpu_rungs = dict(steps("torch", "cpu"))
+    why = not_applicable(decoder, cpu_rungs["channels_last"])
+    assert why == "gpt2 takes tokens: no image tensor to lay out channels last"
+    assert (
+        not_applicable(PointConfig(workload="tiny", device="cpu"), cpu_rungs["channels_last"])
+        is None
+    )
     # what each platform climbs: the CPU the Xeon study's rungs, a Mac's the plain three
     assert [name for name, _ in steps("torch", "cpu")][-2:] == [
         "TCMalloc + Intel OpenMP", "IPEX (ipex.optimize)"

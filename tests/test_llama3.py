@@ -122,8 +122,8 @@ def test_the_runner_takes_the_formula_and_starts_no_child_to_count(tmp_path):
     from bench.config import RunConfig
     from bench.runner import Runner
 
-    def spawn(point, task, progress):
-        raise AssertionError(f"no {task} child for a formula workload")
+    def spawn(point, job, progress):
+        raise AssertionError(f"no {job} child for a formula workload")
 
     runner = Runner(RunConfig(workload="llama3-8b", seq_len=2048), output_dir=tmp_path,
                     spawn=spawn)  # fmt: skip

@@ -58,7 +58,7 @@ def test_a_workload_without_a_state_formula_is_never_refused():
 
 
 def test_the_max_batch_search_answers_no_batch_fits_with_the_reason_and_no_probe(tmp_path):
-    def spawn(point, task, progress):
+    def spawn(point, job, progress):
         raise AssertionError("no probe for a model whose state cannot fit")
 
     config = RunConfig(workload="llama3-1b", memory_limit_bytes=2**30, find_max_batch=True)

@@ -30,16 +30,16 @@ def ok_response(step_s: float = 0.1) -> dict:
 
 class FakeChild:
     """Stands in for spawn_worker: answers measurements from a script (n counts them),
-    FLOP counts with `flops`, and records every (point, task) it was asked."""
+    FLOP counts with `flops`, and records every (point, job) it was asked."""
 
     def __init__(self, answer, flops=2e6):
         self.answer, self.flops = answer, flops
         self.calls = []
         self.measured = 0
 
-    def __call__(self, point, task, on_progress):
-        self.calls.append((point, task))
-        if task == "count_flops":
+    def __call__(self, point, job, on_progress):
+        self.calls.append((point, job))
+        if job == "count_flops":
             return {"status": "ok", "flops_per_sample": self.flops, "environment": {"host": {}}}
         self.measured += 1
         return self.answer(point, self.measured)
@@ -100,7 +100,7 @@ def test_flops_are_counted_once_per_shape_in_a_child_of_their_own(tmp_path):
         tmp_path,
         spawn=child,
     ).run()
-    assert [task for _, task in child.calls] == ["count_flops"] + ["measure"] * 4
+    assert [job for _, job in child.calls] == ["count_flops"] + ["measure"] * 4
     assert all(p.flops_per_sample == 2e6 for p in outcome.points)
     assert outcome.points[0].achieved_flops == pytest.approx(2e6 * 4 / 0.1)
 
@@ -346,7 +346,7 @@ def test_a_primitive_that_cannot_be_created_under_a_cap_is_out_of_memory(
 
     monkeypatch.setattr(registry, "framework", lambda name: Failing())
     point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=limit)
-    response = worker.run_point({"point": point.to_dict(), "task": "measure"})
+    response = worker.run_point({"point": point.to_dict(), "job": "measure"})
     assert response.status == status
     assert response.error == "RuntimeError: could not create a primitive"
 
@@ -380,7 +380,7 @@ def test_a_rank_that_does_not_speak_for_its_machine_imports_before_the_cap(monke
     point = PointConfig(workload="tiny", device="cpu", devices=2, batch_size=8,
                         memory_limit_bytes=2**40)  # fmt: skip
     rank = Rank(rank=1, local_rank=1, world_size=2, local_world_size=2, node=0)
-    response = worker.run_point({"point": point.to_dict(), "task": "measure"}, rank=rank)
+    response = worker.run_point({"point": point.to_dict(), "job": "measure"}, rank=rank)
     assert done == ["imports", "cap"]
     assert response.status == "oom", response.error
 
@@ -404,7 +404,7 @@ def test_a_memory_error_is_out_of_memory_without_asking_the_framework(monkeypatc
 
     monkeypatch.setattr(registry, "framework", lambda name: Starved())
     point = PointConfig(workload="tiny", device="cpu", memory_limit_bytes=2**40)
-    assert worker.run_point({"point": point.to_dict(), "task": "measure"}).status == "oom"
+    assert worker.run_point({"point": point.to_dict(), "job": "measure"}).status == "oom"
 
 
 def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_path):
@@ -420,7 +420,7 @@ def test_a_resumed_run_keeps_what_it_measured_and_measures_only_the_rest(tmp_pat
     again = Runner(config, tmp_path, spawn=child)
     again.resume(first.path)
     outcome = again.run()
-    assert [p.batch_size for p, task in child.calls if task == "measure"] == [16, 32]
+    assert [p.batch_size for p, job in child.calls if job == "measure"] == [16, 32]
     assert again.path == first.path and len(list(tmp_path.glob("*.json"))) == 1
     saved = result.load(first.path)
     assert saved.status == "complete" and [p.batch_size for p in saved.points] == [8, 16, 32]
@@ -553,8 +553,8 @@ def test_an_xla_run_reads_the_reference_flops_table_without_a_child(
     monkeypatch.setattr(catalog, "reference_flops", lambda workload, shape: None)
     other = dataclasses.replace(point, workload="cnn-s")
     assert runner._flops_per_sample(other) == 1.0
-    ((counted, task),) = child.calls
-    assert task == "count_flops" and counted.workload == "cnn-s"
+    ((counted, job),) = child.calls
+    assert job == "count_flops" and counted.workload == "cnn-s"
 
 
 def test_a_decoders_progress_lines_name_no_memory_format(tmp_path):
@@ -594,8 +594,8 @@ def test_each_run_to_a_target_trains_with_a_seed_of_its_own_and_a_measurement_sh
                   seed=7),
         tmp_path / "a", spawn=to_loss,
     ).run()  # fmt: skip
-    assert [p.seed for p, task in to_loss.calls if task == "measure"] == [7, 8, 9]
+    assert [p.seed for p, job in to_loss.calls if job == "measure"] == [7, 8, 9]
     plain = FakeChild(lambda point, n: ok_response())
     Runner(RunConfig(workload="tiny", batch_sizes=(4,), repeats=3, seed=7), tmp_path / "b",
            spawn=plain).run()  # fmt: skip
-    assert [p.seed for p, task in plain.calls if task == "measure"] == [7, 7, 7]
+    assert [p.seed for p, job in plain.calls if job == "measure"] == [7, 7, 7]

@@ -67,8 +67,8 @@ class Machine:
         self.environment = environment or here()
         self.clock, self.repeats, self.timeouts = 0.0, 0, []
 
-    def __call__(self, point, task, on_progress, timeout_s=None):
-        if task == "count_flops":
+    def __call__(self, point, job, on_progress, timeout_s=None):
+        if job == "count_flops":
             return {"status": "ok", "flops_per_sample": 2e6, "environment": self.environment}
         self.repeats += 1
         self.timeouts.append(timeout_s)
@@ -169,12 +169,12 @@ def test_sigterm_keeps_every_finished_repeat_and_says_the_verdict_so_far(tmp_pat
     on_disk = []  # repeats in the saved file as each child starts: a kill -9 keeps these
     spawn = fake.__call__
 
-    def watched(point, task, on_progress, timeout_s=None):
-        if task == "measure":
+    def watched(point, job, on_progress, timeout_s=None):
+        if job == "measure":
             files = list((tmp_path / "out").glob("*.json"))
             on_disk.append(len(settled_file(tmp_path).points[0].repeat_throughputs())
                            if files and result.load(files[0]).points else 0)  # fmt: skip
-        return spawn(point, task, on_progress, timeout_s)
+        return spawn(point, job, on_progress, timeout_s)
 
     launchers.spawn = watched  # the machine fixture's monkeypatch restores it
     code = main(["diff", old, new, "--settle", "--output-dir", str(tmp_path / "out")])

@@ -415,7 +415,7 @@ def test_a_stopped_child_answers_with_the_curve_it_measured(tmp_path):
         [sys.executable, "-m", "bench.child.worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    child.stdin.write(json.dumps({"point": point.to_dict(), "task": "measure"}))  # type: ignore[union-attr]
+    child.stdin.write(json.dumps({"point": point.to_dict(), "job": "measure"}))  # type: ignore[union-attr]
     child.stdin.close()  # type: ignore[union-attr]
     # Past its start-up (importing torch, building the model: seconds, more on a busy
     # machine), into training: a signal before the child's handler is set ends it bare.

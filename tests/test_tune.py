@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bench import launchers, probe, registry, result, tune
+from bench import launchers, registry, result, tune
 from bench.cli import main
 from bench.commands.options import duration
 from bench.commands.tune import default_axes, versus_runner_up
@@ -68,7 +68,7 @@ def test_halving_finds_the_fastest_of_the_grid(tmp_path):
     ranked = [p.throughput.value for p in outcome.points]
     assert ranked == sorted(ranked, reverse=True)
     # each probe is a child with the round's steps: 32 + 11 + 4 x 3 repeats
-    measured = [p for p, task in child.calls if task == "measure"]
+    measured = [p for p, job in child.calls if job == "measure"]
     assert len(measured) == 32 + 11 + 12
     assert {p.steps for p in measured[:32]} == {3} and {p.steps for p in measured[-12:]} == {20}
     # every probe is saved and loads back
@@ -199,7 +199,7 @@ def test_an_interrupted_search_goes_on_without_measuring_again(tmp_path):
     again = TuneRunner(config, tmp_path, spawn=child, command=["bench", "tune"])
     again.resume(path)
     outcome = again.run()
-    measured = [p for p, task in child.calls if task == "measure"]
+    measured = [p for p, job in child.calls if job == "measure"]
     assert len(measured) == (11 - 7) + 4 * 3  # the rest of round 2, then the finalists
     assert again.path == path and result.load(path).status == "complete"
     _, fresh, _ = search(tmp_path / "fresh")
@@ -253,8 +253,8 @@ class Machine:
         self.clock = 0.0
         self.children = []
 
-    def __call__(self, point, task, on_progress, timeout_s=None):
-        if task == "count_flops":
+    def __call__(self, point, job, on_progress, timeout_s=None):
+        if job == "count_flops":
             self.clock += self.start_s
             return {"status": "ok", "flops_per_sample": 2e6, "environment": {"host": {}}}
         self.children.append(point)
@@ -280,7 +280,7 @@ class Machine:
 def machine(monkeypatch):
     """Install a Machine as bench's launcher and clock: machine(step_s, ...), on 2 cores
     (a cold compile's prior scales with them)."""
-    monkeypatch.setattr(probe, "usable_cores", lambda: 2)
+    monkeypatch.setattr("bench.cost.usable_cores", lambda: 2)
 
     def install(step_s, **kwargs):
         fake = Machine(step_s, **kwargs)
@@ -451,7 +451,7 @@ def test_survivors_climb_to_a_larger_batch_that_round_one_never_reached(
     # survivors' batch 64 goes into the next round beside them, and wins. Compiling
     # costs nothing on this machine, and the cost model is told so. (8 minutes: in 10,
     # a compiled probe priced from its uncompiled twin, round 1 reaches batch 64 too.)
-    monkeypatch.setattr(probe, "cold_compile_s", lambda flops, cores: 0.0)
+    monkeypatch.setattr("bench.cost.cold_compile_s", lambda flops, cores: 0.0)
     config = RunConfig(workload="tiny", steps=20, repeats=3, batch_sizes=(32, 64),
                        precisions=("fp32",), memory_formats=("contiguous", "channels_last"),
                        compilers=(None, "inductor"))  # fmt: skip

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from bench import launchers, probe, tune
+from bench import launchers, tune
 from bench.config import RunConfig
 from bench.result import Point
 from bench.tune import TuneRunner, command_line
@@ -45,8 +45,8 @@ class CompilingMachine(Machine):
         super().__init__(step_s, **kwargs)
         self.compile_s, self.flops = compile_s, flops
 
-    def __call__(self, point, task, on_progress, timeout_s=None):
-        if task == "count_flops":
+    def __call__(self, point, job, on_progress, timeout_s=None):
+        if job == "count_flops":
             self.clock += self.start_s
             return {"status": "ok", "flops_per_sample": self.flops, "environment": {"host": {}}}
         extra = self.compile_s if point.compile else 0.0
@@ -56,14 +56,14 @@ class CompilingMachine(Machine):
             return {"status": "error", "error": f"timed out after {timeout_s:g} s"}
         self.clock += extra
         left = None if timeout_s is None else timeout_s - extra
-        return super().__call__(point, task, on_progress, left)
+        return super().__call__(point, job, on_progress, left)
 
 
 @pytest.fixture
 def two_cores(monkeypatch):
     """A CompilingMachine as bench's launcher and clock, on a machine of 2 cores (the
     cold compile's prior scales with the cores)."""
-    monkeypatch.setattr(probe, "usable_cores", lambda: 2)
+    monkeypatch.setattr("bench.cost.usable_cores", lambda: 2)
 
     def install(**kwargs):
         fake = CompilingMachine(**kwargs)

@@ -17,7 +17,7 @@ from bench.commands import rerun
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
 from bench.launchers import process, torchrun
-from bench.ranks import TOKEN_ENV, Rank
+from bench.ranks import TOKEN_ENV, Rank, RankShare
 from bench.runner import Runner
 
 from .conftest import free_port, needs_two_cores, only_result, two_nodes
@@ -97,6 +97,31 @@ def test_a_share_is_json_and_anything_else_is_refused_in_one_line():
         ranks.check_share_sizes([-5, 10])
 
 
+def test_a_share_is_read_typed_and_one_that_claims_too_much_is_refused():
+    """What rank 0 reads of a peer: its own rank, a node, a host, a Response's figures
+    (the pipe's checks); anything else one line naming the rank."""
+    from bench.result.response import Response
+
+    share = RankShare(1, 0, "m1", Response(status="ok", step_times_s=(0.1, 0.2)), True)
+    sent = json.loads(ranks.encode_share(share.to_json()))
+    assert RankShare.from_json(1, sent) == share
+    for change, why in [
+        ({"rank": 0}, "names another rank"),
+        ({"rank": True}, "names another rank"),
+        ({"node": -1}, "node is not a whole number"),
+        ({"host": "m1\x1b]52;c;"}, "host is not a name"),
+        ({"host": "h" * 300}, "host is not a name"),
+        ({"leads_node": "yes"}, "leads_node is not true or false"),
+        ({"answer": {"status": "ok", "step_times_s": ["0.1"]}}, "not a rank's figures"),
+        ({"answer": {"status": "ok", "step_times_s": [-1.0]}}, "not a rank's figures"),
+        ({"answer": {"status": "ok", "exec": "x"}}, "not a rank's figures"),
+        ({"extra": 1}, "other fields"),
+    ]:
+        with pytest.raises(BenchError, match=why) as error:
+            RankShare.from_json(1, {**sent, **change})
+        assert str(error.value).startswith("rank 1 sent a share") and "\n" not in str(error.value)
+
+
 _PEER = """
 import json, os, pickle, sys
 import torch
@@ -121,11 +146,13 @@ if dist.get_rank() == 1:  # a hostile peer speaking all_gather_object's own wire
 else:
     from types import SimpleNamespace
     from bench.frameworks.torch import TorchSession
-    from bench.ranks import Rank
+    from bench.ranks import Rank, RankShare
+    from bench.result.response import Response
     me = SimpleNamespace(rank=Rank(0, 0, 2, 2, 0), device=torch.device("cpu"))
+    mine = RankShare(0, 0, "x" * 200, Response(status="ok", step_times_s=(0.1,) * 400))
     for _ in range(2):
         try:
-            got = TorchSession.gather(me, {"rank": 0, "pad": "x" * 4000})
+            got = TorchSession.gather(me, mine)
             print(json.dumps({"got": repr(got)[:200]}), flush=True)
         except Exception as error:
             print(json.dumps({"error": str(error)}), flush=True)

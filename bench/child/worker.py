@@ -3,10 +3,10 @@ measures, and how: bench.child.measure).
 
     python -m bench.child.worker   < REQUEST    (BENCH_REPORT_FD=N: a pipe to the parent)
 
-REQUEST is {"point": PointConfig as a dict, "task": "measure", "count_flops" or
+REQUEST is {"point": PointConfig as a dict, "job": "measure", "count_flops" or
 "probe"}. On the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one
 'response JSON' line. Pipes, not files: bench needs no writable /tmp (read-only
-containers). A probing child (task 'probe', bench.launchers.probing) measures its point
+containers). A probing child (job 'probe', bench.launchers.probing) measures its point
 as 'measure' does, answers, frees what the probe held (also after an out-of-memory
 error) and reads its next request, a line on stdin, until stdin ends; an error that
 is not memory ends it.
@@ -133,7 +133,7 @@ def run_point(
             framework.versions()
         if point.memory_limit_bytes:
             framework.limit_memory(platform, point.memory_limit_bytes)
-        if request.get("task") != "count_flops" and speaks:
+        if request.get("job") != "count_flops" and speaks:
             # Before this child puts any work on the device: the floor for the check
             # that the measured mean power is plausible.
             answer = replace(answer, power_before=platform.power_readings() or None)
@@ -142,7 +142,7 @@ def run_point(
         answer = replace(
             answer, parameters=session.parameters, devices=session.devices, details=session.details
         )
-        if request.get("task") == "count_flops":
+        if request.get("job") == "count_flops":
             # A child of its own: the measured process does only what training does.
             answer = replace(answer, flops_per_sample=session.count_flops())
         else:
@@ -193,9 +193,8 @@ def _measured(
     # A workload's own account of its steps (mixtures of experts: tokens per expert,
     # dropped tokens, the all-to-all), summed over ranks by a collective every rank
     # joins, before they gather.
-    account = getattr(getattr(session, "impl", None), "moe_report", None)
-    if account is not None:
-        moe = account(session.eager_model, list(answer.step_times_s))  # type: ignore[attr-defined]
+    moe = session.moe_report(list(answer.step_times_s))
+    if moe is not None:
         answer = replace(answer, details={**answer.details, "moe": moe})
     if rank is not None:
         shares = session.gather(share(answer, rank, socket.gethostname()))
@@ -383,7 +382,7 @@ def main() -> int:
         return 0
     request = json.loads(sys.stdin.readline())
     requests: queue.Queue[str] = queue.Queue()
-    probing = request.get("task") == "probe"
+    probing = request.get("job") == "probe"
     die_with_parent(int(os.environ.get("BENCH_PARENT_PID", os.getppid())),
                     requests if probing else None)  # fmt: skip
     parent = ParentPipe(os.fdopen(int(fd), "w", buffering=1))

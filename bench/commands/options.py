@@ -21,6 +21,15 @@ class UsageParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # its subcommands, by name
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        """argparse's, its subcommands' parsers kept in `commands` (argparse keeps them
+        in private attributes)."""
+        kwargs.setdefault("parser_class", UsageParser)
+        action = super().add_subparsers(**kwargs)
+        self.commands = action.choices
+        return action
 
     def error(self, message: str):
         # One line, not argparse's usage block; the caller prints it and exits 2.

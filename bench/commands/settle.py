@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import data_ref, drift, launchers, probe, provenance, result, sequential
+from bench import cost, data_ref, drift, launchers, provenance, result, sequential
 from bench.axes import AXES
 from bench.commands.options import duration
 from bench.config import PointConfig, RunConfig
@@ -113,9 +113,9 @@ class Budget:
         if self.seconds is None or left is None or left > self.longest:
             return None
         return (
-            f"the budget of {probe.format_seconds(self.seconds)}: "
-            f"{probe.format_seconds(max(left, 0.0))} left, a repeat takes up to "
-            f"{probe.format_seconds(self.longest)}"
+            f"the budget of {cost.format_seconds(self.seconds)}: "
+            f"{cost.format_seconds(max(left, 0.0))} left, a repeat takes up to "
+            f"{cost.format_seconds(self.longest)}"
         )
 
 
@@ -195,12 +195,12 @@ class SettleRunner(Runner):
         self.refused: str | None = None
         self._failed: dict[PointConfig, str] = {}
 
-    def _capped(self, point: PointConfig, task: str, on_progress: Any) -> Response:
+    def _capped(self, point: PointConfig, job: str, on_progress: Any) -> Response:
         """launchers.spawn with no child running past what is left of the budget (a
         file's own timeout may say a day), nor past the config's --timeout."""
         left = self.budget.left()
         caps = [c for c in (self.config.timeout_s, None if left is None else max(left, 1.0)) if c]
-        return launchers.spawn(point, task, on_progress, min(caps) if caps else None)
+        return launchers.spawn(point, job, on_progress, min(caps) if caps else None)
 
     def _index(self, point: PointConfig) -> int | None:
         return next((i for i, p in enumerate(self.result.points) if self._same(p, point)), None)

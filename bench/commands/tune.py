@@ -193,7 +193,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def conclusion(outcome: Any) -> list[str]:
     """What the search covered, then its ranking with intervals and the winner as a
     command; or, when it could not rank two configurations, why, and no command."""
-    from bench.probe import format_seconds
+    from bench.cost import format_seconds
     from bench.report.table import takes_images
     from bench.tune import command_line
 

@@ -47,15 +47,15 @@ def _exchange_proof(
     return [ranks.decode_proof(t.cpu().numpy().tobytes()) for t in received]
 
 
-def gather(mine: dict[str, Any], rank: ranks.Rank, device: torch.device) -> list[dict[str, Any]]:
-    """Every rank's `mine` as JSON in a uint8 tensor, never a pickle (a peer's pickle
+def gather(mine: ranks.RankShare, rank: ranks.Rank, device: torch.device) -> list[ranks.RankShare]:
+    """Every rank's share as JSON in a uint8 tensor, never a pickle (a peer's pickle
     runs its code here): the lengths first, checked against a bound before anything
-    that large is allocated, then the bytes padded to the longest, then each
-    decoded as a JSON object or refused in one line (bench.ranks)."""
+    that large is allocated, then the bytes padded to the longest, then each decoded
+    as a JSON object and read as a RankShare, or refused in one line (bench.ranks)."""
     import torch
     import torch.distributed as dist
 
-    data = ranks.encode_share(mine)
+    data = ranks.encode_share(mine.to_json())
     length = torch.tensor([len(data)], dtype=torch.int64, device=device)
     lengths = [torch.zeros_like(length) for _ in range(rank.world_size)]
     dist.all_gather(lengths, length)
@@ -67,6 +67,6 @@ def gather(mine: dict[str, Any], rank: ranks.Rank, device: torch.device) -> list
     received = [torch.empty_like(padded) for _ in sizes]
     dist.all_gather(received, padded)
     return [
-        ranks.decode_share(r, tensor[:size].cpu().numpy().tobytes())
+        ranks.RankShare.from_json(r, ranks.decode_share(r, tensor[:size].cpu().numpy().tobytes()))
         for r, (tensor, size) in enumerate(zip(received, sizes, strict=True))
     ]

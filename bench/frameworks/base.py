@@ -17,6 +17,7 @@ from bench.trackers.timing import StepTimer
 if TYPE_CHECKING:
     from bench.config import PointConfig
     from bench.platforms.base import Platform
+    from bench.ranks import RankShare
     from bench.workloads.base import WorkloadSpec
 
 
@@ -63,8 +64,13 @@ class Session(ABC):
         """One random batch of the training batches' shape, on the device, for train_on."""
         raise NotImplementedError(f"{type(self).__name__} trains on synthetic data only")
 
-    def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every rank's `mine`, in rank order (a single process: just its own)."""
+    def moe_report(self, step_times_s: list[float]) -> dict[str, Any] | None:
+        """A mixture of experts' own account of its measured steps (tokens per expert,
+        dropped tokens, the all-to-all: `details.moe`), or None for any other model."""
+        return None
+
+    def gather(self, mine: RankShare) -> list[RankShare]:
+        """Every rank's share, in rank order (a single process: just its own)."""
         return [mine]
 
     def close(self) -> None:  # noqa: B027 - most hold nothing to release

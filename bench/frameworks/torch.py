@@ -353,8 +353,14 @@ class TorchSession(Session):
 
             dist.barrier()
 
-    def gather(self, mine: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every rank's `mine`, in rank order, as JSON (bench.frameworks._torch_ranks)."""
+    def moe_report(self, step_times_s: list[float]) -> dict[str, Any] | None:
+        """The workload's `moe_report` (its contract's), summed over ranks by a collective
+        every rank joins."""
+        report = self.impl.moe_report
+        return None if report is None else report(self.eager_model, step_times_s)
+
+    def gather(self, mine: ranks.RankShare) -> list[ranks.RankShare]:
+        """Every rank's share, in rank order, as JSON (bench.frameworks._torch_ranks)."""
         return [mine] if self.rank is None else _torch_ranks.gather(mine, self.rank, self.device)
 
     def close(self) -> None:

@@ -50,16 +50,16 @@ def check(config: RunConfig) -> None:
 
 
 def spawn(
-    point: PointConfig, task: str, on_progress: Progress, timeout_s: float | None = None
+    point: PointConfig, job: str, on_progress: Progress, timeout_s: float | None = None
 ) -> Response:
-    """Measure one point (task 'measure') or count its FLOPs ('count_flops') in a fresh
+    """Measure one point (job 'measure') or count its FLOPs ('count_flops') in a fresh
     child: its answer, with the runtime it was started with."""
     child = runtime.child_runtime(point.allocator, point.openmp, point.numa, dict(os.environ))
     try:
         if name(point) == "torchrun":
-            answer = torchrun.spawn_ranks(point, task, on_progress, timeout_s, child)
+            answer = torchrun.spawn_ranks(point, job, on_progress, timeout_s, child)
         else:
-            answer = process.spawn_worker(point, task, on_progress, timeout_s, child)
+            answer = process.spawn_worker(point, job, on_progress, timeout_s, child)
     except Stopped as stop:  # what the stopped point measured, with its runtime too
         stop.response = process.with_runtime(stop.response, child)
         raise

@@ -1,5 +1,5 @@
 """A probing child: one `python -m bench.child.worker` that trains a search's probes in
-turn (task 'probe'), so that only its first pays the process's start (the framework's
+turn (job 'probe'), so that only its first pays the process's start (the framework's
 import, a GPU's context, cuDNN's autotuning of what the next probe shares).
 
 The runner's search sends one probe at a time (`probe`) and decides the next from its

@@ -49,10 +49,10 @@ class Stopped(stopping.Interrupted):
         self.point: Any = None
 
 
-def answers_a_stop(point: PointConfig, task: str) -> bool:
+def answers_a_stop(point: PointConfig, job: str) -> bool:
     """Whether the point's child, asked to stop, ends its training with what it measured
     (a decoder training to a target loss); any other is killed at once."""
-    return task == "measure" and point.train_to_loss is not None
+    return job == "measure" and point.train_to_loss is not None
 
 
 def grace_s(started: float, timeout_s: float | None) -> float:
@@ -195,11 +195,11 @@ def start_worker(
     return child, pipe, output
 
 
-def ask(child: subprocess.Popen[str], point: PointConfig, task: str) -> None:
+def ask(child: subprocess.Popen[str], point: PointConfig, job: str) -> None:
     """Send the child one request (a line). The child's stdin then stays open as its
     lifeline (it exits when it reads end-of-file). A child that died closed it."""
     with contextlib.suppress(BrokenPipeError):
-        child.stdin.write(json.dumps({"point": point.to_dict(), "task": task}) + "\n")  # type: ignore[union-attr]
+        child.stdin.write(json.dumps({"point": point.to_dict(), "job": job}) + "\n")  # type: ignore[union-attr]
         child.stdin.flush()  # type: ignore[union-attr]
 
 
@@ -209,7 +209,7 @@ def timed_out(timeout_s: float | None) -> Response:
 
 def spawn_worker(
     point: PointConfig,
-    task: str,
+    job: str,
     on_progress: Progress,
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
@@ -220,14 +220,14 @@ def spawn_worker(
     oom_kills = oomkill.count()
     started, interrupt = time.monotonic(), None
     try:
-        ask(child, point, task)
+        ask(child, point, job)
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
         return timed_out(timeout_s)
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the child before giving up the point
-        if not (isinstance(stop, KeyboardInterrupt) and answers_a_stop(point, task)):
+        if not (isinstance(stop, KeyboardInterrupt) and answers_a_stop(point, job)):
             child.kill()
             child.wait()
             raise

@@ -319,7 +319,7 @@ def _ask_ranks_to_stop(child: subprocess.Popen, ranks: _Ranks, point: PointConfi
 
 def spawn_ranks(
     point: PointConfig,
-    task: str,
+    job: str,
     on_progress: Progress,
     timeout_s: float | None = None,
     runtime: ChildRuntime | None = None,
@@ -336,7 +336,7 @@ def spawn_ranks(
     child_env = compiler_cache.child_env(runtime.env)  # caches only the user can write
     env = {
         **{k: v for k, v in child_env.items() if k != TOKEN_ENV or point.nnodes > 1},
-        "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "task": task}),
+        "BENCH_REQUEST": json.dumps({"point": point.to_dict(), "job": job}),
         "BENCH_REPORT_ADDR": f"127.0.0.1:{server.getsockname()[1]}",
         "BENCH_REPORT_TOKEN": token,
         "BENCH_PARENT_PID": str(os.getpid()),  # the root of bench's processes (busy tracker)
@@ -366,7 +366,7 @@ def spawn_ranks(
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
         if not (
             isinstance(stop, KeyboardInterrupt)
-            and process.answers_a_stop(point, task)
+            and process.answers_a_stop(point, job)
             and _ask_ranks_to_stop(child, listener.ranks, point)
         ):
             _stop(child)

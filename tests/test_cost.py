@@ -1,12 +1,12 @@
-"""bench.probe: a probe's seconds and memory predicted from the probes before it."""
+"""bench.cost: a probe's seconds and memory predicted from the probes before it."""
 
 import dataclasses
 
 import pytest
 
-from bench import probe
+from bench import cost
 from bench.config import PointConfig
-from bench.probe import CostModel, cold_compile_s, format_seconds
+from bench.cost import CostModel, cold_compile_s, format_seconds
 from bench.result import Point
 
 GIB = 2**30
@@ -43,16 +43,16 @@ def test_one_short_timing_prices_every_batch_and_its_own_kind_first():
 def test_a_compiled_probe_is_priced_with_its_cold_compile_until_one_ran():
     """The issue's 2-core search priced a bf16 channels_last inductor probe of ResNet-50 at
     a plain child's start-up (about 10 s): it took 221 s and ran into its cap."""
-    (tiny, tiny_s), (resnet50, resnet50_s) = probe.COLD_COMPILE
-    assert cold_compile_s(tiny, probe.COLD_COMPILE_CORES) == pytest.approx(tiny_s)
-    assert cold_compile_s(resnet50, probe.COLD_COMPILE_CORES) == pytest.approx(resnet50_s)
+    (tiny, tiny_s), (resnet50, resnet50_s) = cost.COLD_COMPILE
+    assert cold_compile_s(tiny, cost.COLD_COMPILE_CORES) == pytest.approx(tiny_s)
+    assert cold_compile_s(resnet50, cost.COLD_COMPILE_CORES) == pytest.approx(resnet50_s)
     assert cold_compile_s(None, 2) == pytest.approx(tiny_s)  # FLOPs unknown: the small one
     assert cold_compile_s(1e6, 2) < cold_compile_s(1e9, 2) < cold_compile_s(1e11, 2)
     # the machine: fewer cores, a longer compile; more, a shorter one, up to a limit
     assert cold_compile_s(resnet50, 1) == pytest.approx(2 * resnet50_s)
     assert cold_compile_s(resnet50, 4) == pytest.approx(resnet50_s / 2)
-    assert cold_compile_s(resnet50, 64) == cold_compile_s(resnet50, probe.COLD_MAX_CORES)
-    model = CostModel(cores=probe.COLD_COMPILE_CORES)
+    assert cold_compile_s(resnet50, 64) == cold_compile_s(resnet50, cost.COLD_MAX_CORES)
+    model = CostModel(cores=cost.COLD_COMPILE_CORES)
     plain = dataclasses.replace(point(32), workload="resnet50")
     flops = resnet50  # the count of the first probe: the model's size
     model.learn(plain, dataclasses.replace(measured(plain, 12.8), flops_per_sample=flops), 74.0)
