@@ -458,12 +458,13 @@ import torch.distributed as dist
 from bench import registry
 from bench.config import PointConfig
 from bench.frameworks.torch import TorchSession
-from bench.ranks import Rank
+from bench.ranks import Rank, RankShare
+from bench.result.response import Response
 
 session = TorchSession(PointConfig(workload="tiny", batch_size=4, device="cpu"),
                        registry.platform("cpu"), Rank(0, 0, 1, 1, 0))
 session.step()
-session.gather({"rank": 0})
+session.gather(RankShare(0, 0, "here", Response(status="ok")))
 session.close()
 print("kept" if dist.is_initialized() else "destroyed", flush=True)
 # As bench.child.worker leaves: os._exit, not the interpreter's teardown, where a gloo
