@@ -181,8 +181,9 @@ def lint(session: nox.Session) -> None:
     """ruff (format and lint), mypy on the package, hadolint on every Dockerfile."""
     session.install("-e", ".[report,dev]", *CONSTRAINTS)
     # mypy reads torch's and torchvision's code and never imports them: without their
-    # CUDA libraries (4 GB) the lint venv takes 1.8 GB, not 6.
-    session.install("--no-deps", "torch", "torchvision", *CONSTRAINTS)
+    # CUDA libraries (4 GB) the lint venv takes 1.8 GB, not 6. Pillow: the types of the
+    # ImageNet reader's images (torchvision needs it too; matplotlib brought it before).
+    session.install("--no-deps", "torch", "torchvision", "pillow", *CONSTRAINTS)
     session.run("ruff", "format", "--check", *PYTHON_SOURCES)
     session.run("ruff", "check", *PYTHON_SOURCES)
     session.run("mypy")
