@@ -258,4 +258,4 @@ def test_a_child_past_its_timeout_is_stopped_and_reported():
 
     point = PointConfig(workload="tiny", steps=100_000)
     response = spawn_worker(point, "measure", lambda *a: None, timeout_s=0.5)
-    assert response == {"status": "error", "error": "timed out after 0.5 s"}
+    assert response.to_json() == {"status": "error", "error": "timed out after 0.5 s"}
