@@ -103,16 +103,17 @@ def check_common(cfg: Config) -> None:
         raise UsageError("epoch_samples: only applies with epochs (epoch mode)")
     check_launch(cfg, framework)
     check_runtime(cfg)
-    check_optimize(cfg, framework)
+    check_optimize(cfg, framework, spec)
     check_checkpointing(cfg, framework, spec)
     check_float8(cfg, framework, spec)
     check_levers(cfg, framework, spec)
     check_expert_parallel(cfg, spec)
 
 
-def check_optimize(cfg: Config, framework: Any) -> None:
+def check_optimize(cfg: Config, framework: Any, spec: Any) -> None:
     """A framework's whole-model optimisation (torch: ipex.optimize): known values only,
-    on a platform where the framework runs them (torch: IPEX is its CPU build). Whether
+    on a platform where the framework runs them (torch: IPEX is its CPU build), and
+    only where it acts on the workload (Framework.unused_optimization). Whether
     one is installed is the parent's question (Framework.preflight), so that a result
     keeps loading on a machine without it."""
     compilers = values(cfg, "compilers", "compile")
@@ -123,6 +124,8 @@ def check_optimize(cfg: Config, framework: Any) -> None:
             raise UsageError(
                 f"optimize: {value!r} is not available with {framework.name}; it offers: {offered}"
             )
+        if value is not None and (unused := framework.unused_optimization(spec, value)):
+            raise UsageError(f"optimize: {unused}")
     framework.check_platform(discovery.platform(cfg.device), compilers, optimizations)
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from bench import result, runtime
 from bench.config import RunConfig
+from bench.errors import UsageError
 from bench.ladder import LadderRunner, verdict
 from bench.report.table import ladder_table
 from bench.result import Point
@@ -330,6 +331,16 @@ def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child
     cpu_rungs = dict(steps("torch", "cpu"))
     why = not_applicable(decoder, cpu_rungs["channels_last"])
     assert why == "gpt2 takes tokens: no image tensor to lay out channels last"
+    # a decoder trains with its own AdamW (fused already): the fused-SGD rung would measure
+    # the same thing again (an H100's GPT-2 ladder read 1.00x [0.96-1.04] for it)
+    gpu_decoder = PointConfig(workload="gpt2", device="cuda", batch_size=4)
+    why = not_applicable(gpu_decoder, dict(steps("torch", "cuda"))["fused optimizer"])
+    assert why is not None and why.startswith("--optimize fused changes nothing on gpt2")
+    assert "\n" not in why
+    image = PointConfig(workload="tiny", device="cuda", batch_size=4)
+    assert not_applicable(image, dict(steps("torch", "cuda"))["fused optimizer"]) is None
+    with pytest.raises(UsageError, match="^optimize: --optimize fused changes nothing on gpt2"):
+        PointConfig(workload="gpt2", optimize="fused")
     assert (
         not_applicable(PointConfig(workload="tiny", device="cpu"), cpu_rungs["channels_last"])
         is None

@@ -146,6 +146,9 @@ def test_the_grid_holds_what_the_platform_says_is_worth_tuning(monkeypatch):
     assert gpu["compilers"] == (None, "inductor", "inductor:reduce-overhead")
     assert gpu["optimizations"] == (None, "fused")
     assert axes["compilers"] == (None, "inductor") and "fused" not in axes["optimizations"]
+    # a workload with its own optimizer: --optimize fused would not reach it, so not tried
+    decoder = default_axes(RunConfig(workload="gpt2", device="cuda"), set())
+    assert "fused" not in decoder["optimizations"]
     # the command asks the platform; it knows no platform by name
     monkeypatch.setattr(type(registry.platform("cpu")), "tune_precisions", ("fp16",))
     monkeypatch.setattr(type(registry.platform("cpu")), "tunes_host_runtimes", False)

@@ -97,8 +97,12 @@ def _compilers(here: _Here) -> tuple[str | None, ...] | None:
 def _optimizations(here: _Here) -> tuple[str | None, ...] | None:
     if not here.framework.optimizations:
         return None
+    from bench import registry
+
+    spec = registry.workload(here.config.workload)
     usable = here.framework.usable_optimizations(here.platform)
-    return (None, *usable, *(o for o in here.levers.get("optimize", ()) if o not in usable))
+    offered = (*usable, *(o for o in here.levers.get("optimize", ()) if o not in usable))
+    return (None, *(o for o in offered if not here.framework.unused_optimization(spec, o)))
 
 
 def _installed(axis: str, values: tuple[str, ...]) -> tuple[str, ...]:

@@ -138,6 +138,13 @@ class Framework(ABC):
         """Raise UsageError when one of these compilers or whole-model optimisations
         never runs on `platform` (a check of every config: nothing is imported)."""
 
+    def unused_optimization(self, spec: WorkloadSpec, optimize: str) -> str | None:
+        """Why the whole-model optimisation `optimize` would change nothing on this
+        workload (torch: --optimize fused reaches bench's SGD, not a workload's own
+        optimizer), or None. Checked with every config, so no result claims a lever that
+        did not act; the ladder and tune skip it with this line."""
+        return None
+
     def preflight(self, points: Iterable[PointConfig]) -> None:  # noqa: B027 - most need nothing
         """In the parent, before any child starts: one line (UsageError) when these
         points need something this machine lacks (torch: IPEX, made for this torch),

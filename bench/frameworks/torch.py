@@ -427,6 +427,15 @@ class TorchFramework(Framework):
     def check_compile(self, compile: str | None) -> None:
         _torch_compile.check_compile(compile)
 
+    def unused_optimization(self, spec: WorkloadSpec, optimize: str) -> str | None:
+        if optimize != FUSED or not spec.defines(self.name, "optimizer"):
+            return None
+        return (
+            f"--optimize fused changes nothing on {spec.name}: it trains with its own "
+            "optimizer (its torch module's `optimizer`: the decoders' AdamW is fused "
+            "already where torch has the kernel); the option fuses bench's SGD"
+        )
+
     def preflight(self, points: Iterable[PointConfig]) -> None:
         points = list(points)
         _ipex.check(tuple(p.optimize for p in points), tuple(p.compile for p in points))

@@ -120,6 +120,14 @@ class WorkloadSpec:
             if importlib.util.find_spec(f"{self.package}.{name}") is not None
         )
 
+    def defines(self, framework: str, name: str) -> bool:
+        """Whether this workload's `framework` module defines `name` at its top level
+        (an optional function of its contract), read from its source: nothing imported."""
+        from bench import discovery
+
+        defined = discovery.defined_names(f"{self.package}.{framework}")
+        return defined is not None and name in defined
+
     def check_implementations(self) -> None:
         """Refuse in one line (WorkloadError) a framework module of this workload that
         lacks a function its framework's contract requires: read from the module's
