@@ -11,7 +11,8 @@ is higher (said to be untested). The rungs after the batch sweep are the platfor
 (Platform.ladder_rungs): on a CPU the study's; on a CUDA GPU TF32, bf16, channels_last,
 the compiler, its CUDA graphs (inductor:reduce-overhead), the fused optimizer, and a
 decoder's flash attention, chunked loss and vocabulary padded to 64, each a lever a user
-can also set by hand. A change that does not apply here (no bf16 on this
+can also set by hand; then, on a GPU, the best batch doubled while that is faster
+(Platform.ladder_batch_doublings). A change that does not apply here (no bf16 on this
 device, no compiler in this framework, a compile mode or optimisation the framework
 lacks, a library not installed) is skipped with its reason in one line, before any
 child; one the device itself cannot run (TF32 on a V100) fails in its child, and its
@@ -178,3 +179,25 @@ class LadderRunner(Runner):
                 best_config, best = candidate, measured
             self._rung(name, candidate, kept, why)
             yield
+        yield from self._double_batch(best_config, best)
+
+    def _double_batch(self, best_config: PointConfig, best: Point) -> Iterator[None]:
+        """The batch again, on top of the best: a lower precision and a compiler change
+        what a batch holds, so where the platform says so (ladder_batch_doublings) the
+        best batch is doubled while each doubling trains, fits the search's limit and is
+        faster beyond noise."""
+        for _ in range(registry.platform(best_config.device).ladder_batch_doublings):
+            batch = best_config.batch_size * 2
+            if batch > self.config.max_batch_limit:
+                return
+            name = f"batch {batch} (doubled on top)"
+            candidate = dataclasses.replace(best_config, batch_size=batch)
+            if (measured := self._try(name, candidate)) is None:
+                yield
+                return
+            kept, why = verdict(measured, best)
+            self._rung(name, candidate, kept, why)
+            yield
+            if not kept:
+                return
+            best_config, best = candidate, measured

@@ -1,5 +1,7 @@
 """bench ladder: the Xeon CPU study's climb, decided by a fake child with known speeds."""
 
+import dataclasses
+
 import pytest
 
 from bench import result, runtime
@@ -277,12 +279,13 @@ def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda
         ("flash attention", None),  # a decoder's levers: tiny takes none
         ("chunked loss", None),
         ("vocabulary padded to 64", None),
+        ("batch 128 (doubled on top)", False),  # here as slow as in the sweep: stops
     ]  # before: the CPU study's rungs (TCMalloc, IPEX) and no tf32, CUDA graphs or fused
-    assert outcome.ladder[-1]["why"] == (
+    assert outcome.ladder[-2]["why"] == (
         "skipped: pad_vocab: 'tiny' does not take it; it applies to gpt2, gpt2-medium, "
         "llama3-1b, llama3-8b, llama3-tiny"
     )
-    top = outcome.ladder[-4]["point"]
+    top = outcome.ladder[-5]["point"]
     assert (top["batch_size"], top["precision"], top["memory_format"], top["compile"],
             top["optimize"]) == (64, "bf16", "channels_last", "inductor:reduce-overhead",
                                  "fused")  # fmt: skip
@@ -313,6 +316,36 @@ def test_a_gpu_rung_that_cannot_run_says_why_in_one_line(tmp_path, fake_cuda):
     assert "\n" not in rungs["bf16"]["why"] and rungs["bf16"]["kept"] is False
     assert rungs["fused optimizer"]["point"]["precision"] == "fp32"
     assert rungs["fused optimizer"]["kept"] is True
+
+
+def test_a_gpu_doubles_its_best_batch_after_the_rungs_while_faster(tmp_path, fake_cuda):
+    # bf16 frees memory and runs larger batches faster than the fp32 sweep found (an
+    # H100's GPT-2: batch 32 held 38.7 GiB in fp32, 15.7 compiled in bf16)
+    gain = {128: 1.3, 256: 1.5}
+
+    def answer(point, n):
+        jitter = 1 + 0.005 * (n % 3 - 1)
+        if point.precision != "bf16" or point.batch_size <= 64:
+            return ok_response(step_s=point.batch_size / (gpu_speed(point) * jitter))
+        if point.batch_size not in gain:
+            return {"status": "oom", "error": "CUDA out of memory. Tried to allocate 2.00 GiB"}
+        at_64 = gpu_speed(dataclasses.replace(point, batch_size=64))
+        return ok_response(step_s=point.batch_size / (at_64 * gain[point.batch_size] * jitter))
+
+    outcome, child = gpu_climb(tmp_path, answer)
+    doubled = [(r["rung"], r["kept"]) for r in outcome.ladder if "doubled" in r["rung"]]
+    assert doubled == [
+        ("batch 128 (doubled on top)", True),
+        ("batch 256 (doubled on top)", True),
+        ("batch 512 (doubled on top)", False),
+    ]
+    assert outcome.ladder[-1]["why"].startswith("oom: CUDA out of memory")
+    assert outcome.ladder[-2]["point"]["precision"] == "bf16"
+    # a doubling past --max-batch-limit is not tried; the CPU's ladder never doubles
+    outcome, _ = gpu_climb(tmp_path / "limited", answer, max_batch_limit=128)
+    assert [r["rung"] for r in outcome.ladder if "doubled" in r["rung"]] == [
+        "batch 128 (doubled on top)"
+    ]
 
 
 def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child():

@@ -114,6 +114,10 @@ class Platform(ABC):
     # process: where the memory cap counts what the process ever mapped, which a probe
     # in it keeps (the CPU's RLIMIT_DATA).
     probes_fork: ClassVar[bool] = False
+    # How many times bench ladder doubles the best batch after its rungs, each doubling
+    # kept only when faster beyond noise: where precision and compilation free memory
+    # the start's sweep could not use (0: the sweep is the batch's only rung).
+    ladder_batch_doublings: ClassVar[int] = 0
 
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """What bench ladder climbs here after its batch sweep, in order, each tried on
