@@ -10,6 +10,7 @@ probing child (bench.launchers.probing) and the answer is trained again in a fre
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -303,6 +304,7 @@ class _SearchProbes:
         shown = trial.seq_len if self.search.axis == "seq_len" else trial.batch_size
         runner.reporter.start(f"max {what} {self.search.label}: {verb} {shown}", trial.steps)
         self._unanswered = False
+        began = time.monotonic()
         if how == "shared" and self.probing is not None:
             if self.child is None:
                 self.child = self.probing()
@@ -324,7 +326,9 @@ class _SearchProbes:
             response = runner._spawn(trial)
         self.search.probes.append(
             Probe(trial.batch_size, response.status, response.error, response.peak_memory_bytes,
-                  seq_len=self._tokens(trial), child=number, kind=kind)
+                  seq_len=self._tokens(trial), child=number, kind=kind,
+                  seconds=round(time.monotonic() - began, 3),
+                  step_times_s=list(response.step_times_s) or None)
         )  # fmt: skip
         runner._save()
         return response

@@ -107,6 +107,10 @@ def test_probes_in_one_child_find_the_answer_fresh_children_find(tmp_path, in_pr
         ]
         assert [(p.batch_size, t) for p, t in confirming.calls] == [(search.largest_ok, "measure")]
     assert result.load(runner.path).max_batch == [search]
+    # each probe's whole time (the parent's clock) and its steps (its child's clock)
+    assert all(p.seconds is not None and p.seconds >= 0 for p in search.probes)
+    assert all(p.step_times_s == [0.1] * 3 for p in search.probes if p.status == "ok")
+    assert all(p.step_times_s is None for p in search.probes if p.status == "oom")
 
 
 def test_an_answer_a_fresh_child_cannot_train_sends_the_search_below_it(tmp_path, in_process):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -301,6 +302,13 @@ def test_the_sequence_length_search_probes_lengths_at_one_batch_and_records_them
 
     table = max_batch_table(saved)
     assert "largest sequence length that trains at batch 8" in str(table.title)
+    # the probes column: how many, and in how long where each probe's time is known
+    probes = next(c for c in table.columns if c.header == "probes")
+    assert re.fullmatch(r"2 in \d+ s", str(probes._cells[0]))
+    first = dataclasses.replace(saved.max_batch[0].probes[0], seconds=None)  # before 16
+    saved.max_batch[0].probes[0] = first
+    probes = next(c for c in max_batch_table(saved).columns if c.header == "probes")
+    assert str(probes._cells[0]) == "2"
 
 
 def test_the_sequence_length_search_reaches_the_workloads_longest_and_halves_below_128(tmp_path):

@@ -27,6 +27,11 @@ class Probe:
     # fresh, in-process, forked, confirm); None before schema 15, each a fresh child's.
     child: int | None = None
     kind: str | None = None
+    # Where a probe's time went (schema 16; None before): its whole time as the parent
+    # saw it, request to answer (a fresh child's start included), and its steps as the
+    # child timed them (the first holds cuDNN's autotuning at a new batch).
+    seconds: float | None = None
+    step_times_s: list[float] | None = None
 
 
 @dataclass

@@ -95,7 +95,10 @@ from bench.result.checks import (
 #     ran it: 1, 2, ...) and `kind` (fresh: the first in its child; in-process: after
 #     others in the same child; forked: in a fork of it, as a fresh child; confirm: the
 #     answer again in a fresh child); null before, when every probe was a fresh child's.
-SCHEMA_VERSION = 15
+#   16: a max-batch search's probes gain `seconds` (the probe's whole time as the parent
+#     saw it, request to answer) and `step_times_s` (its steps as its child timed them);
+#     null before.
+SCHEMA_VERSION = 16
 
 STATUSES = ("ok", "oom", "error")
 UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
@@ -293,6 +296,9 @@ PROBE = (
     Field("child", optional(whole(1)), "a whole number or null", since=15),
     Field("kind", optional(one_of(*PROBE_KINDS)), "one of " + ", ".join(PROBE_KINDS) + ", or null",
           since=15),
+    Field("seconds", optional(non_negative), "seconds or null", since=16),
+    Field("step_times_s", optional(list_of(non_negative)), "a list of seconds or null",
+          since=16),
 )  # fmt: skip
 # What a search looks for: the largest batch, or the longest sequence at one batch.
 SEARCH_AXES = ("batch_size", "seq_len")
