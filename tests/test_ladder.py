@@ -332,7 +332,7 @@ def test_a_gpu_doubles_its_best_batch_after_the_rungs_while_faster(tmp_path, fak
         at_64 = gpu_speed(dataclasses.replace(point, batch_size=64))
         return ok_response(step_s=point.batch_size / (at_64 * gain[point.batch_size] * jitter))
 
-    outcome, child = gpu_climb(tmp_path, answer)
+    outcome, _ = gpu_climb(tmp_path, answer)
     doubled = [(r["rung"], r["kept"]) for r in outcome.ladder if "doubled" in r["rung"]]
     assert doubled == [
         ("batch 128 (doubled on top)", True),
@@ -372,7 +372,7 @@ def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child
     assert "\n" not in why
     image = PointConfig(workload="tiny", device="cuda", batch_size=4)
     assert not_applicable(image, dict(steps("torch", "cuda"))["fused optimizer"]) is None
-    with pytest.raises(UsageError, match="^optimize: --optimize fused changes nothing on gpt2"):
+    with pytest.raises(UsageError, match=r"^optimize: --optimize fused changes nothing on gpt2"):
         PointConfig(workload="gpt2", optimize="fused")
     assert (
         not_applicable(PointConfig(workload="tiny", device="cpu"), cpu_rungs["channels_last"])
