@@ -18,6 +18,8 @@
 #       against a bare JAX loop (JAX_ROUNDS rounds, default 1)
 #   benchmarks/cuda_campaign.sh to-loss RESULTS_DIR      # GPT-2 124M to a byte-level loss
 #   benchmarks/cuda_campaign.sh repeats RESULTS_DIR      # ResNet-50's headline, 3 repeats
+#   benchmarks/cuda_campaign.sh ladders RESULTS_DIR      # bench ladder on gpt2, resnet50 and
+#       llama3-1b (each resumed from its file in RESULTS_DIR where a part was cut short)
 # Each step has a time limit (a part's limits add up to under 600 s, a lent GPU's longest
 # command); a step stopped by it keeps its finished points (SIGTERM).
 set -u
@@ -131,8 +133,34 @@ repeats)
     step r50-repeats 50 "${r50[@]}" --batch-size 256 --precision bf16 --channels-last \
         --repeats 3
     ;;
+ladders)
+    # The GPU ladders against the published rates (GPT-2 124M: llm.c's ~468k tokens/s per
+    # H100; ResNet-50: MLPerf's ~7,000 images/s; Llama 3.2 1B: 50k tokens/s at 2,048).
+    # Measured on an H100 (2026-11-27): an eager GPT-2 rung of 2 processes took about
+    # 45 s, a compiled one about 55 s; the GPT-2 climb's 8 rungs took 413 s. A climb cut
+    # short by its limit keeps its rungs and the next call goes on with --resume.
+    climb() {  # climb NAME SECONDS WORKLOAD OPTIONS...
+        local name=$1 limit=$2 workload=$3 file
+        shift 3
+        file=$(ls -t "$results/$workload"-torch-cuda-*.json 2>/dev/null | head -1)
+        local resume=()
+        if [ -n "$file" ] && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d["command"][1:2] == ["ladder"] and d["status"] != "complete"))' "$file"; then
+            resume=(--resume "$file")  # a climb this script cut short: go on with it
+        fi
+        step "$name" "$limit" python3 -m bench ladder "$workload" --device cuda --repeats 2 \
+            "$@" "${resume[@]}"
+    }
+    climb ladder-gpt2 200 gpt2 --seq-len 1024 --batch-size 16,32 --steps 15
+    climb ladder-resnet50 380 resnet50 --batch-size 256
+    ;;
+ladders-llama)
+    step ladder-llama3-1b 560 python3 -m bench ladder llama3-1b --device cuda --seq-len 2048 \
+        --batch-size 1,2 --repeats 2 --steps 10
+    ;;
 *)
-    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats" \
+    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats|ladders|ladders-llama" \
         "RESULTS_DIR [LOGS_DIR]" >&2
     exit 2
     ;;
