@@ -111,6 +111,24 @@ def test_the_table_shows_speed_over_the_baseline(tmp_path, libraries):
     assert "240.00" in bf16 and "2.18" in bf16 and "yes" in bf16
 
 
+def test_a_decoders_climb_reads_in_tokens_per_second_and_says_where_it_stopped():
+    """An H100's GPT-2 ladder, cut short by its lease: tokens/s (the LLM figure), not
+    sequences/s, and a line saying the rest was not measured."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    h100 = Path(__file__).parent.parent / "docs/results/h100-80gb-hbm3"
+    climb = result.load(h100 / "gpt2-torch-cuda-20261127T132012Z.json")
+    console = Console(width=220, record=True)
+    console.print(ladder_table(climb))
+    text = console.export_text()
+    assert "tokens/s" in text and "samples/s" not in text
+    compiled = next(line for line in text.splitlines() if line.startswith("│ compile"))
+    assert "434,142" in compiled and "426,897–441,509" in compiled and "8.34" in compiled
+    assert "interrupted: the rungs after the last one shown were not measured" in text
+
+
 def _point(values):
     steps = tuple((8 / v,) * 3 for v in values)
     return Point(batch_size=8, precision="fp32", step_times_s=steps)

@@ -95,28 +95,46 @@ def ladder_rows(result: Result) -> list[tuple[dict[str, Any], Estimate | None, f
     return rows
 
 
+def _rate(value: float) -> str:
+    """A rung's rate: whole above a thousand (434,142 tokens/s), else two decimals."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
+
+
 def ladder_table(result: Result) -> Table:
     """bench ladder: each rung, its throughput, its speed over the baseline (the Xeon CPU
     training study's table), whether it was kept and why."""
     price = (result.pricing or {}).get("usd_per_hour")
+    # In the workload's own unit where it has one (a decoder's tokens/s, the figure LLM
+    # training is quoted in): every rung trains the same sequence length.
+    scale, unit = 1.0, "samples"
+    natural = next((u for p in result.points if (u := p.unit_throughput)), None)
+    first = next((p.throughput for p in result.points if p.throughput), None)
+    if natural and first and first.value:
+        scale, unit = natural[0] / first.value, natural[1].removesuffix("/s")
+    caption = None
+    if result.status != "complete":
+        caption = (f"{result.status}: the rungs after the last one shown were not measured; "
+                   "the same command with --resume FILE goes on")  # fmt: skip
     table = Table(title=plain("ladder: each change on top of the best so far"),
-                  title_justify="left")  # fmt: skip
-    for header in ("rung", "samples/s", "95% CI", "x baseline", "kept", "why"):
-        table.add_column(header, justify="right" if header[0] in "s9x" else "left")
+                  title_justify="left", caption=caption, caption_justify="left")  # fmt: skip
+    for header in ("rung", f"{unit}/s", "95% CI", "x baseline", "kept", "why"):
+        table.add_column(header, justify="left" if header in ("rung", "kept", "why") else "right")
     if price:
-        table.add_column("samples/$", justify="right")
+        table.add_column(f"{unit}/$", justify="right")
     for rung, tp, speedup in ladder_rows(result):
         low, high = (tp.ci95_low, tp.ci95_high) if tp else (None, None)
         cells = [
             rung["rung"],
-            f"{tp.value:,.2f}" if tp else "",
-            f"{low:,.2f}–{high:,.2f}" if low is not None and high is not None else "",
+            _rate(tp.value * scale) if tp else "",
+            f"{_rate(low * scale)}–{_rate(high * scale)}"
+            if low is not None and high is not None
+            else "",
             f"{speedup:.2f}" if speedup is not None else "",
             {True: "yes", False: "no", None: "–"}[rung["kept"]],
             rung["why"],
         ]
         if price:
-            cells.append(human(tp.value * 3600 / price) if tp else "")
+            cells.append(human(tp.value * scale * 3600 / price) if tp else "")
         table.add_row(*map(plain, cells))
     return table
 
