@@ -64,7 +64,7 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     if change.get("optimize") and (
         unused := framework.unused_optimization(point.spec, change["optimize"])
     ):
-        return unused
+        return f"--optimize {unused}"
     precision = change.get("precision")
     platform = registry.platform(point.device)
     if precision and precision not in platform.precisions:

@@ -431,9 +431,9 @@ class TorchFramework(Framework):
         if optimize != FUSED or not spec.defines(self.name, "optimizer"):
             return None
         return (
-            f"--optimize fused changes nothing on {spec.name}: it trains with its own "
-            "optimizer (its torch module's `optimizer`: the decoders' AdamW is fused "
-            "already where torch has the kernel); the option fuses bench's SGD"
+            f"fused changes nothing on {spec.name}: it trains with its own optimizer (its "
+            "torch module's `optimizer`; the decoders' AdamW is fused already where torch "
+            "has the kernel); fused applies to bench's SGD"
         )
 
     def preflight(self, points: Iterable[PointConfig]) -> None:
