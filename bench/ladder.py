@@ -142,10 +142,13 @@ class LadderRunner(Runner):
     def _climb(self) -> Iterator[None]:
         config = self.config
         base = next(p for p in config.points() if p.batch_size == start_batch(config))
-        # The study's start: fp32, the system allocator and PyTorch's own (GNU) OpenMP,
-        # also where a launcher makes others the default (bench:xeon's TCMalloc and
-        # Intel OpenMP), so that their rung measures them.
-        base = dataclasses.replace(base, precision="fp32", allocator="system", openmp="gnu")
+        # The study's start: fp32, and where the platform climbs the host's runtime (the
+        # CPU's TCMalloc + Intel OpenMP rung) the system allocator and PyTorch's own (GNU)
+        # OpenMP, also where a launcher makes others the default (bench:xeon's), so that
+        # the rung measures them. A GPU's climb leaves the host's runtime as launched.
+        base = dataclasses.replace(base, precision="fp32")
+        if any("allocator" in change for _, change in steps(config.framework, config.device)):
+            base = dataclasses.replace(base, allocator="system", openmp="gnu")
         best_config, best = base, self._take(base)
         start = "the study's start" if base.batch_size == START_BATCH else "the start"
         self._rung("baseline", base, True, f"{start}: batch {base.batch_size}, fp32")

@@ -18,8 +18,9 @@
 #       against a bare JAX loop (JAX_ROUNDS rounds, default 1)
 #   benchmarks/cuda_campaign.sh to-loss RESULTS_DIR      # GPT-2 124M to a byte-level loss
 #   benchmarks/cuda_campaign.sh repeats RESULTS_DIR      # ResNet-50's headline, 3 repeats
-#   benchmarks/cuda_campaign.sh ladders RESULTS_DIR      # bench ladder on gpt2, resnet50 and
-#       llama3-1b (each resumed from its file in RESULTS_DIR where a part was cut short)
+#   benchmarks/cuda_campaign.sh ladders RESULTS_DIR      # bench ladder on resnet50, then gpt2
+#       (each resumed from its file in RESULTS_DIR where a call's limit cut it short)
+#   benchmarks/cuda_campaign.sh ladders-llama RESULTS_DIR  # bench ladder on llama3-1b, 2,048
 # Each step has a time limit (a part's limits add up to under 600 s, a lent GPU's longest
 # command); a step stopped by it keeps its finished points (SIGTERM).
 set -u
@@ -152,8 +153,8 @@ sys.exit(not (d["command"][1:2] == ["ladder"] and d["status"] != "complete"))' "
         step "$name" "$limit" python3 -m bench ladder "$workload" --device cuda --repeats 2 \
             "$@" "${resume[@]}"
     }
-    climb ladder-gpt2 200 gpt2 --seq-len 1024 --batch-size 16,32 --steps 15
     climb ladder-resnet50 380 resnet50 --batch-size 256
+    climb ladder-gpt2 200 gpt2 --seq-len 1024 --batch-size 16,32 --steps 15
     ;;
 ladders-llama)
     step ladder-llama3-1b 560 python3 -m bench ladder llama3-1b --device cuda --seq-len 2048 \

@@ -303,6 +303,10 @@ def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda
         "skipped: pad_vocab: 'tiny' does not take it; it applies to gpt2, gpt2-medium, "
         "llama3-1b, llama3-8b, llama3-tiny"
     )
+    # the host's runtime is not a GPU rung: left as launched (it read 'system gnu-omp')
+    assert (outcome.ladder[0]["point"]["allocator"], outcome.ladder[0]["point"]["openmp"]) == (
+        None, None
+    )  # fmt: skip
     top = outcome.ladder[-5]["point"]
     assert (top["batch_size"], top["precision"], top["memory_format"], top["compile"],
             top["optimize"]) == (64, "bf16", "channels_last", "inductor:reduce-overhead",
