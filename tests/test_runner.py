@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 import re
 
 import pytest
@@ -607,3 +608,32 @@ def test_each_run_to_a_target_trains_with_a_seed_of_its_own_and_a_measurement_sh
     Runner(RunConfig(workload="tiny", batch_sizes=(4,), repeats=3, seed=7), tmp_path / "b",
            spawn=plain).run()  # fmt: skip
     assert [p.seed for p, job in plain.calls if job == "measure"] == [7, 7, 7]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs two CPUs this process may run on",
+)
+def test_the_cores_a_run_had_are_read_before_the_framework_pins_its_thread(monkeypatch):
+    """GNU OpenMP bound close (OMP_PROC_BIND=CLOSE, the CPU study's setting) pins the
+    thread that starts it to one core: an H100's run recorded 1 of its 16 cores."""
+    from bench import registry
+    from bench.child import worker
+    from bench.config import PointConfig
+
+    torch_framework = type(registry.framework("torch"))
+    cores = os.sched_getaffinity(0)
+
+    class Pinning(torch_framework):  # type: ignore[misc, valid-type]
+        def configure(self, platform):
+            os.sched_setaffinity(0, {min(cores)})
+            super().configure(platform)
+
+    monkeypatch.setattr(registry, "framework", lambda name: Pinning())
+    point = PointConfig(workload="tiny", device="cpu", steps=2, warmup_steps=1)
+    try:
+        response = worker.run_point({"point": point.to_dict(), "job": "measure"})
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert response.status == "ok", response.error
+    assert response.environment["cpu"]["affinity_cores"] == len(cores)

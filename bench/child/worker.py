@@ -118,8 +118,10 @@ def run_point(
         if reason:
             raise BenchError(reason)
         progress("setup", 0, 1)
+        # The machine as the run has it, read before the framework starts its threads:
+        # GNU OpenMP bound close (OMP_PROC_BIND=CLOSE) pins this thread to one core.
+        run_cores = provenance.affinity_cores()
         framework.configure(platform)
-        run_cores = provenance.affinity_cores()  # the machine as the run has it
         if rank is not None:  # this rank's device, or its own CPU cores
             answer = replace(answer, binding=platform.bind_rank(rank.local_rank,
                                                                 rank.local_world_size))  # fmt: skip
