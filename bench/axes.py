@@ -39,15 +39,17 @@ Axis = RunOption  # an axis is a run option that sweeps: .many, .one, .flag, .al
 
 
 def in_sweep_order(options: tuple[RunOption, ...], order: tuple[str, ...]) -> tuple[Axis, ...]:
-    """The options that sweep, in `order` (their RunConfig fields); one missing from it,
-    or named twice, is refused here, at import, not left out of every sweep."""
+    """The options that sweep: those `order` does not name first (slowest-varying: a new
+    axis needs no place there), as declared, then `order`'s (their RunConfig fields). A
+    name in `order` that is no sweep axis, or named twice, is refused here, at import."""
     swept = {o.many: o for o in options if o.sweeps}
-    if set(order) != set(swept) or len(order) != len(swept):
+    if not set(order) <= set(swept) or len(set(order)) != len(order):
         raise ValueError(
-            f"options_table.SWEEP_ORDER must name each sweep axis once: {sorted(swept)}, "
-            f"not {list(order)}"
+            f"options_table.SWEEP_ORDER names each sweep axis at most once, of "
+            f"{sorted(swept)}; not {list(order)}"
         )
-    return tuple(swept[name] for name in order)
+    return (*(o for name, o in swept.items() if name not in order),
+            *(swept[name] for name in order))  # fmt: skip
 
 
 AXES = in_sweep_order(RUN_OPTIONS, SWEEP_ORDER)

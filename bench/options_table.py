@@ -476,7 +476,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 
 # The sweep's order, slowest-varying first: a sweep's points run in this order, the
 # batch size varying fastest, as in the published tables, and the device count just
-# above it (a scaling table reads down one config). Every sweep axis, once.
+# above it (a scaling table reads down one config). A sweep axis not named here varies
+# slowest of all (bench.axes.in_sweep_order): a new one needs no place here.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
                "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
                "compilers", "devices", "batch_sizes")  # fmt: skip

@@ -55,7 +55,6 @@ RUN_OPTIONS = (*RUN_OPTIONS, RunOption(
     off="off", one_value_in_search=True, tune=True,
 ))
 """
-SWEEP_ORDER = 'SWEEP_ORDER = ("widgets", *SWEEP_ORDER)\n'
 RUN_FIELD = '    widgets: tuple[str, ...] = ("off",)\n'
 POINT_FIELD = '    widget: str = "off"\n'
 NOW = SCHEMA_VERSION  # the recipe bumps it: the new fields are `since` the next one
@@ -65,7 +64,6 @@ CONFIG_ENTRY = (
     'older=["off"]))\n'
 )
 POINT_ENTRY = f'POINT = (*POINT, Field("widget", text, "text", since={NOW + 1}, older="off"))\n'
-GRID = 'GRID["widgets"] = lambda here: ("off", "on")\n'
 
 # What the copy is asked, in a process of its own (its bench, not this one's).
 PROBE = """
@@ -98,17 +96,12 @@ def _copy_with_the_recipe(tmp_path: Path, *, point_field: bool = True) -> Path:
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     bench = copy / "bench"
-    _edit(
-        bench / "options_table.py",
-        ("RUN_OPTIONS", OPTION, None),
-        ("SWEEP_ORDER", SWEEP_ORDER, None),
-    )
+    _edit(bench / "options_table.py", ("RUN_OPTIONS", OPTION, None))
     _edit(bench / "config.py", ("", RUN_FIELD, "RunConfig"),
           *((("", POINT_FIELD, "PointConfig"),) if point_field else ()))  # fmt: skip
     _edit(bench / "result" / "schema.py", ("SCHEMA_VERSION", SCHEMA, None),
           ("CONFIG", CONFIG_ENTRY, None), ("POINT", POINT_ENTRY, None))  # fmt: skip
     _edit(bench / "result" / "measured.py", ("", POINT_FIELD, "Measured"))
-    _edit(bench / "commands" / "tune.py", ("GRID", GRID, None))
     return copy
 
 
@@ -129,13 +122,13 @@ def followed(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_the_parser_and_the_config_follow_from_one_declaration(followed):
     assert followed["help"]
     assert followed["widgets"] == ["off", "on"]
-    assert followed["points"] == ["off", "on"]  # its place in SWEEP_ORDER: slowest
+    assert followed["points"] == ["off", "on"]  # not in SWEEP_ORDER: it varies slowest
 
 
 def test_the_sweep_the_result_and_tune_follow(followed):
-    assert followed["sweep_first"] == "widgets"
+    assert followed["sweep_first"] == "widgets"  # no place in SWEEP_ORDER: slowest
     assert followed["point_axis"]
-    assert followed["grid"] == ["off", "on"]
+    assert followed["grid"] == ["off", "on"]  # tune tries every value it allows
 
 
 def test_a_file_of_the_version_before_loads_with_the_fields_older_value(followed):

@@ -58,7 +58,8 @@ def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
     axes: dict[str, Any] = {}
     for option in RUN_OPTIONS:
         if option.tune and option.field and not given & set(flags_of(option.field)):
-            values = GRID[option.field](here)
+            grid = GRID.get(option.field, lambda _here, o=option: o.allowed)
+            values = grid(here)
             if values is not None:
                 axes[option.field] = values
     return axes
@@ -132,6 +133,8 @@ def _openmps(here: _Here) -> tuple[str, ...] | None:
 
 # Each axis tune searches (bench.options_table's `tune`): its values here, or None where
 # it does not apply (the run's value stands).
+# Where an axis's values depend on the machine, the workload or the framework; any other
+# axis tune searches (options_table's `tune`) tries every value it allows (`allowed`).
 GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
     "batch_sizes": _batch_sizes,
     "precisions": _precisions,
