@@ -18,8 +18,8 @@ from bench.options_table import (
     PRECISIONS,
     RUN_OPTIONS,
     SWEEP_ORDER,
-    RunOption,
 )
+from bench.run_option import RunOption
 
 __all__ = [
     "ALLOCATORS",

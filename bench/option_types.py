@@ -13,17 +13,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from bench.checks import HUGE, MAX_WHOLE, TINY
 from bench.errors import UsageError
 from bench.units import parse_size
 
 MAX_TOKENS = 10**15  # tokens a run trains on, at most: a quadrillion, past any training run
-# A positive figure a result stores, at least and at most: what the result reader accepts
-# (bench.result.checks, a room above; tests/test_options_table.py checks they agree).
-TINY, HUGE = 1e-12, 1e21
-
-# Whole numbers as C libraries and devices take them; written in ASCII digits only
+# A positive figure a result stores, at least and at most (TINY, HUGE), and whole numbers
+# as C libraries and devices take them (MAX_WHOLE): what the result reader accepts, so no
+# run is saved that cannot be read back. Whole numbers are written in ASCII digits only
 # (Python's int() also takes '٣٢', '１６' and '1_000').
-MAX_WHOLE = 2**31 - 1
 _WHOLE = re.compile(r"-?[0-9]+")
 
 
@@ -146,7 +144,7 @@ def number(text: str) -> float:
 
 def measure(text: str) -> float:
     """A positive figure a result stores (seconds, a price, TFLOP/s): from 1e-12 to 1e21,
-    what bench's result reader accepts (bench.result.checks), so no run is saved into
+    what bench's result reader accepts (bench.checks), so no run is saved into
     a file bench itself then refuses."""
     value = number(text)
     if not TINY <= value <= HUGE:

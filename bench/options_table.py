@@ -6,7 +6,9 @@ The parser (bench.commands.run_options), the mapping from options to a config
 (`config_from_args`), the sweep axes (bench.axes, in SWEEP_ORDER), the point axes of the
 result schema (bench.result.schema.POINT_AXES), tune's grid (bench.commands.tune) and
 what `bench rerun` takes from its own command line (bench.commands.rerun) are read from
-RUN_OPTIONS. RunConfig and PointConfig stay written out for their types;
+RUN_OPTIONS, and so are the result schema's entries for them (each option's `stored`:
+its CONFIG entry, and a sweep axis's POINT entry). RunConfig and PointConfig, and a
+point's stored record (bench.result.measured), stay written out for their types;
 tests/test_options_table.py checks they declare exactly the names declared here, as
 tests/test_result_schema.py checks the result's dataclasses against its tables.
 
@@ -17,11 +19,9 @@ machine's price, the label, where the result goes) are the commands' own
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
+from bench import checks
 from bench.option_types import (
+    MAX_TOKENS,
     MAX_WHOLE,
     choice_list,
     compilers,
@@ -37,6 +37,7 @@ from bench.option_types import (
     tokens,
     whole,
 )
+from bench.run_option import RunOption, Stored
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 MEMORY_FORMATS = ("contiguous", "channels_last")
@@ -53,74 +54,9 @@ MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 DEFAULT_COMPILER = "default"
 
 
-@dataclass(frozen=True)
-class RunOption:
-    """One option of `bench run` and the config field it sets."""
-
-    flags: tuple[str, ...]  # the first is its name; ("workload",): a positional argument
-    help: str | None
-    field: str | None  # the RunConfig field; None: another spelling of one (`same_as`)
-    type: Callable[[str], Any] | None = None  # argparse's: text -> value, one line if bad
-    default: Any = None
-    env: str | None = None  # an environment variable that, when set, is the default
-    metavar: str | None = None
-    switch: bool = False  # takes no value (store_true)
-    bare: Any = None  # the value of the flag given without one (argparse's const, nargs="?")
-    dest: str | None = None  # where argparse keeps it, where not its name's
-    same_as: str | None = None  # the RunConfig field this spelling sets too (config_from_args)
-    # PointConfig's field of the same name, copied to every point; False: the parent's
-    # alone (how often to repeat, what to search, when to give up).
-    child: bool = True
-    # A sweep axis: the PointConfig field of one value (its RunConfig field is a tuple).
-    sweep: str | None = None
-    allowed: tuple[str, ...] | None = None  # None: checked where the values are known
-    # The max-batch search takes one value of it (it searches once per precision,
-    # memory format and compiler, over the batch size).
-    one_value_in_search: bool = False
-    runtime: bool = False  # how the child is started (allocator, OpenMP, NUMA binding)
-    # Tells one point of a result from another (POINT_AXES); the device count does not:
-    # a point records its ranks.
-    point_axis: bool = True
-    tune: bool = False  # bench tune searches it where it is not given (bench.commands.tune)
-    ladder_sets: bool = False  # bench ladder sets it, rung by rung, and refuses it given
-    # `bench rerun` takes it from its own command line, never from the file.
-    rerun: bool = False
-    # A sweep axis's value that leaves things as they are, besides None and "none" (a
-    # winner's command leaves it out): --attention auto, --loss plain.
-    off: Any = None
-
-    def __post_init__(self) -> None:
-        if not self.flags or (self.field is None) == (self.same_as is None):
-            raise ValueError(f"{self.flags}: a run option sets one field, or is another spelling")
-        if self.sweep is None and (self.allowed or self.runtime or self.one_value_in_search):
-            raise ValueError(f"{self.flags[0]}: only a sweep axis (sweep=...) takes those")
-
-    @property
-    def flag(self) -> str:
-        return self.flags[0]
-
-    @property
-    def name(self) -> str:
-        """Its argparse dest: what a parsed namespace calls it."""
-        return self.dest or self.flag.lstrip("-").replace("-", "_")
-
-    @property
-    def sweeps(self) -> bool:
-        return self.sweep is not None
-
-    @property
-    def many(self) -> str:
-        """A sweep axis's RunConfig field (a tuple of values)."""
-        if self.sweep is None or self.field is None:
-            raise ValueError(f"{self.flag} is not a sweep axis")
-        return self.field
-
-    @property
-    def one(self) -> str:
-        """A sweep axis's PointConfig field (one value)."""
-        if self.sweep is None:
-            raise ValueError(f"{self.flag} is not a sweep axis")
-        return self.sweep
+COUNT, NUMBER_OF = Stored(*checks.COUNT), Stored(*checks.NUMBER_OF)
+TOKENS = (checks.optional(checks.whole(1, MAX_TOKENS)),
+          f"a count of tokens from 1 to {MAX_TOKENS}, or null")  # fmt: skip
 
 
 def _runtime(
@@ -144,6 +80,11 @@ def _runtime(
         runtime=True,
         tune=tune,
         ladder_sets=ladder_sets,
+        stored=Stored(
+            checks.optional(checks.one_of(*choices)),
+            "one of " + ", ".join(choices) + " or null",
+            since=5,
+        ),
     )
 
 
@@ -152,6 +93,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         ("workload",),
         "what to train (see: bench list); a,b runs each in turn, one result each",
         "workload",
+        stored=Stored(checks.text, "text", required=True),
     ),
     RunOption(
         ("--framework",),
@@ -159,6 +101,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "framework",
         default="torch",
         env="BENCH_FRAMEWORK",
+        stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--device",),
@@ -166,6 +109,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "device",
         default="auto",
         env="BENCH_DEVICE",
+        stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--batch-size",),
@@ -175,6 +119,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default=(),
         sweep="batch_size",
         tune=True,
+        stored=Stored(checks.whole(1), checks.WHOLE_TEXT, required=True),
     ),
     RunOption(
         ("--precision",),
@@ -186,6 +131,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         allowed=PRECISIONS,
         tune=True,
         ladder_sets=True,
+        stored=Stored(checks.text, "text", required=True),
     ),
     RunOption(
         ("--memory-format",),
@@ -196,6 +142,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         allowed=MEMORY_FORMATS,
         tune=True,
         ladder_sets=True,
+        stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--channels-last",),
@@ -219,6 +166,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="compile",
         tune=True,
         ladder_sets=True,
+        stored=Stored(*checks.TEXT_OR_NULL),
     ),
     RunOption(
         ("--optimize",),
@@ -233,6 +181,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         one_value_in_search=True,
         tune=True,
         ladder_sets=True,
+        stored=Stored(*checks.TEXT_OR_NULL, since=9, older=None),
     ),
     RunOption(
         ("--expert-parallel",),
@@ -242,6 +191,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         whole,
         default=1,
         metavar="N",
+        stored=Stored(checks.whole(1, 4096), "a whole number from 1 to 4096", since=13, older=1),
     ),
     RunOption(
         ("--activation-checkpointing",),
@@ -254,6 +204,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="activation_checkpointing",
         allowed=CHECKPOINTING_MODES,
         one_value_in_search=True,
+        stored=Stored.one_of(CHECKPOINTING_MODES, since=10, older="none"),
     ),
     RunOption(
         ("--attention",),
@@ -268,6 +219,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         off="auto",
         one_value_in_search=True,
         ladder_sets=True,
+        stored=Stored.one_of(ATTENTION_KERNELS, since=14, older="auto"),
     ),
     RunOption(
         ("--loss",),
@@ -283,6 +235,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         off="plain",
         one_value_in_search=True,
         ladder_sets=True,
+        stored=Stored.one_of(LOSSES, since=14, older="plain"),
     ),
     RunOption(
         ("--pad-vocab",),
@@ -296,8 +249,11 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="pad_vocab",
         one_value_in_search=True,
         ladder_sets=True,
+        stored=Stored(checks.whole(0, MAX_PAD_VOCAB), f"a whole number from 0 to {MAX_PAD_VOCAB}",
+                      since=14, older=0),
     ),
-    RunOption(("--threads",), "intra-op CPU threads (default: the framework's)", "threads", whole),
+    RunOption(("--threads",), "intra-op CPU threads (default: the framework's)", "threads", whole,
+              stored=COUNT),
     _runtime("--allocator", "BENCH_ALLOCATOR", ALLOCATORS,
              "memory allocator preloaded in the child", tune=True, ladder_sets=True),
     _runtime("--openmp", "BENCH_OPENMP", OPENMP_RUNTIMES,
@@ -319,13 +275,15 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         point_axis=False,
         rerun=True,
         ladder_sets=True,
+        stored=Stored(checks.optional(checks.whole(1)), "a whole number or null", since=4),
     ),
     RunOption(("--nnodes",), "machines training each point together", "nnodes", whole,
-              default=1, rerun=True),
+              default=1, rerun=True, stored=Stored(*checks.NUMBER_OF, since=4)),
     RunOption(("--node-rank",), "this machine's rank (0: writes)", "node_rank", whole,
-              default=0, rerun=True),
+              default=0, rerun=True, stored=Stored(*checks.NUMBER_OF, since=4)),
     RunOption(("--rdzv-endpoint",), "node 0's rendezvous, the same on every machine",
-              "rdzv_endpoint", metavar="HOST:PORT", rerun=True),
+              "rdzv_endpoint", metavar="HOST:PORT", rerun=True,
+              stored=Stored(*checks.TEXT_OR_NULL, since=4)),
     RunOption(
         ("--data",),
         "synthetic: one batch made on the device (default); loader: synthetic samples "
@@ -338,6 +296,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default="synthetic",
         metavar="SOURCE",
         rerun=True,
+        stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--num-workers",),
@@ -346,6 +305,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "num_workers",
         whole,
         default=0,
+        stored=NUMBER_OF,
     ),
     RunOption(
         ("--train-to",),
@@ -354,6 +314,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "train_to",
         number,
         metavar="TOP1",
+        stored=Stored(checks.optional(checks.fraction), "a fraction or null", since=8),
     ),
     # A decoder trained to a validation loss (bench.datasets.loss_target).
     RunOption(
@@ -364,6 +325,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "train_to_loss",
         number,
         metavar="LOSS",
+        stored=Stored(checks.optional(checks.positive), checks.NUMBER_TEXT, since=12, older=None),
     ),
     RunOption(
         ("--val-data",),
@@ -372,6 +334,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "val_data",
         metavar="SOURCE",
         rerun=True,
+        stored=Stored(*checks.TEXT_OR_NULL, since=12, older=None),
     ),
     RunOption(
         ("--max-tokens",),
@@ -379,6 +342,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "max_tokens",
         tokens,
         metavar="N",
+        stored=Stored(*TOKENS, since=12, older=None),
     ),
     RunOption(
         ("--eval-every",),
@@ -387,6 +351,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "eval_every",
         eval_every,
         metavar="N",
+        stored=Stored(*TOKENS, since=12, older=None),
     ),
     RunOption(
         ("--eval-sequences",),
@@ -395,6 +360,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "eval_sequences",
         whole,
         metavar="M",
+        stored=Stored(*checks.COUNT, since=12, older=None),
     ),
     RunOption(
         ("--recipe",),
@@ -402,21 +368,23 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "llmc-gpt2-124m, mlperf-llama31-8b (bench.datasets.recipe)",
         "recipe",
         metavar="NAME",
+        stored=Stored(*checks.TEXT_OR_NULL, since=12, older=None),
     ),
     RunOption(("--warmup-steps",), "unmeasured steps first (default 5; 0 in epoch mode)",
-              "warmup_steps", whole),
-    RunOption(("--steps",), "measured steps (default 20)", "steps", whole),
+              "warmup_steps", whole, stored=COUNT),
+    RunOption(("--steps",), "measured steps (default 20)", "steps", whole, stored=NUMBER_OF),
     RunOption(
         ("--epochs", "--max-epochs"),
         "epoch mode: time N epochs, summarise epochs 2..N (with --train-to: the most "
         "epochs to train)",
         "epochs",
         whole,
+        stored=COUNT,
     ),
     RunOption(("--epoch-samples",), "samples per epoch (default: the dataset's size)",
-              "epoch_samples", whole),
+              "epoch_samples", whole, stored=COUNT),
     RunOption(("--seq-len",), "sequence length, for language workloads (one a run)", "seq_len",
-              one_length),
+              one_length, stored=COUNT),
     RunOption(
         ("--repeats",),
         "fresh processes per point (default 1); auto: until the spread is under "
@@ -425,9 +393,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         repeats,
         default=1,
         child=False,
+        stored=COUNT,
     ),
-    RunOption(("--min-repeats",), None, "min_repeats", whole, default=3, child=False),
-    RunOption(("--max-repeats",), None, "max_repeats", whole, default=10, child=False),
+    RunOption(("--min-repeats",), None, "min_repeats", whole, default=3, child=False,
+              stored=NUMBER_OF),
+    RunOption(("--max-repeats",), None, "max_repeats", whole, default=10, child=False,
+              stored=NUMBER_OF),
     RunOption(
         ("--target-rsd",),
         "relative standard deviation that ends automatic repeats (default 0.035)",
@@ -435,6 +406,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         number,
         default=0.035,
         child=False,
+        stored=Stored(checks.fraction, "a fraction"),
     ),
     RunOption(
         ("--find-max-batch",),
@@ -443,6 +415,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         switch=True,
         child=False,
         ladder_sets=True,
+        stored=Stored(checks.flag, "true or false"),
     ),
     RunOption(
         ("--find-max-seq-len",),
@@ -451,9 +424,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "find_max_seq_len",
         switch=True,
         child=False,
+        stored=Stored(checks.flag, "true or false", since=11, older=False),
     ),
     RunOption(("--max-batch-limit",), "largest batch the search probes", "max_batch_limit",
-              whole, default=4096, child=False),
+              whole, default=4096, child=False, stored=NUMBER_OF),
     RunOption(
         ("--max-batch-step",),
         "the search's resolution: above this batch it probes only its multiples "
@@ -462,16 +436,20 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         whole,
         default=8,
         child=False,
+        stored=Stored(*checks.NUMBER_OF, since=3),
     ),
     RunOption(
         ("--memory-limit",),
         "cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
         "memory_limit_bytes",
         size,
+        stored=Stored(checks.optional(checks.byte_count), "a byte count or null"),
     ),
     RunOption(("--timeout",), "seconds per child process", "timeout_s", measure,
-              dest="timeout_s", child=False),
-    RunOption(("--seed",), None, "seed", whole, default=0),
+              dest="timeout_s", child=False,
+              stored=Stored(checks.optional(checks.positive),
+                            "seconds from 1e-12 to 1e21, or null")),
+    RunOption(("--seed",), None, "seed", whole, default=0, stored=NUMBER_OF),
 )  # fmt: skip
 
 # The sweep's order, slowest-varying first: a sweep's points run in this order, the

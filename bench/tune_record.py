@@ -1,14 +1,13 @@
 """What a tune record may hold (the result's `tune`: its rounds, their probes, the time
 spent and why the search stopped), each field with a type and a range
-(bench.result.checks), checked before --resume or a rerun reads a number of it."""
+(bench.checks), checked before --resume or a rerun reads a number of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from bench.result import ResultError
-from bench.result.checks import (
+from bench.checks import (
     HUGE,
     MAX_INT,
     TINY,
@@ -20,6 +19,7 @@ from bench.result.checks import (
     text,
     whole,
 )
+from bench.result import ResultError
 from bench.result.schema import Field
 from bench.result.validate import InvalidField, check_fields
 from bench.text import visible
@@ -44,7 +44,7 @@ def _coverage(v: Any) -> bool:
 def record_fields(grid: int) -> tuple[Field, ...]:
     """What a tune record may hold, for a grid of `grid` configurations: what --resume
     reads of an interrupted file (spent_s, each round's walls_s) and the rest bench
-    writes there, each with a type and a range (bench.result.checks)."""
+    writes there, each with a type and a range (bench.checks)."""
     return (
         Field("budget_s", number(TINY, MAX_SECONDS), f"{_SECONDS_TEXT}, above 0"),
         Field("eta", whole(2, 100), "a whole number from 2 to 100"),

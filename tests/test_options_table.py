@@ -9,15 +9,15 @@ import dataclasses
 
 import pytest
 
-from bench import axes, option_types, options_table
+from bench import axes, options_table
 from bench.commands import rerun, tune
 from bench.commands.options import UsageParser
 from bench.commands.run_options import add_run_options, config_from_args, parse_run
 from bench.config import PointConfig, RunConfig
 from bench.errors import UsageError
-from bench.options_table import RUN_OPTIONS, RunOption
+from bench.options_table import COUNT, RUN_OPTIONS
 from bench.result import POINT_AXES, Point
-from bench.result import checks as result_checks
+from bench.run_option import RunOption
 
 
 def _fields(cls: type) -> set[str]:
@@ -139,12 +139,31 @@ def test_an_option_sets_one_field_or_spells_another():
     with pytest.raises(ValueError, match="only a sweep axis"):
         RunOption(("--x",), "help", "x", runtime=True)
     with pytest.raises(ValueError, match="not a sweep axis"):
-        RunOption(("--x",), "help", "x").one  # noqa: B018
+        RunOption(("--x",), "help", "x", stored=COUNT).one  # noqa: B018
+    # an option that sets a field says how a result stores it (its schema entries)
+    with pytest.raises(ValueError, match=r"says how a result stores it \(stored="):
+        RunOption(("--x",), "help", "x")
+    with pytest.raises(ValueError, match="says how a result stores it"):
+        RunOption(("--x",), "help", None, same_as="y", stored=COUNT)
 
 
-def test_the_option_types_bounds_are_what_the_result_reader_accepts():
-    assert (option_types.TINY, option_types.HUGE) == (result_checks.TINY, result_checks.HUGE)
-    assert option_types.MAX_WHOLE == result_checks.MAX_WHOLE
+def test_each_option_s_stored_form_is_its_schema_entry():
+    """CONFIG and POINT follow from the options: a sweep axis's POINT entry is one value,
+    its CONFIG entry the list of them."""
+    from bench.result import schema
+
+    config = {f.name: f for f in schema.CONFIG}
+    point = {f.name: f for f in schema.POINT}
+    attention = next(o for o in RUN_OPTIONS if o.field == "attentions")
+    assert (point["attention"].since, point["attention"].older) == (14, "auto")
+    assert point["attention"].check("flash") and not point["attention"].check("fast")
+    assert config["attentions"].older == ["auto"] and config["attentions"].check(["math"])
+    assert not config["attentions"].check("math")  # a list, each one value
+    assert config["attentions"].expected == f"a list, each {attention.stored.expected}"
+    assert point["batch_size"].required and not config["batch_sizes"].required
+    assert config["workload"].required and "devices" in config
+    assert point["devices"].check(2) and not point["devices"].check(None)  # ranks, not the axis
+    assert {o.field for o in RUN_OPTIONS if o.field} <= set(config)
 
 
 def test_the_ladder_refuses_every_option_it_sets():

@@ -1,8 +1,10 @@
 """The recipe "add a run option" (docs/contributing.md, docs/architecture.md's "Where to
 add"), followed to the letter: a new sweep axis, --widget off,on, declared in a copy of
-bench in the places the recipe names and nowhere else. The parser, the config, the
-sweep, the result's point axes, tune's grid and a result file of the version before
-follow from them; left out of PointConfig, it fails naming the field."""
+bench in the places the recipe names and nowhere else (its RunOption with how a result
+stores it, the RunConfig and PointConfig fields, the schema's version, the stored
+field). The parser, the config, the sweep, the result's point axes and schema entries,
+tune's grid and a result file of the version before follow from them; left out of
+PointConfig, it fails naming the field."""
 
 from __future__ import annotations
 
@@ -47,23 +49,19 @@ def _edit(path: Path, *edits: tuple[str, str, str | None]) -> None:
 
 
 # The recipe's places, each with what the new option writes there.
-OPTION = """
+NOW = SCHEMA_VERSION  # the recipe bumps it: the new fields are `since` the next one
+OPTION = f"""
 WIDGETS = ("off", "on")
 RUN_OPTIONS = (*RUN_OPTIONS, RunOption(
     ("--widget",), "a widget: off (default), on; comma-separated for a sweep", "widgets",
     choice_list("widget", WIDGETS), default=("off",), sweep="widget", allowed=WIDGETS,
     off="off", one_value_in_search=True, tune=True,
+    stored=Stored.one_of(WIDGETS, since={NOW + 1}, older="off"),
 ))
 """
 RUN_FIELD = '    widgets: tuple[str, ...] = ("off",)\n'
 POINT_FIELD = '    widget: str = "off"\n'
-NOW = SCHEMA_VERSION  # the recipe bumps it: the new fields are `since` the next one
 SCHEMA = f"SCHEMA_VERSION = {NOW + 1}  # {NOW + 1}: points gain `widget`, configs `widgets`\n"
-CONFIG_ENTRY = (
-    f'CONFIG = (*CONFIG, Field("widgets", list_of(text), "a list", since={NOW + 1}, '
-    'older=["off"]))\n'
-)
-POINT_ENTRY = f'POINT = (*POINT, Field("widget", text, "text", since={NOW + 1}, older="off"))\n'
 
 # What the copy is asked, in a process of its own (its bench, not this one's).
 PROBE = """
@@ -99,8 +97,7 @@ def _copy_with_the_recipe(tmp_path: Path, *, point_field: bool = True) -> Path:
     _edit(bench / "options_table.py", ("RUN_OPTIONS", OPTION, None))
     _edit(bench / "config.py", ("", RUN_FIELD, "RunConfig"),
           *((("", POINT_FIELD, "PointConfig"),) if point_field else ()))  # fmt: skip
-    _edit(bench / "result" / "schema.py", ("SCHEMA_VERSION", SCHEMA, None),
-          ("CONFIG", CONFIG_ENTRY, None), ("POINT", POINT_ENTRY, None))  # fmt: skip
+    _edit(bench / "result" / "schema.py", ("SCHEMA_VERSION", SCHEMA, None))
     _edit(bench / "result" / "measured.py", ("", POINT_FIELD, "Measured"))
     return copy
 

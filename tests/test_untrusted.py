@@ -325,10 +325,10 @@ def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw
 
     from rich.console import Console
 
+    from bench.checks import MAX_TEXT
     from bench.config import RunConfig
     from bench.errors import UsageError
     from bench.report.live import LiveReporter
-    from bench.result.checks import MAX_TEXT
 
     for unit in (HOSTILE, "[/x]tokens"):
         hostile = machine(V100, [point(64, [100])])

@@ -44,13 +44,13 @@ from dataclasses import replace
 from typing import Any
 
 from bench import mfu, provenance, registry
+from bench.checks import MAX_TEXT
 from bench.child.measure import Progress, measure, no_progress
 from bench.config import PointConfig
 from bench.errors import BenchError
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform
 from bench.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
-from bench.result.checks import MAX_TEXT
 from bench.result.response import Response
 from bench.trackers.energy import open_sources
 

@@ -17,7 +17,8 @@ from bench.commands.options import UsageParser
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.option_types import measure
-from bench.options_table import DEFAULT_COMPILER, RUN_OPTIONS, RunOption
+from bench.options_table import DEFAULT_COMPILER, RUN_OPTIONS
+from bench.run_option import RunOption
 
 
 def add_options(p: argparse.ArgumentParser, options: Iterable[RunOption]) -> None:

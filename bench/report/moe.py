@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench.checks import MAX_INT, fraction, number, whole
 from bench.mfu import MOE_FORMULA
 from bench.result import Point
-from bench.result.checks import MAX_INT, fraction, number, whole
 
 # The MFU formula's short name ('6N_active+12LHQT'), for captions.
 FORMULA = MOE_FORMULA.split(":", 1)[0]

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.result.checks import MAX_WHOLE, positive
+from bench.checks import MAX_WHOLE, positive
 from bench.stats import Estimate, Summary, relative_stdev
 from bench.stats import throughput as samples_per_s
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import files, integrity
+from bench.checks import MAX_DEPTH, MAX_INT, MAX_TEXT
 from bench.config import RunConfig
 from bench.errors import BenchError, UsageError
-from bench.result.checks import MAX_DEPTH, MAX_INT, MAX_TEXT
 from bench.result.document import Result
 from bench.result.migrations import migrate
 from bench.result.schema import SCHEMA_VERSION

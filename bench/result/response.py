@@ -16,9 +16,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
 
-from bench.errors import BenchError
-from bench.result import schema
-from bench.result.checks import (
+from bench.checks import (
     MAX_TEXT,
     Check,
     an_object,
@@ -29,6 +27,8 @@ from bench.result.checks import (
     positive,
     whole,
 )
+from bench.errors import BenchError
+from bench.result import schema
 from bench.result.schema import STATUSES
 from bench.result.validate import InvalidField, check_fields
 

@@ -1,7 +1,7 @@
 """The layout of a result file: its version, its history, and one table of its fields.
 
 Each field a file stores is declared once here: its name, what it may hold (the check
-load applies, with bounds: bench/result/checks.py), the schema version that added it,
+load applies, with bounds: bench/checks.py), the schema version that added it,
 and what files older than that version hold in its place. The validator
 (bench/result/validate.py) and the steps that bring an older file up to date
 (bench/result/migrations.py) are derived from these tables; the dataclasses that hold
@@ -17,18 +17,20 @@ from typing import Any
 # POINT_AXES: what tells one point of a run from another, the device count aside (the
 # sweep axes' names in a Point, a PointConfig and a PointConfig's dict, a ladder rung);
 # MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.axes).
-from bench.axes import ALLOCATORS, CHECKPOINTING_MODES, NUMA_MODES, OPENMP_RUNTIMES, POINT_AXES
-from bench.option_types import MAX_TOKENS
-from bench.options_table import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
-from bench.result.checks import (
-    MAX_WHOLE,
+from bench.axes import POINT_AXES
+from bench.checks import (
+    COUNT,
+    NUMBER_OF,
+    NUMBER_TEXT,
+    TEXT_OR_NULL,
+    UNSET,
+    WHOLE_TEXT,
     Check,
     an_object,
     axis_value,
     busy_number,
     byte_count,
     dict_of,
-    flag,
     fraction,
     list_of,
     non_negative,
@@ -39,10 +41,13 @@ from bench.result.checks import (
     text,
     whole,
 )
+from bench.option_types import MAX_TOKENS
+from bench.options_table import RUN_OPTIONS
 
 # Bump on any change to the stored layout, with a line below and a fixture file
 # tests/data/result-v<N>.json that must keep loading; a new field is an entry of a
-# table below with `since` the new version (and `older`, what older files hold).
+# table below with `since` the new version (and `older`, what older files hold), or, for
+# a run option, its `stored` in bench.options_table (the CONFIG and POINT entries follow).
 # History:
 #   1 (bench 0.1.0): first version.
 #   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
@@ -101,7 +106,6 @@ from bench.result.checks import (
 SCHEMA_VERSION = 16
 
 STATUSES = ("ok", "oom", "error")
-UNSET: Any = object()  # a Field's `older` when files older than `since` leave it out
 
 
 @dataclass(frozen=True)
@@ -211,17 +215,39 @@ def _power_reading(value: Any) -> bool:
     )
 
 
-_TEXT_OR_NULL = (optional(text), "text or null")
+_TEXT_OR_NULL = TEXT_OR_NULL
 _SECONDS = list_of(list_of(positive))
-_NUMBER = "a number from 1e-12 to 1e21, or null"
-_WHOLE = f"a whole number from 1 to {MAX_WHOLE}"
+_NUMBER, _WHOLE = NUMBER_TEXT, WHOLE_TEXT
+
+
+def _from_options() -> tuple[tuple[Field, ...], tuple[Field, ...]]:
+    """The run options' CONFIG and POINT entries, from how each says a result stores it
+    (options_table's `stored`): a sweep axis's POINT entry is one point's value and its
+    CONFIG entry the list of them; any other option's CONFIG entry is its value."""
+    config, point = [], []
+    for option in RUN_OPTIONS:
+        stored = option.stored
+        if option.field is None or stored is None:  # another spelling of one
+            continue
+        if not option.sweeps:
+            config.append(Field(option.field, stored.check, stored.expected, stored.since,
+                                stored.older, stored.required))  # fmt: skip
+            continue
+        older = UNSET if stored.older is UNSET else [stored.older]
+        words = f"a list, each {stored.expected}"
+        config.append(Field(option.field, list_of(stored.check), words, stored.since, older))
+        if option.point_axis:
+            point.append(Field(option.one, stored.check, stored.expected, stored.since,
+                               stored.older, stored.required))  # fmt: skip
+    return tuple(config), tuple(point)
+
+
+_OPTIONS_CONFIG, _OPTIONS_POINT = _from_options()
+
 
 # One point of a sweep (bench/result/point.py Point), in the order load checks them.
 POINT = (
-    Field("batch_size", whole(1), _WHOLE, required=True),
-    Field("precision", text, "text", required=True),
-    Field("memory_format", text, "text"),
-    Field("compile", *_TEXT_OR_NULL),
+    *_OPTIONS_POINT,  # its sweep axes' values (batch_size, precision, ...)
     Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
     Field("error", *_TEXT_OR_NULL),
     Field("warmup_times_s", _SECONDS, "lists of seconds from 1e-12 to 1e21"),
@@ -246,22 +272,7 @@ POINT = (
     Field("busy", list_of(optional(_busy_record)), "a list of busy-machine records or null",
           since=4, older=[]),
     Field("details", an_object, "an object"),
-    Field("allocator", optional(one_of(*ALLOCATORS)),
-          "one of " + ", ".join(ALLOCATORS) + " or null", since=5),
-    Field("openmp", optional(one_of(*OPENMP_RUNTIMES)),
-          "one of " + ", ".join(OPENMP_RUNTIMES) + " or null", since=5),
-    Field("numa", optional(one_of(*NUMA_MODES)), "one of " + ", ".join(NUMA_MODES) + " or null",
-          since=5),
     Field("runtime", optional(dict_of(optional(text))), "an object of text or null", since=5),
-    Field("optimize", *_TEXT_OR_NULL, since=9, older=None),
-    Field("activation_checkpointing", one_of(*CHECKPOINTING_MODES),
-          "one of " + ", ".join(CHECKPOINTING_MODES), since=10, older="none"),
-    Field("attention", one_of(*ATTENTION_KERNELS), "one of " + ", ".join(ATTENTION_KERNELS),
-          since=14, older="auto"),
-    Field("cross_entropy", one_of(*LOSSES), "one of " + ", ".join(LOSSES), since=14,
-          older="plain"),
-    Field("pad_vocab", whole(0, MAX_PAD_VOCAB), f"a whole number from 0 to {MAX_PAD_VOCAB}",
-          since=14, older=0),
     Field("input_wait_s", list_of(list_of(non_negative)), "lists of seconds (0, or 1e-12 to 1e21)",
           since=8, older=[]),
     Field("synthetic_step_times_s", list_of(positive), "a list of seconds from 1e-12 to 1e21",
@@ -339,66 +350,14 @@ RESULT = (
 # The config (RunConfig, bench/config.py): types and numbers (what they mean RunConfig
 # checks itself), whole numbers as the command line takes them, so that `bench rerun` of
 # a crafted file asks nothing absurd (a sweep of billions of points RunConfig refuses).
-_COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
-_TOKENS = (optional(whole(1, MAX_TOKENS)), f"a count of tokens from 1 to {MAX_TOKENS}, or null")
-_NUMBER_OF = (whole(0), f"a whole number from 0 to {MAX_WHOLE}")  # RunConfig holds no None
-_TEXTS = (list_of(optional(text)), "a list of text or null")
+_COUNT, _NUMBER_OF = COUNT, NUMBER_OF
+# The run config: every run option's (above), and the search's settings no option sets.
 CONFIG = (
-    Field("workload", text, "text", required=True),
-    Field("framework", text, "text"),
-    Field("device", text, "text"),
-    Field("data", text, "text"),
-    Field("rdzv_endpoint", *_TEXT_OR_NULL, since=4),
-    Field("threads", *_COUNT),
-    Field("num_workers", *_NUMBER_OF),
-    Field("warmup_steps", *_COUNT),
-    Field("steps", *_NUMBER_OF),
-    Field("epochs", *_COUNT),
-    Field("epoch_samples", *_COUNT),
-    Field("seq_len", *_COUNT),
-    Field("repeats", *_COUNT),
-    Field("min_repeats", *_NUMBER_OF),
-    Field("max_repeats", *_NUMBER_OF),
-    Field("max_batch_limit", *_NUMBER_OF),
-    Field("max_batch_step", *_NUMBER_OF, since=3),
+    *_OPTIONS_CONFIG,
     Field("max_batch_start", *_COUNT, since=3),
     Field("probe_steps", *_NUMBER_OF),
-    Field("seed", *_NUMBER_OF),
-    Field("nnodes", *_NUMBER_OF, since=4),
-    Field("node_rank", *_NUMBER_OF, since=4),
-    Field("memory_limit_bytes", optional(byte_count), "a byte count or null"),
-    Field("timeout_s", optional(positive), "seconds from 1e-12 to 1e21, or null"),
-    Field("target_rsd", fraction, "a fraction"),
-    Field("train_to", optional(fraction), "a fraction or null", since=8),
-    Field("batch_sizes", list_of(whole(1)), f"a list of whole numbers from 1 to {MAX_WHOLE}"),
-    Field("devices", list_of(optional(whole(1))), "a list of whole numbers or null", since=4),
-    Field("precisions", *_TEXTS),
-    Field("memory_formats", *_TEXTS),
-    Field("compilers", *_TEXTS),
-    Field("allocators", *_TEXTS, since=5),
-    Field("openmps", *_TEXTS, since=5),
-    Field("numas", *_TEXTS, since=5),
-    Field("optimizations", *_TEXTS, since=9, older=[None]),
-    Field("activation_checkpointings", list_of(one_of(*CHECKPOINTING_MODES)),
-          "a list of " + ", ".join(CHECKPOINTING_MODES), since=10, older=["none"]),
-    Field("find_max_batch", flag, "true or false"),
-    Field("find_max_seq_len", flag, "true or false", since=11, older=False),
-    Field("train_to_loss", optional(positive), _NUMBER, since=12, older=None),
-    Field("val_data", *_TEXT_OR_NULL, since=12, older=None),
-    Field("max_tokens", *_TOKENS, since=12, older=None),
-    Field("eval_every", *_TOKENS, since=12, older=None),
     Field("eval_every_unit", one_of("tokens", "sequences"), "tokens or sequences", since=12,
           older="tokens"),
-    Field("eval_sequences", *_COUNT, since=12, older=None),
-    Field("recipe", *_TEXT_OR_NULL, since=12, older=None),
-    Field("expert_parallel", whole(1, 4096), "a whole number from 1 to 4096", since=13,
-          older=1),
-    Field("attentions", list_of(one_of(*ATTENTION_KERNELS)),
-          "a list of " + ", ".join(ATTENTION_KERNELS), since=14, older=["auto"]),
-    Field("cross_entropies", list_of(one_of(*LOSSES)), "a list of " + ", ".join(LOSSES),
-          since=14, older=["plain"]),
-    Field("pad_vocabs", list_of(whole(0, MAX_PAD_VOCAB)),
-          f"a list of whole numbers from 0 to {MAX_PAD_VOCAB}", since=14, older=[0]),
 )  # fmt: skip
 # What readers take from the provenance (table titles, machine labels, peaks, prices).
 _SECTION = (optional(an_object), "an object or null")

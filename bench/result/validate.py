@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from bench.checks import MAX_ITEMS, Check
 from bench.result import schema
-from bench.result.checks import MAX_ITEMS, Check
 from bench.result.schema import Field
 
 

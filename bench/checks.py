@@ -99,3 +99,16 @@ def an_object(v: Any) -> bool:
 def axis_value(v: Any) -> bool:
     """A sweep axis's value: what a point is looked up by (hashable, printable)."""
     return v is None or text(v) or whole(0, MAX_INT)(v)
+
+
+# What a stored field holds where files older than its version leave it out: nothing
+# (the dataclass's default applies), unless the field says what (bench.result.schema).
+UNSET: Any = object()
+
+# A check and the words for what it allows, as the schema's and the options' tables
+# name them.
+TEXT_OR_NULL = (optional(text), "text or null")
+COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
+NUMBER_OF = (whole(0), f"a whole number from 0 to {MAX_WHOLE}")  # RunConfig holds no None
+NUMBER_TEXT = "a number from 1e-12 to 1e21, or null"
+WHOLE_TEXT = f"a whole number from 1 to {MAX_WHOLE}"
