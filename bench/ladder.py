@@ -61,10 +61,6 @@ def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
             f"--optimize {change['optimize']}: not in {point.framework}; it has "
             f"{', '.join(framework.optimizations) or 'none'}"
         )
-    if change.get("optimize") and (
-        unused := framework.unused_optimization(point.spec, change["optimize"])
-    ):
-        return f"--optimize {unused}"
     precision = change.get("precision")
     platform = registry.platform(point.device)
     if precision and precision not in platform.precisions:

@@ -390,7 +390,7 @@ def test_a_rung_the_framework_cannot_run_is_skipped_in_one_line_before_any_child
     # the same thing again (an H100's GPT-2 ladder read 1.00x [0.96-1.04] for it)
     gpu_decoder = PointConfig(workload="gpt2", device="cuda", batch_size=4)
     why = not_applicable(gpu_decoder, dict(steps("torch", "cuda"))["fused optimizer"])
-    assert why is not None and why.startswith("--optimize fused changes nothing on gpt2")
+    assert why is not None and why.startswith("optimize: fused changes nothing on gpt2")
     assert "\n" not in why
     image = PointConfig(workload="tiny", device="cuda", batch_size=4)
     assert not_applicable(image, dict(steps("torch", "cuda"))["fused optimizer"]) is None

@@ -131,10 +131,9 @@ def _openmps(here: _Here) -> tuple[str, ...] | None:
     return _installed("openmp", OPENMP_RUNTIMES)
 
 
-# Each axis tune searches (bench.options_table's `tune`): its values here, or None where
-# it does not apply (the run's value stands).
-# Where an axis's values depend on the machine, the workload or the framework; any other
-# axis tune searches (options_table's `tune`) tries every value it allows (`allowed`).
+# The axes tune searches (bench.options_table's `tune`) whose values depend on the
+# machine, the workload or the framework: their values here, or None where the axis does
+# not apply (the run's value stands). Any other such axis tries every value it allows.
 GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
     "batch_sizes": _batch_sizes,
     "precisions": _precisions,

@@ -73,10 +73,10 @@ def max_batch_table(result: Result) -> Table:
 def _probes(search: MaxBatch) -> str:
     """'7 in 71 s': how many probes, and their time where every probe's is known
     (schema 16 on); the count alone before."""
-    seconds = [p.seconds for p in search.probes]
-    if not seconds or any(s is None for s in seconds):
-        return str(len(seconds))
-    return f"{len(seconds)} in {sum(s for s in seconds if s is not None):.0f} s"
+    known = [p.seconds for p in search.probes if p.seconds is not None]
+    if not known or len(known) < len(search.probes):
+        return str(len(search.probes))
+    return f"{len(known)} in {sum(known):.0f} s"
 
 
 def ladder_rows(result: Result) -> list[tuple[dict[str, Any], Estimate | None, float | None]]:

@@ -215,9 +215,7 @@ def _power_reading(value: Any) -> bool:
     )
 
 
-_TEXT_OR_NULL = TEXT_OR_NULL
 _SECONDS = list_of(list_of(positive))
-_NUMBER, _WHOLE = NUMBER_TEXT, WHOLE_TEXT
 
 
 def _from_options() -> tuple[tuple[Field, ...], tuple[Field, ...]]:
@@ -249,24 +247,24 @@ _OPTIONS_CONFIG, _OPTIONS_POINT = _from_options()
 POINT = (
     *_OPTIONS_POINT,  # its sweep axes' values (batch_size, precision, ...)
     Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
-    Field("error", *_TEXT_OR_NULL),
+    Field("error", *TEXT_OR_NULL),
     Field("warmup_times_s", _SECONDS, "lists of seconds from 1e-12 to 1e21"),
     Field("step_times_s", _SECONDS, "lists of seconds from 1e-12 to 1e21", required=True),
     Field("epoch_times_s", optional(_SECONDS), "lists of seconds from 1e-12 to 1e21, or null"),
     Field("peak_memory_bytes", list_of(optional(byte_count)), "a list of byte counts"),
-    Field("memory_kind", *_TEXT_OR_NULL),
-    Field("memory_unavailable", *_TEXT_OR_NULL),
+    Field("memory_kind", *TEXT_OR_NULL),
+    Field("memory_unavailable", *TEXT_OR_NULL),
     Field("loss_first", list_of(optional(number_or_nan)), "a list of numbers"),
     Field("loss_last", list_of(optional(number_or_nan)), "a list of numbers"),
     Field("parameters", optional(byte_count), "a whole number or null"),
-    Field("devices", whole(1), _WHOLE),
-    Field("flops_per_sample", optional(positive), _NUMBER),
+    Field("devices", whole(1), WHOLE_TEXT),
+    Field("flops_per_sample", optional(positive), NUMBER_TEXT),
     Field("energy", list_of(optional(an_object)), "a list of objects", since=2, older=[]),
-    Field("energy_unavailable", *_TEXT_OR_NULL, since=2,
+    Field("energy_unavailable", *TEXT_OR_NULL, since=2,
           older="not measured (result schema 1 had no energy)"),
     Field("power_before", list_of(optional(dict_of(_power_reading))),
           "a list of {device: {draw_w, limit_w}} or null", since=3, older=[]),
-    Field("noise", *_TEXT_OR_NULL, since=3),
+    Field("noise", *TEXT_OR_NULL, since=3),
     Field("ranks", list_of(optional(_ranks_record)), "a list of rank records or null", since=4,
           older=[]),
     Field("busy", list_of(optional(_busy_record)), "a list of busy-machine records or null",
@@ -299,9 +297,9 @@ ENERGY = (
 PROBE_KINDS = ("fresh", "in-process", "forked", "confirm")
 # One probe of a max-batch search (Probe).
 PROBE = (
-    Field("batch_size", whole(1), _WHOLE, required=True),
+    Field("batch_size", whole(1), WHOLE_TEXT, required=True),
     Field("status", one_of(*STATUSES), "one of " + ", ".join(STATUSES), required=True),
-    Field("error", *_TEXT_OR_NULL),
+    Field("error", *TEXT_OR_NULL),
     Field("peak_memory_bytes", optional(byte_count), "a byte count or null"),
     Field("seq_len", optional(whole(1)), "a whole number or null", since=11),
     Field("child", optional(whole(1)), "a whole number or null", since=15),
@@ -317,11 +315,11 @@ SEARCH_AXES = ("batch_size", "seq_len")
 MAX_BATCH = (
     Field("precision", text, "text", required=True),
     Field("memory_format", text, "text"),
-    Field("compile", *_TEXT_OR_NULL),
+    Field("compile", *TEXT_OR_NULL),
     Field("largest_ok", optional(whole(1)), "a whole number or null"),
     Field("first_failing", optional(whole(1)), "a whole number or null"),
     Field("status", one_of("running", "done", "error"), "one of running, done, error"),
-    Field("error", *_TEXT_OR_NULL),
+    Field("error", *TEXT_OR_NULL),
     Field("probes", list_of(an_object), "a list of objects"),
     Field("resolution", whole(1), "a whole number >= 1", since=3, older=1),
     Field("axis", one_of(*SEARCH_AXES), "one of " + ", ".join(SEARCH_AXES), since=11,
@@ -336,11 +334,11 @@ RESULT = (
     Field("status", one_of("running", "complete", "interrupted"),
           "one of running, complete, interrupted"),
     Field("started", text, "text"),
-    Field("finished", *_TEXT_OR_NULL),
+    Field("finished", *TEXT_OR_NULL),
     Field("command", list_of(text), "a list of text"),
     Field("pricing", optional(an_object), "an object or null", since=2, older=None),
-    Field("peak_tflops", optional(positive), _NUMBER, since=2),
-    Field("label", *_TEXT_OR_NULL, since=3),
+    Field("peak_tflops", optional(positive), NUMBER_TEXT, since=2),
+    Field("label", *TEXT_OR_NULL, since=3),
     Field("integrity", None, since=3),  # bench/integrity.py checks it, before migrations
     Field("ladder", list_of(_rung), "a list of ladder rungs {rung, point, kept, why}", since=5),
     Field("tune", optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}",
@@ -350,12 +348,11 @@ RESULT = (
 # The config (RunConfig, bench/config.py): types and numbers (what they mean RunConfig
 # checks itself), whole numbers as the command line takes them, so that `bench rerun` of
 # a crafted file asks nothing absurd (a sweep of billions of points RunConfig refuses).
-_COUNT, _NUMBER_OF = COUNT, NUMBER_OF
 # The run config: every run option's (above), and the search's settings no option sets.
 CONFIG = (
     *_OPTIONS_CONFIG,
-    Field("max_batch_start", *_COUNT, since=3),
-    Field("probe_steps", *_NUMBER_OF),
+    Field("max_batch_start", *COUNT, since=3),
+    Field("probe_steps", *NUMBER_OF),
     Field("eval_every_unit", one_of("tokens", "sequences"), "tokens or sequences", since=12,
           older="tokens"),
 )  # fmt: skip
@@ -369,24 +366,24 @@ ENVIRONMENT = (
 )  # fmt: skip
 ENVIRONMENT_SECTIONS = {
     "accelerator": (
-        Field("accelerator", *_TEXT_OR_NULL),
+        Field("accelerator", *TEXT_OR_NULL),
         Field("accelerator_count", optional(whole(0)), "a whole number or null"),
     ),
     "cpu": (
-        Field("model", *_TEXT_OR_NULL),
+        Field("model", *TEXT_OR_NULL),
         Field("physical_cores", optional(whole(1)), "a whole number or null"),
-        Field("max_mhz", optional(positive), _NUMBER),
+        Field("max_mhz", optional(positive), NUMBER_TEXT),
         Field("flags", optional(list_of(text)), "a list of text"),
     ),
-    "image": (Field("name", *_TEXT_OR_NULL),),
-    "host": (Field("hostname", *_TEXT_OR_NULL), Field("dmi", *_SECTION)),
+    "image": (Field("name", *TEXT_OR_NULL),),
+    "host": (Field("hostname", *TEXT_OR_NULL), Field("dmi", *_SECTION)),
 }
 # The machine's price (--instance, --price-per-hour).
 PRICING = (
     Field("usd_per_hour", optional(positive), "a number of USD from 1e-12 to 1e21, or null",
           required=True),
-    Field("instance", *_TEXT_OR_NULL),
-    Field("source", *_TEXT_OR_NULL),
+    Field("instance", *TEXT_OR_NULL),
+    Field("source", *TEXT_OR_NULL),
 )  # fmt: skip
 # Every table of an object with fields added over the versions: (table, where it is).
 VERSIONED = {"result": RESULT, "config": CONFIG, "points": POINT, "max_batch": MAX_BATCH}
