@@ -70,7 +70,7 @@ def test_grouped_and_looped_expert_matmuls_give_the_same_output_and_gradients():
         layer.grouped = grouped
         inputs = x.clone().requires_grad_()
         out = layer(inputs)
-        (out.square().sum() + layer.aux_loss).backward()
+        (out.square().sum() + layer.routing.aux_loss).backward()
         grads = [p.grad.clone() for p in layer.parameters()]
         results.append((out.detach(), inputs.grad, grads, layer.experts.path))
     (out_g, in_g, grads_g, path_g), (out_l, in_l, grads_l, path_l) = results

@@ -20,7 +20,9 @@ stays here, the all-to-all goes there.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import zlib
 from typing import Any
 
@@ -58,13 +60,17 @@ def route(
     return weights, experts, probabilities
 
 
-def balance_loss(probabilities: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
+def balance_loss(
+    probabilities: torch.Tensor, experts: torch.Tensor, assigned: torch.Tensor | None = None
+) -> torch.Tensor:
     """Switch Transformer's load-balancing loss, as OLMoE and torchtitan: E x sum over
     experts of f_i x P_i, f_i the share of the token-to-expert assignments expert i got
-    (counted, no gradient), P_i its mean router probability. 1.0 when perfectly even."""
+    (counted, no gradient; `assigned`: that count where the caller has it), P_i its mean
+    router probability. 1.0 when perfectly even."""
     count = probabilities.shape[-1]
-    assigned = torch.bincount(experts.flatten(), minlength=count).float()
-    share = assigned / experts.numel()
+    if assigned is None:
+        assigned = torch.bincount(experts.flatten(), minlength=count)
+    share = assigned.float() / experts.numel()
     return count * (share * probabilities.mean(dim=0)).sum()
 
 
@@ -104,7 +110,8 @@ def _rows(
 ) -> torch.Tensor:  # fmt: skip
     """Each expert's rows times its (in, out) weight: one grouped matmul (offsets given)
     or a loop over experts."""
-    weight = weight.to(x.dtype)
+    if weight.dtype != x.dtype:  # a dtype's cast, not a no-op's call (bf16 autocast)
+        weight = weight.to(x.dtype)
     if offsets is not None:
         out = F.grouped_mm(x, weight, offs=offsets)
         if bias is not None:
@@ -144,7 +151,9 @@ class Experts(nn.Module):
         if reason is None:
             ends = torch.tensor(counts, dtype=torch.int64).cumsum(0)
             offsets = ends.to(device=x.device, dtype=torch.int32)
-        self.path, self.why_loop = (GROUPED, None) if reason is None else (LOOP, reason)
+        ran = (GROUPED, None) if reason is None else (LOOP, reason)
+        if (self.path, self.why_loop) != ran:  # set once: a module's setattr is slow
+            self.path, self.why_loop = ran
         gate = _rows(x, self.w1, self.b1, counts, offsets)
         up = _rows(x, self.w3, self.b3, counts, offsets)
         return _rows(F.silu(gate) * up, self.w2, self.b2, counts, offsets)
@@ -159,6 +168,25 @@ class LocalExchange:
         return experts(rows, counts, grouped)
 
 
+class Routing:
+    """What a MoE layer's routing did, summed over its calls (a plain object: updated
+    every step, outside nn.Module's slower attribute handling)."""
+
+    def __init__(self, experts: int) -> None:
+        self.tokens_per_expert = [0] * experts
+        self.dropped = 0
+        self.assignments = 0
+        self.calls = 0
+        self.aux_loss: torch.Tensor | None = None  # the last forward's
+
+    def add(self, counts: list[int], assignments: int) -> None:
+        before = self.tokens_per_expert
+        self.tokens_per_expert = [a + b for a, b in zip(before, counts, strict=True)]
+        self.assignments += assignments
+        self.dropped += assignments - sum(counts)
+        self.calls += 1
+
+
 class MoE(nn.Module):
     def __init__(self, size: Size) -> None:
         super().__init__()
@@ -170,11 +198,7 @@ class MoE(nn.Module):
         self.reset_stats()
 
     def reset_stats(self) -> None:
-        self.tokens_per_expert = torch.zeros(self.size.experts, dtype=torch.int64, device="cpu")
-        self.dropped = 0
-        self.assignments = 0
-        self.calls = 0
-        self.aux_loss: torch.Tensor | None = None
+        self.routing = Routing(self.size.experts)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         size = self.size
@@ -182,26 +206,25 @@ class MoE(nn.Module):
         flat = x.reshape(-1, shape[-1])
         logits = self.router(flat)
         weights, experts, probabilities = route(logits, size.top_k, size.renormalize)
-        aux = size.balance_coef * balance_loss(probabilities, experts)
+        choices = experts.flatten()
+        counts_t = torch.bincount(choices, minlength=size.experts)
+        aux = size.balance_coef * balance_loss(probabilities, experts, counts_t)
         if size.z_coef:
             aux = aux + size.z_coef * z_loss(logits)
-        self.aux_loss = aux
-        choices = experts.flatten()
+        self.routing.aux_loss = aux
         order = choices.argsort(stable=True)  # token order within each expert
-        counts_t = torch.bincount(choices, minlength=size.experts)
         if size.capacity_factor is not None:
             order, counts_t = self._within_capacity(choices, order, counts_t)
         counts = counts_t.tolist()
-        rows = flat[order // size.top_k]
-        out = self.exchange(rows, counts, self.experts, self.grouped)
-        out = out * weights.flatten()[order, None].to(out.dtype)
-        combined = torch.zeros_like(flat, dtype=out.dtype).index_add_(0, order // size.top_k, out)
-        with torch.no_grad():
-            self.tokens_per_expert += counts_t.cpu()
-            self.assignments += choices.numel()
-            self.dropped += choices.numel() - int(sum(counts))
-            self.calls += 1
-        return combined.type_as(x).reshape(shape)
+        token = order // size.top_k
+        out = self.exchange(flat[token], counts, self.experts, self.grouped)
+        scale = weights.flatten()[order, None]
+        out = out * (scale if scale.dtype == out.dtype else scale.to(out.dtype))
+        combined = torch.zeros_like(flat, dtype=out.dtype).index_add_(0, token, out)
+        self.routing.add(counts, choices.numel())
+        if combined.dtype != x.dtype:
+            combined = combined.type_as(x)
+        return combined.reshape(shape)
 
     def _within_capacity(
         self, choices: torch.Tensor, order: torch.Tensor, counts: torch.Tensor
@@ -272,10 +295,13 @@ class MoEDecoder(nn.Module):
         self.norm = RMSNorm(size.dim, size.norm_eps)
         self.output = nn.Linear(size.dim, size.vocab, bias=False)
         self.register_buffer("rotary", rotary_table(size), persistent=False)
+        # The blocks as built (a wrapper, e.g. activation checkpointing's, keeps each
+        # block's MoE): the routers' losses are read from them every step.
+        self.blocks: tuple[Block, ...] = tuple(self.layers.values())  # type: ignore[arg-type]
         self.init_weights()
 
     def moe_layers(self) -> list[MoE]:
-        return [m for m in self.modules() if isinstance(m, MoE)]
+        return [block.moe for block in self.blocks]
 
     @torch.no_grad()
     def init_weights(self, device: torch.device | None = None) -> None:
@@ -309,8 +335,9 @@ class MoEDecoder(nn.Module):
 
     def aux_loss(self) -> torch.Tensor:
         """The routers' load-balancing and z-losses of the last forward, summed."""
-        losses = [m.aux_loss for m in self.moe_layers() if m.aux_loss is not None]
-        return torch.stack(losses).sum()
+        losses = [b.moe.routing.aux_loss for b in self.blocks]
+        present = [loss for loss in losses if loss is not None]
+        return functools.reduce(operator.add, present)
 
 
 def _normal(seed: int, std: float, first: int | None):
@@ -350,10 +377,10 @@ def moe_report(model: nn.Module, step_times_s: list[float] | None = None) -> dic
     layers = [m for m in model.modules() if isinstance(m, MoE)]
     if not layers:
         return {}
-    tokens = torch.stack([m.tokens_per_expert for m in layers]).sum(0)
+    tokens = torch.tensor([m.routing.tokens_per_expert for m in layers]).sum(0)
     exchange_s = sum(m.exchange.elapsed() for m in layers if hasattr(m.exchange, "elapsed"))
-    assignments = sum(m.assignments for m in layers)
-    dropped = sum(m.dropped for m in layers)
+    assignments = sum(m.routing.assignments for m in layers)
+    dropped = sum(m.routing.dropped for m in layers)
     applied = getattr(model, "applied", None)
     if applied is not None:  # every rank's tokens (a collective: every rank calls this)
         import torch.distributed as dist
@@ -368,7 +395,7 @@ def moe_report(model: nn.Module, step_times_s: list[float] | None = None) -> dic
     mean = float(tokens.float().mean())
     experts = next(m.experts for m in layers)
     exchange = layers[0].exchange
-    steps = max(1, layers[0].calls)
+    steps = max(1, layers[0].routing.calls)
     record: dict[str, Any] = {
         "expert_matmuls": experts.path,
         "why_loop": experts.why_loop,
