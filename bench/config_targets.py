@@ -44,7 +44,7 @@ def check_dataset(cfg: Config, dataset: bool) -> None:
 
 
 LOSS_TARGET_FIELDS = ("val_data", "max_tokens", "eval_every", "eval_sequences", "recipe")
-# Declared here, below the datasets that implement them (tests/test_to_loss.py checks
+# Declared here, below the datasets that implement them (tests/datasets/test_loss_target.py checks
 # they agree with bench.datasets.loss_target.EVALUATORS and recipe.DECODER_RECIPES).
 LOSS_FRAMEWORKS = ("torch",)  # frameworks that evaluate a validation loss over ranks
 DECODER_RECIPES = ("default", "llmc-gpt2-124m", "mlperf-llama31-8b")

@@ -10,7 +10,7 @@ RUN_OPTIONS, and so are the result schema's entries for them (each option's `sto
 its CONFIG entry, and a sweep axis's POINT entry). RunConfig and PointConfig, and a
 point's stored record (bench.result.measured), stay written out for their types;
 tests/test_options_table.py checks they declare exactly the names declared here, as
-tests/test_result_schema.py checks the result's dataclasses against its tables.
+tests/result/test_schema.py checks the result's dataclasses against its tables.
 
 Order: as `bench run --help` lists them. The options that set no config field (the
 machine's price, the label, where the result goes) are the commands' own

@@ -9,7 +9,7 @@ A module over MAX_LINES lines says why in a line at its top that starts with
 
     python benchmarks/imports.py [--verbose]
 
-Not a test: it prints figures (tests/test_imports.py holds the house to them).
+Not a test: it prints figures (tests/project/test_imports.py holds the house to them).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+DATA = ROOT / "tests" / "data"
 needs_two_cores = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="two CPU ranks need two cores"
 )

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from .conftest import run_bench
+from tests.conftest import ROOT, run_bench
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_a_near_miss_gets_a_did_you_mean(args, message):
 def test_show_takes_a_folder_and_prints_every_result_in_it(tmp_path):
     import shutil
 
-    from .conftest import DATA
+    from tests.conftest import DATA
 
     for name in ("result-v3.json", "result-v4.json"):
         shutil.copy(DATA / name, tmp_path / name)
@@ -179,8 +179,7 @@ def test_tables_fit_the_terminal_and_never_cut_a_number(width):
 
     from bench import result
     from bench.report.table import tables
-
-    from .conftest import DATA
+    from tests.conftest import DATA
 
     loaded = result.load(DATA / "result-v4.json")
     console = Console(width=width, record=True)
@@ -258,11 +257,10 @@ def test_a_missing_extra_is_named_in_one_line(monkeypatch):
 def test_the_extras_table_agrees_with_pyproject_and_every_message_names_a_real_extra():
     import re
     import tomllib
-    from pathlib import Path
 
     from bench import registry
 
-    root = Path(__file__).parent.parent
+    root = ROOT
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
@@ -312,8 +310,7 @@ def test_verify_takes_a_folder_as_show_does_and_skips_a_suites_state(tmp_path, c
     folder failed on the suite's own state file."""
     from bench import result
     from bench.cli import main
-
-    from .test_compare import V100, machine, point
+    from tests.report.test_compare import V100, machine, point
 
     folder = tmp_path / "suite-quick"
     saved = result.create(machine(V100, [point(64, [100])]), folder)

@@ -22,9 +22,8 @@ from bench.datasets import DatasetError, cifar10, pipeline
 from bench.datasets.recipe import Recipe
 from bench.errors import UsageError
 from bench.result import load
-
-from .conftest import needs_two_cores, only_result, run_bench
-from .fake_data import write_cifar10, write_imagenet
+from tests.conftest import needs_two_cores, only_result, run_bench
+from tests.fake_data import write_cifar10, write_imagenet
 
 CNN = registry.workload("cnn-s")
 
@@ -326,7 +325,7 @@ def _tokens(path: Path, kind: str = "tokens", seq_len: int = 15, seed: int = 0):
 def test_nanogpt_and_llmc_token_files_give_the_same_windows(
     tmp_path, layout, kind, format_name, dtype
 ):
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     ids = np.arange(1000) % 500
     file = _tokens(write_tokens(tmp_path / "train.bin", ids, layout), kind)
@@ -343,7 +342,7 @@ def test_nanogpt_and_llmc_token_files_give_the_same_windows(
 
 
 def test_token_windows_follow_the_seed_and_ranks_share_each_global_batch(tmp_path):
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     path = write_tokens(tmp_path / "t.bin", np.arange(16 * 97) % 512)
     one, again, other = _tokens(path), _tokens(path), _tokens(path, seed=1)
@@ -359,7 +358,7 @@ def test_token_windows_follow_the_seed_and_ranks_share_each_global_batch(tmp_pat
 def test_a_token_file_that_shrinks_during_the_run_is_one_line_not_a_crash(tmp_path):
     """Another job truncating the file mid-run: a memory map would kill the child with
     SIGBUS on the next batch; the file's reads say what happened instead."""
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     path = write_tokens(tmp_path / "t.bin", np.arange(16 * 97) % 512)
     file = _tokens(path)
@@ -375,8 +374,7 @@ def test_a_token_file_that_shrinks_during_the_run_is_one_line_not_a_crash(tmp_pa
 
 def test_a_token_file_over_the_hashing_limit_is_named_not_hashed(tmp_path, monkeypatch):
     from bench.datasets import tokens
-
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     monkeypatch.setattr(tokens, "MAX_HASHED_BYTES", 100)
     described = _tokens(write_tokens(tmp_path / "t.bin", np.zeros(64))).describe()
@@ -412,7 +410,7 @@ def test_a_token_file_with_a_bad_header_or_length_is_one_line(tmp_path, content,
 
 
 def test_a_token_at_or_past_the_vocabulary_is_named_before_it_reaches_the_device(tmp_path):
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     ids = np.arange(16 * 8) % 500
     ids[16 * 5 + 3] = 512  # llama3-tiny's vocabulary is 0..511
@@ -432,7 +430,7 @@ def _run_tokens(capsys, workload: str, path: Path, *more: str) -> str:
 
 
 def test_the_cli_refuses_a_token_past_the_vocabulary_before_any_point_runs(tmp_path, capsys):
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     ids = np.arange(65 * 28) % 500  # (5 warm-up + 2 steps) x batch 4: every window trained
     ids[65 * 3] = 60_000
@@ -444,8 +442,7 @@ def test_the_cli_refuses_a_token_past_the_vocabulary_before_any_point_runs(tmp_p
 
 def test_the_parent_reads_every_window_the_run_trains_on_and_no_other(tmp_path):
     from bench.datasets import tokens
-
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     config = RunConfig("llama3-tiny", data=f"tokens:{tmp_path / 't.bin'}", steps=2)
     ids = np.arange(65 * 40) % 500
@@ -473,7 +470,7 @@ def test_the_parent_reads_every_window_the_run_trains_on_and_no_other(tmp_path):
 def test_a_token_file_shorter_than_one_batch_of_windows_is_refused(
     tmp_path, capsys, count, more, message
 ):
-    from .fake_data import write_tokens
+    from tests.fake_data import write_tokens
 
     path = write_tokens(tmp_path / "short.bin", np.arange(count) % 500)
     assert message in _run_tokens(capsys, "llama3-tiny", path, *more)

@@ -13,9 +13,8 @@ from bench.cli import main
 from bench.commands.diff import EXIT_DRIFT
 from bench.errors import UsageError
 from bench.result import Point
-
-from .conftest import DATA, run_bench
-from .test_compare import machine
+from tests.conftest import DATA, run_bench
+from tests.report.test_compare import machine
 
 needs_scipy = pytest.mark.skipif(
     importlib.util.find_spec("scipy") is None, reason="bench[report] (scipy) is not installed"

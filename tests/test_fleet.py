@@ -15,10 +15,9 @@ import pytest
 from bench.commands.fleet import load
 from bench.errors import UsageError
 from bench.fleet import gather, launch, tasks
+from tests.conftest import ROOT, run_bench
 
-from .conftest import run_bench
-
-FLEETS = sorted((Path(__file__).parents[1] / "fleets").glob("*.toml"))
+FLEETS = sorted((ROOT / "fleets").glob("*.toml"))
 GOOD = """
 [fleet]
 name = "pair"

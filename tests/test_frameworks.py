@@ -13,8 +13,7 @@ import pytest
 
 from bench import catalog, registry
 from bench.config import PointConfig
-
-from .conftest import only_result, run_bench
+from tests.conftest import only_result, run_bench
 
 FRAMEWORKS = [
     pytest.param(

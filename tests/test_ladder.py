@@ -11,9 +11,8 @@ from bench.ladder import LadderRunner, verdict
 from bench.report.table import ladder_table
 from bench.result import Point
 from bench.runner import Runner
-
-from .conftest import run_bench
-from .test_runner import FakeChild, ok_response
+from tests.conftest import ROOT, run_bench
+from tests.test_runner import FakeChild, ok_response
 
 RATE = {32: 100.0, 64: 120.0, 128: 110.0, 256: 90.0}  # samples/s in fp32: best at 64
 GAIN = {"bf16": 2.0, "channels_last": 0.9, "inductor": 1.0, "tcmalloc": 1.1, "ipex": 1.25}
@@ -114,11 +113,10 @@ def test_the_table_shows_speed_over_the_baseline(tmp_path, libraries):
 def test_a_decoders_climb_reads_in_tokens_per_second_and_says_where_it_stopped():
     """An H100's GPT-2 ladder, cut short by its lease: tokens/s (the LLM figure), not
     sequences/s, and a line saying the rest was not measured."""
-    from pathlib import Path
 
     from rich.console import Console
 
-    h100 = Path(__file__).parent.parent / "docs/results/h100-80gb-hbm3"
+    h100 = ROOT / "docs/results/h100-80gb-hbm3"
     climb = result.load(h100 / "gpt2-torch-cuda-20261127T132012Z.json")
     console = Console(width=220, record=True)
     console.print(ladder_table(climb))

@@ -19,8 +19,7 @@ from bench.launchers import name, torchrun
 from bench.platforms.cpu import rank_cpus
 from bench.ranks import Rank, merge, share
 from bench.result.response import Response, read_answer
-
-from .conftest import free_port, needs_two_cores, only_result, run_bench, two_nodes
+from tests.conftest import DATA, free_port, needs_two_cores, only_result, run_bench, two_nodes
 
 CORES = len(os.sched_getaffinity(0))
 
@@ -46,7 +45,7 @@ def test_torchrun_gets_only_its_own_flags_and_one_machine_runs_it_with_loopback_
     one = PointConfig("tiny", devices=2, batch_size=8)
     assert name(one) == "torchrun"
     # one machine: torchrun's own flags, run by bench's module that keeps its stores on
-    # loopback (tests/test_untrusted_ranks.py)
+    # loopback (tests/untrusted/test_ranks.py)
     assert torchrun.command(one)[2:] == [
         "bench.launchers.torchrun", "--nproc-per-node=2", "--nnodes=1", "--rdzv-backend=c10d",
         "--rdzv-endpoint=127.0.0.1:0", "--local-addr=127.0.0.1", "--max-restarts=0",
@@ -489,7 +488,7 @@ def test_a_rank_leaves_its_process_group_to_the_process_end():
 
 
 def test_result_v4_fixture_holds_a_two_rank_point():
-    data = json.loads((Path(__file__).parent / "data" / "result-v4.json").read_text())
+    data = json.loads((DATA / "result-v4.json").read_text())
     assert [p["devices"] for p in data["points"]] == [1, 2]
     assert data["points"][1]["ranks"][0]["world_size"] == 2
 

@@ -19,8 +19,7 @@ from bench.launchers import ProbingChild
 from bench.max_batch import shares_a_child
 from bench.result.response import Response
 from bench.runner import Runner
-
-from .test_runner import FakeChild, ok_response
+from tests.test_runner import FakeChild, ok_response
 
 GIB, MIB = 2**30, 2**20
 OOM = {"status": "oom", "error": "out of memory"}

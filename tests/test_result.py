@@ -6,8 +6,7 @@ import pytest
 from bench import result
 from bench.config import RunConfig
 from bench.result import SCHEMA_VERSION, MaxBatch, Point, Probe, Result, ResultError
-
-from .conftest import DATA
+from tests.conftest import DATA
 
 
 def sample_result() -> Result:
@@ -309,8 +308,7 @@ def test_a_price_without_its_figure_is_refused(tmp_path, capsys):
 
 def test_a_sweep_of_billions_of_points_is_refused_in_one_line(tmp_path, capsys):
     from bench.errors import UsageError
-
-    from .test_fuzz_results import deadline
+    from tests.untrusted.test_fuzz_results import deadline
 
     with deadline(10), pytest.raises(UsageError, match=r"sweep: 10,000,000,000 points"):
         RunConfig(workload="tiny", batch_sizes=range(1, 100_001), devices=range(1, 100_001))
@@ -327,8 +325,7 @@ def test_scaling_and_ladder_lookups_take_time_linear_in_the_points():
     """Each point's one-device point, and each rung's point, were searched for among all
     points: 20,000 points took minutes. Now by an index of the points' axes."""
     from bench.report.table import ladder_rows, scaling_notes
-
-    from .test_fuzz_results import deadline
+    from tests.untrusted.test_fuzz_results import deadline
 
     n = 10_000
     one = [Point(batch_size=b, precision="fp32", step_times_s=((0.2,),)) for b in range(1, n + 1)]

@@ -1,15 +1,13 @@
 """The child's runtime axes: allocator, OpenMP runtime, NUMA binding (bench.runtime)."""
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from bench import runtime
 from bench.config import RunConfig
 from bench.errors import UsageError
-
-from .conftest import only_result, run_bench
+from tests.conftest import ROOT, only_result, run_bench
 
 
 def _have(axis: str, value: str) -> str:
@@ -221,7 +219,7 @@ def test_numa_auto_is_a_value_configs_and_result_files_take(tmp_path):
 
 
 def test_the_xeon_launcher_defaults_to_numa_auto():
-    launcher = Path(__file__).parent.parent / "images" / "common" / "xeon-launcher.sh"
+    launcher = ROOT / "images" / "common" / "xeon-launcher.sh"
     assert 'export BENCH_NUMA="${BENCH_NUMA:-auto}"' in launcher.read_text().splitlines()
 
 
@@ -229,7 +227,7 @@ def test_the_xeon_launcher_defaults_to_numa_auto():
 def test_the_image_toml_runtime_says_what_the_launcher_sets(image):
     import tomllib
 
-    root = Path(__file__).parent.parent / "images"
+    root = ROOT / "images"
     launcher = (root / "common" / "xeon-launcher.sh").read_text()
     meta = tomllib.loads((root / image / "image.toml").read_text())
     for axis, value in meta["runtime"].items():

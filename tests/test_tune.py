@@ -16,9 +16,8 @@ from bench.errors import UsageError
 from bench.result import Point
 from bench.runner import Runner
 from bench.tune import TuneRunner, command_line
-
-from .conftest import only_result, run_bench
-from .test_runner import FakeChild, ok_response
+from tests.conftest import only_result, run_bench
+from tests.test_runner import FakeChild, ok_response
 
 RATE = {32: 100.0, 64: 120.0, 128: 110.0, 256: 90.0}  # samples/s in fp32: best at 64
 GAIN = {"bf16": 2.0, "channels_last": 0.9, "inductor": 1.3}

@@ -12,8 +12,7 @@ from bench import launchers, tune
 from bench.config import RunConfig
 from bench.result import Point
 from bench.tune import TuneRunner, command_line
-
-from .test_tune import Machine
+from tests.test_tune import Machine
 
 RESNET50_FLOPS = 2.43e10  # per sample, as bench counts ResNet-50's training step
 

@@ -5,7 +5,6 @@ import dataclasses
 import json
 import re
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +12,12 @@ from bench import catalog, registry
 from bench.config import PointConfig
 from bench.workloads.base import Task
 from bench.workloads.contract import CONTRACTS, TorchWorkload
+from tests.conftest import ROOT
 
 torch = pytest.importorskip("torch")
 
 WORKLOADS = registry.workloads()
-DOCS = Path(__file__).parents[1] / "docs" / "workloads.md"
+DOCS = ROOT / "docs" / "workloads.md"
 
 
 def test_every_workload_declares_its_parameter_count():

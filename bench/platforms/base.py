@@ -1,7 +1,7 @@
 """The platform interface: one module per kind of hardware, found by discovery.
 
 Everything that differs between kinds of hardware is here, asked for by what it means:
-the frameworks never test a device's type (tests/test_imports.py). What PyTorch does
+the frameworks never test a device's type (tests/project/test_imports.py). What PyTorch does
 differently on a device is a `torch_*` attribute or method; what TensorFlow and JAX do
 (both through XLA) an `xla_*` one, some of which ask the framework back through
 `XlaFramework`. Platform code imports its framework lazily, inside methods, so that

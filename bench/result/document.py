@@ -1,6 +1,6 @@
 """A run as a loaded file holds it: the config, where it ran, its points and its
 max-batch searches. Their fields are those of schema.RESULT, MAX_BATCH and PROBE
-(tests/test_result_schema.py checks both agree).
+(tests/result/test_schema.py checks both agree).
 """
 
 from __future__ import annotations

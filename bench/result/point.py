@@ -1,7 +1,7 @@
 """A point of a sweep as a loaded file holds it: its axes, the raw values measured per
 repeat, and its status; its statistics come from bench/result/derive.py.
 
-Its fields are those of schema.POINT (tests/test_result_schema.py checks both agree).
+Its fields are those of schema.POINT (tests/result/test_schema.py checks both agree).
 """
 
 from __future__ import annotations

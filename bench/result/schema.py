@@ -6,7 +6,7 @@ and what files older than that version hold in its place. The validator
 (bench/result/validate.py) and the steps that bring an older file up to date
 (bench/result/migrations.py) are derived from these tables; the dataclasses that hold
 a loaded file (bench/result/point.py, document.py) must declare the same names, which
-tests/test_result_schema.py checks.
+tests/result/test_schema.py checks.
 """
 
 from __future__ import annotations

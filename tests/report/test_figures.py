@@ -1,0 +1,96 @@
+"""The report's one chart stack: each view a module of bench/report/views/, drawn on the
+page by vega-embed and beside it (PNG and SVG) by vl-convert from the same spec."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench.report import compare as cmp
+from tests.report.test_compare import V100, machine, point
+from tests.report.test_page import _results
+
+pytest.importorskip("altair")
+pytest.importorskip("vl_convert")
+
+VIEW = '''
+"""Each machine's throughput as a dot: a view a user added."""
+
+from bench.report.tidy import Tidy
+from bench.report.views.marks import altair, as_spec
+from bench.report.views.view import View
+
+PLACE = 1000  # after every view of bench
+
+
+def make(t: Tidy) -> View | None:
+    alt = altair()
+    chart = alt.Chart(alt.NamedData("points")).mark_point().encode(
+        x=alt.X("tp:Q", title="samples/s"), y=alt.Y("machine:N", title=None)
+    )
+    return View("dots", "Dots of throughput", "A dot per point.", "points", as_spec(chart))
+'''
+
+
+def test_a_view_added_as_one_module_is_on_the_page_and_beside_it(tmp_path, monkeypatch):
+    """The recipe: one module in bench/report/views/ with PLACE and make(t); nothing
+    else names it. Here the package's path gains a folder holding one such module."""
+    from bench.report import page, views
+
+    monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "dots.py").write_text(textwrap.dedent(VIEW))
+    monkeypatch.setattr(views, "__path__", [*views.__path__, str(tmp_path / "views")])
+    monkeypatch.delitem(sys.modules, "bench.report.views.dots", raising=False)
+    written = page.write_report(cmp.compare(_results(), "v100"), tmp_path / "r")
+    html = (tmp_path / "r" / "report.html").read_text()
+    sections = html.split('<section class="view" id="view-')[1:]
+    assert sections[-1].startswith('dots"><h2>Dots of throughput</h2>')  # last: PLACE 1000
+    assert {tmp_path / "r" / "dots.png", tmp_path / "r" / "dots.svg"} <= set(written)
+    assert "Dots of throughput" in (tmp_path / "r" / "dots.svg").read_text()
+    assert (tmp_path / "r" / "dots.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![dots](dots.png)" in (tmp_path / "r" / "report.md").read_text()
+    assert '<a href="dots.svg">' in html
+
+
+def test_the_views_are_found_in_their_places_and_each_module_stays_small():
+    from bench.report import views
+
+    found = views.makers()
+    places = [module.PLACE for module in found]
+    assert places == sorted(places) and len(set(places)) == len(places)
+    assert found[0].__name__ == "bench.report.views.relative"
+    for module in found:
+        assert module.__file__ is not None
+        assert len(Path(module.__file__).read_text().splitlines()) < 500, module.__name__
+
+
+def test_a_figure_never_grows_past_what_a_png_holds():
+    """A ladder of 1,300 rungs was a chart 70,000 pixels tall; a PNG renderer refuses
+    65,536. The figure draws the rows the page draws (and says how many), and its PNG is
+    drawn finer where the chart is longer than MOST_PIXELS."""
+    from bench.report import figures, tidy, vega, views
+
+    run = machine(V100, [point(1, [100, 101])])
+    run.ladder = [{"rung": f"rung {i}", "point": {"batch_size": 1, "precision": "fp32",
+                   "memory_format": "contiguous"}, "kept": i % 2 == 0, "why": ""}
+                  for i in range(1300)]  # fmt: skip
+    t = tidy.tidy(cmp.compare([(Path("many.json"), run)], None))
+    [ladder] = [f for f in figures.figures(t, views.views(t)) if f.name == "ladder"]
+    assert "Drawing the first 400 of 1,300 rows." in ladder.spec["title"]["subtitle"]
+    assert _png_height(vega.render(ladder.spec)[1]) < 2**16
+    # A chart longer than MOST_PIXELS: its PNG drawn finer, its SVG whole.
+    tall = {"data": {"values": [{"n": n} for n in range(1200)]}, "mark": "bar",
+            "encoding": {"y": {"field": "n", "type": "nominal"}, "x": {"field": "n",
+                         "type": "quantitative"}}, "height": {"step": 14}}  # fmt: skip
+    svg, png = vega.render(tall)
+    assert 'height="' in svg and 1200 * 14 * vega.SCALE > vega.MOST_PIXELS
+    assert vega.MOST_PIXELS * 0.9 < _png_height(png) <= vega.MOST_PIXELS
+
+
+def _png_height(png: bytes) -> int:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(png[20:24], "big")  # the IHDR: width, then height
