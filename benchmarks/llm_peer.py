@@ -81,12 +81,12 @@ def rotary_table(size: Size, device: torch.device | None = None) -> torch.Tensor
     angles = torch.outer(
         torch.arange(size.max_seq_len, device=device, dtype=torch.float32), frequencies
     )
-    return torch.stack((angles.cos(), angles.sin()), dim=-1)
+    return torch.stack((angles.cos(), angles.sin()), dim=-2)
 
 
 def rotate(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     pairs = x.float().unflatten(-1, (-1, 2))
-    cos, sin = table[: x.shape[1], None, :, 0], table[: x.shape[1], None, :, 1]
+    cos, sin = table[: x.shape[1], None, 0], table[: x.shape[1], None, 1]
     even, odd = pairs[..., 0], pairs[..., 1]
     rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
     return rotated.flatten(-2).type_as(x)

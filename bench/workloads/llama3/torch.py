@@ -11,6 +11,7 @@ on the rank's device (also the rotary table, a buffer that is not a parameter).
 """
 
 import math
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -22,22 +23,34 @@ from bench.workloads._torch import adamw, next_token_batch, next_token_loss, nex
 from bench.workloads.llama3 import SIZES, Size
 
 
-def rotary_table(size: Size, device: torch.device | None = None) -> torch.Tensor:
-    """cos and sin of each position's angle per frequency pair: (max_seq_len, head_dim/2, 2)."""
+class Rotary(Protocol):
+    """What a rotary table is made from (a Llama's Size, a mixture of experts' Size)."""
+
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def rope_theta(self) -> float: ...
+    @property
+    def max_seq_len(self) -> int: ...
+
+
+def rotary_table(size: Rotary, device: torch.device | None = None) -> torch.Tensor:
+    """cos and sin of each position's angle per frequency pair: (max_seq_len, 2, head_dim/2),
+    so that each position's cos (and sin) is contiguous: rotate reads them with stride 1."""
     half = size.head_dim // 2
     frequencies = size.rope_theta ** (
         -torch.arange(half, device=device, dtype=torch.float32) / half
     )
     angles = torch.outer(torch.arange(size.max_seq_len, device=device, dtype=torch.float32),
                          frequencies)  # fmt: skip
-    return torch.stack((angles.cos(), angles.sin()), dim=-1)
+    return torch.stack((angles.cos(), angles.sin()), dim=-2)
 
 
 def rotate(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """Rotary embedding of (batch, length, heads, head_dim), dimension pairs (2i, 2i+1)
     rotated by position x frequency i (Meta's interleaved layout), in float32."""
     pairs = x.float().unflatten(-1, (-1, 2))
-    cos, sin = table[: x.shape[1], None, :, 0], table[: x.shape[1], None, :, 1]
+    cos, sin = table[: x.shape[1], None, 0], table[: x.shape[1], None, 1]
     even, odd = pairs[..., 0], pairs[..., 1]
     rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
     return rotated.flatten(-2).type_as(x)

@@ -31,21 +31,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.workloads._torch import adamw, next_token_batch, next_token_loss, next_token_pairs
-from bench.workloads.llama3.torch import RMSNorm, rotate
+from bench.workloads.llama3.torch import RMSNorm, rotary_table, rotate
 from bench.workloads.moe import SIZES, Size
 
 GROUPED = "torch.nn.functional.grouped_mm"
 LOOP = "loop over experts"
-
-
-def rotary_table(size: Size, device: torch.device | None = None) -> torch.Tensor:
-    half = size.head_dim // 2
-    frequencies = size.rope_theta ** (
-        -torch.arange(half, device=device, dtype=torch.float32) / half
-    )
-    positions = torch.arange(size.max_seq_len, device=device, dtype=torch.float32)
-    angles = torch.outer(positions, frequencies)
-    return torch.stack((angles.cos(), angles.sin()), dim=-1)
 
 
 def route(
