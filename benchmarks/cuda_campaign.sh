@@ -20,6 +20,9 @@
 #   benchmarks/cuda_campaign.sh repeats RESULTS_DIR      # ResNet-50's headline, 3 repeats
 #   benchmarks/cuda_campaign.sh ladders RESULTS_DIR      # bench ladder on resnet50, then gpt2
 #       (each resumed from its file in RESULTS_DIR where a call's limit cut it short)
+#   benchmarks/cuda_campaign.sh moe RESULTS_DIR          # mixtures of experts on one GPU:
+#       moe-tiny's grouped GEMM in bf16, olmoe-1b-7b's tokens/s and MFU where its 103 GiB
+#       of state fit (an H200), else its one-line refusal
 #   benchmarks/cuda_campaign.sh ladders-llama RESULTS_DIR  # bench ladder on llama3-1b, 2,048
 # Each step has a time limit (a part's limits add up to under 600 s, a lent GPU's longest
 # command); a step stopped by it keeps its finished points (SIGTERM).
@@ -156,12 +159,18 @@ sys.exit(not (d["command"][1:2] == ["ladder"] and d["status"] != "complete"))' "
     climb ladder-resnet50 380 resnet50 --batch-size 256
     climb ladder-gpt2 200 gpt2 --seq-len 1024 --batch-size 16,32 --steps 15
     ;;
+moe)
+    step moe-tiny 90 python3 -m bench moe-tiny --device cuda --precision bf16 --seq-len 256 \
+        --batch-size 32,128 --repeats 2
+    step olmoe 400 python3 -m bench olmoe-1b-7b --device cuda --precision bf16 --seq-len 2048 \
+        --batch-size 1,2 --steps 10 --repeats 2
+    ;;
 ladders-llama)
     step ladder-llama3-1b 560 python3 -m bench ladder llama3-1b --device cuda --seq-len 2048 \
         --batch-size 1,2 --repeats 2 --steps 10
     ;;
 *)
-    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats|ladders|ladders-llama" \
+    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats|ladders|ladders-llama|moe" \
         "RESULTS_DIR [LOGS_DIR]" >&2
     exit 2
     ;;
