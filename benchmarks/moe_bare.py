@@ -21,7 +21,7 @@ The driver (no --bare) alternates fresh processes of bench and the bare loop for
 same environment, from bench.runtime, for the bare loop). Under glibc's malloc this
 model's speed is a property of each process: its steps page-fault as the heap grows
 and shrinks, and fresh processes of the same loop land 10% apart (two modes, about
-37k and 40-41k tokens/s on the 2-vCPU Xeon); under TCMalloc they land within 2%.
+37k and 40-41k tokens/s on the 2-vCPU Xeon); under TCMalloc they land within about 3%.
 
 Target: bench within 2% of the bare loop (median ratio >= 0.98). Not a test.
 """

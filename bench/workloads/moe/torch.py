@@ -325,9 +325,8 @@ class MoEDecoder(nn.Module):
 
     def aux_loss(self) -> torch.Tensor:
         """The routers' load-balancing and z-losses of the last forward, summed."""
-        losses = [b.moe.routing.aux_loss for b in self.blocks]
-        present = [loss for loss in losses if loss is not None]
-        return functools.reduce(operator.add, present)
+        losses = [m.routing.aux_loss for m in self.moe_layers()]
+        return functools.reduce(operator.add, [loss for loss in losses if loss is not None])
 
 
 def _normal(seed: int, std: float, first: int | None):
