@@ -9,6 +9,8 @@ them from here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.options_table import (
     ALLOCATORS,
     CHECKPOINTING_MODES,
@@ -19,20 +21,24 @@ from bench.options_table import (
     RUN_OPTIONS,
     SWEEP_ORDER,
 )
-from bench.run_option import RunOption
+from bench.run_option import MATCH, ROW, RunOption
 
 __all__ = [
     "ALLOCATORS",
     "AXES",
     "CHECKPOINTING_MODES",
     "MEMORY_FORMATS",
+    "MUST_MATCH",
     "NAMES",
     "NUMA_MODES",
     "OPENMP_RUNTIMES",
     "POINT_AXES",
     "PRECISIONS",
+    "ROW_OPTIONS",
     "RUNTIME",
     "Axis",
+    "setting",
+    "settings",
 ]
 
 Axis = RunOption  # an axis is a run option that sweeps: .many, .one, .flag, .allowed, ...
@@ -59,3 +65,23 @@ RUNTIME = tuple(axis for axis in AXES if axis.runtime)
 # in a Point, a PointConfig and a PointConfig's dict (a ladder rung); as the options list
 # them.
 POINT_AXES = tuple(o.one for o in RUN_OPTIONS if o.sweeps and o.point_axis)
+
+# How a comparison treats each option (RunOption.compared): the options it keeps apart by
+# name, a row for each value, beyond its key's own places; the config fields in which
+# results must agree to be compared at all (bench.report.set_apart).
+ROW_OPTIONS = tuple(o for o in RUN_OPTIONS if o.field is not None and o.compared == ROW)
+MUST_MATCH = tuple(o.field for o in RUN_OPTIONS if o.field is not None and o.compared == MATCH)
+
+
+def setting(option: RunOption, config: Any, point: Any) -> Any:
+    """An option's value at one point: the point's own for a sweep axis, else its run's."""
+    return getattr(point, option.one) if option.sweeps else getattr(config, option.field or "")
+
+
+def settings(config: Any, point: Any) -> tuple[str, ...]:
+    """('loss=chunked', 'threads=2'): each ROW option a point was measured with, unless at
+    its neutral value, named by its flag. Two points that differ here are two
+    measurements: a comparison's row, a run's table and a report keep them apart."""
+    return tuple(
+        o.shown(value) for o in ROW_OPTIONS if not o.neutral(value := setting(o, config, point))
+    )

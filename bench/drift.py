@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from bench.axes import NAMES as AXIS_NAMES
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.result import Point, Result, point_axes
-from bench.stats import ratio_interval
+from bench.stats import geometric_mean, ratio_interval
 
 ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.02
@@ -108,7 +107,8 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
     if not old.measured:
         return PointDrift(label, None, _mean(new), verdict=UNTESTABLE, reason="old point failed")
     a, b, basis = _samples(old, new)
-    old_mean, new_mean = sum(a) / len(a), sum(b) / len(b)
+    # The figures the interval is of (bench.stats): geometric means, as every view's.
+    old_mean, new_mean = geometric_mean(a), geometric_mean(b)
     if min(len(a), len(b)) < 2:
         return PointDrift(
             label, old_mean, new_mean, new_mean / old_mean - 1, None, None, basis, UNTESTABLE,
@@ -122,7 +122,10 @@ def compare_points(old: Point, new: Point, threshold: float = DEFAULT_THRESHOLD)
     if p_value != p_value:  # NaN: both sides without spread
         p_value = 0.0 if new_mean != old_mean else 1.0
     low, high = ratio_interval(b, a) or (new_mean / old_mean,) * 2
-    said = verdict.judge(math.sqrt(low * high), (low, high), min(len(a), len(b)), threshold)
+    disagree = next((f"the {side} point's {why}" for side, p in (("old", old), ("new", new))
+                     if (why := p.repeats_disagree)), None)  # fmt: skip
+    said = verdict.judge(math.sqrt(low * high), (low, high), min(len(a), len(b)), threshold,
+                         disagree=disagree)  # fmt: skip
     unit = "repeats" if basis.startswith("repeats") else "steps"
     return _said(label, old_mean, new_mean, p_value, basis, said, unit, threshold)
 
@@ -162,7 +165,7 @@ def settle_point(old: Point, new: Point, threshold: float, plan: int) -> PointDr
         return PointDrift(label, _mean(old), _mean(new), verdict=UNTESTABLE,
                           reason=f"the {side} point has no per-repeat throughput")  # fmt: skip
     basis = f"repeats ({len(a)} vs {len(b)}), sequential"
-    old_mean, new_mean = statistics.fmean(a), statistics.fmean(b)
+    old_mean, new_mean = geometric_mean(a), geometric_mean(b)
     looked = sequential.interval(b, a, plan)
     if looked is None:
         why = (

@@ -37,7 +37,7 @@ from bench.option_types import (
     tokens,
     whole,
 )
-from bench.run_option import RunOption, Stored
+from bench.run_option import FREE, KEY, MATCH, RunOption, Stored
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 MEMORY_FORMATS = ("contiguous", "channels_last")
@@ -93,7 +93,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         ("workload",),
         "what to train (see: bench list); a,b runs each in turn, one result each",
         "workload",
-        stored=Stored(checks.text, "text", required=True),
+        compared=KEY, stored=Stored(checks.text, "text", required=True),
     ),
     RunOption(
         ("--framework",),
@@ -101,7 +101,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "framework",
         default="torch",
         env="BENCH_FRAMEWORK",
-        stored=Stored(checks.text, "text"),
+        compared=KEY, stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--device",),
@@ -109,7 +109,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "device",
         default="auto",
         env="BENCH_DEVICE",
-        stored=Stored(checks.text, "text"),
+        compared=KEY, stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--batch-size",),
@@ -119,7 +119,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default=(),
         sweep="batch_size",
         tune=True,
-        stored=Stored(checks.whole(1), checks.WHOLE_TEXT, required=True),
+        compared=KEY, stored=Stored(checks.whole(1), checks.WHOLE_TEXT, required=True),
     ),
     RunOption(
         ("--precision",),
@@ -131,7 +131,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         allowed=PRECISIONS,
         tune=True,
         ladder_sets=True,
-        stored=Stored(checks.text, "text", required=True),
+        compared=KEY, stored=Stored(checks.text, "text", required=True),
     ),
     RunOption(
         ("--memory-format",),
@@ -142,7 +142,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         allowed=MEMORY_FORMATS,
         tune=True,
         ladder_sets=True,
-        stored=Stored(checks.text, "text"),
+        compared=KEY, stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--channels-last",),
@@ -166,7 +166,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         sweep="compile",
         tune=True,
         ladder_sets=True,
-        stored=Stored(*checks.TEXT_OR_NULL),
+        compared=KEY, stored=Stored(*checks.TEXT_OR_NULL),
     ),
     RunOption(
         ("--optimize",),
@@ -275,15 +275,16 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         point_axis=False,
         rerun=True,
         ladder_sets=True,
+        compared=KEY,
         stored=Stored(checks.optional(checks.whole(1)), "a whole number or null", since=4),
     ),
     RunOption(("--nnodes",), "machines training each point together", "nnodes", whole,
-              default=1, rerun=True, stored=Stored(*checks.NUMBER_OF, since=4)),
+              default=1, rerun=True, compared=KEY, stored=Stored(*checks.NUMBER_OF, since=4)),
     RunOption(("--node-rank",), "this machine's rank (0: writes)", "node_rank", whole,
-              default=0, rerun=True, stored=Stored(*checks.NUMBER_OF, since=4)),
+              default=0, rerun=True, compared=FREE, stored=Stored(*checks.NUMBER_OF, since=4)),
     RunOption(("--rdzv-endpoint",), "node 0's rendezvous, the same on every machine",
               "rdzv_endpoint", metavar="HOST:PORT", rerun=True,
-              stored=Stored(*checks.TEXT_OR_NULL, since=4)),
+              compared=FREE, stored=Stored(*checks.TEXT_OR_NULL, since=4)),
     RunOption(
         ("--data",),
         "synthetic: one batch made on the device (default); loader: synthetic samples "
@@ -296,7 +297,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default="synthetic",
         metavar="SOURCE",
         rerun=True,
-        stored=Stored(checks.text, "text"),
+        compared=MATCH, stored=Stored(checks.text, "text"),
     ),
     RunOption(
         ("--num-workers",),
@@ -305,7 +306,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "num_workers",
         whole,
         default=0,
-        stored=NUMBER_OF,
+        compared=MATCH, stored=NUMBER_OF,
     ),
     RunOption(
         ("--train-to",),
@@ -314,6 +315,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "train_to",
         number,
         metavar="TOP1",
+        compared=MATCH,
         stored=Stored(checks.optional(checks.fraction), "a fraction or null", since=8),
     ),
     # A decoder trained to a validation loss (bench.datasets.loss_target).
@@ -334,7 +336,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "val_data",
         metavar="SOURCE",
         rerun=True,
-        stored=Stored(*checks.TEXT_OR_NULL, since=12, older=None),
+        compared=FREE, stored=Stored(*checks.TEXT_OR_NULL, since=12, older=None),
     ),
     RunOption(
         ("--max-tokens",),
@@ -342,7 +344,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "max_tokens",
         tokens,
         metavar="N",
-        stored=Stored(*TOKENS, since=12, older=None),
+        compared=FREE, stored=Stored(*TOKENS, since=12, older=None),
     ),
     RunOption(
         ("--eval-every",),
@@ -371,20 +373,21 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         stored=Stored(*checks.TEXT_OR_NULL, since=12, older=None),
     ),
     RunOption(("--warmup-steps",), "unmeasured steps first (default 5; 0 in epoch mode)",
-              "warmup_steps", whole, stored=COUNT),
-    RunOption(("--steps",), "measured steps (default 20)", "steps", whole, stored=NUMBER_OF),
+              "warmup_steps", whole, compared=MATCH, stored=COUNT),
+    RunOption(("--steps",), "measured steps (default 20)", "steps", whole, compared=MATCH,
+              stored=NUMBER_OF),
     RunOption(
         ("--epochs", "--max-epochs"),
         "epoch mode: time N epochs, summarise epochs 2..N (with --train-to: the most "
         "epochs to train)",
         "epochs",
         whole,
-        stored=COUNT,
+        compared=MATCH, stored=COUNT,
     ),
     RunOption(("--epoch-samples",), "samples per epoch (default: the dataset's size)",
-              "epoch_samples", whole, stored=COUNT),
+              "epoch_samples", whole, compared=MATCH, stored=COUNT),
     RunOption(("--seq-len",), "sequence length, for language workloads (one a run)", "seq_len",
-              one_length, stored=COUNT),
+              one_length, compared=KEY, stored=COUNT),
     RunOption(
         ("--repeats",),
         "fresh processes per point (default 1); auto: until the spread is under "
@@ -393,12 +396,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         repeats,
         default=1,
         child=False,
-        stored=COUNT,
+        compared=FREE, stored=COUNT,
     ),
     RunOption(("--min-repeats",), None, "min_repeats", whole, default=3, child=False,
-              stored=NUMBER_OF),
+              compared=FREE, stored=NUMBER_OF),
     RunOption(("--max-repeats",), None, "max_repeats", whole, default=10, child=False,
-              stored=NUMBER_OF),
+              compared=FREE, stored=NUMBER_OF),
     RunOption(
         ("--target-rsd",),
         "relative standard deviation that ends automatic repeats (default 0.035)",
@@ -406,7 +409,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         number,
         default=0.035,
         child=False,
-        stored=Stored(checks.fraction, "a fraction"),
+        compared=FREE, stored=Stored(checks.fraction, "a fraction"),
     ),
     RunOption(
         ("--find-max-batch",),
@@ -415,7 +418,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         switch=True,
         child=False,
         ladder_sets=True,
-        stored=Stored(checks.flag, "true or false"),
+        compared=FREE, stored=Stored(checks.flag, "true or false"),
     ),
     RunOption(
         ("--find-max-seq-len",),
@@ -424,10 +427,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "find_max_seq_len",
         switch=True,
         child=False,
-        stored=Stored(checks.flag, "true or false", since=11, older=False),
+        compared=FREE, stored=Stored(checks.flag, "true or false", since=11, older=False),
     ),
     RunOption(("--max-batch-limit",), "largest batch the search probes", "max_batch_limit",
-              whole, default=4096, child=False, stored=NUMBER_OF),
+              whole, default=4096, child=False, compared=FREE, stored=NUMBER_OF),
     RunOption(
         ("--max-batch-step",),
         "the search's resolution: above this batch it probes only its multiples "
@@ -436,20 +439,20 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         whole,
         default=8,
         child=False,
-        stored=Stored(*checks.NUMBER_OF, since=3),
+        compared=FREE, stored=Stored(*checks.NUMBER_OF, since=3),
     ),
     RunOption(
         ("--memory-limit",),
         "cap the child's memory, e.g. 16GiB (GPU: per-process fraction; CPU: rlimit)",
         "memory_limit_bytes",
         size,
-        stored=Stored(checks.optional(checks.byte_count), "a byte count or null"),
+        compared=MATCH, stored=Stored(checks.optional(checks.byte_count), "a byte count or null"),
     ),
     RunOption(("--timeout",), "seconds per child process", "timeout_s", measure,
               dest="timeout_s", child=False,
-              stored=Stored(checks.optional(checks.positive),
+              compared=FREE, stored=Stored(checks.optional(checks.positive),
                             "seconds from 1e-12 to 1e21, or null")),
-    RunOption(("--seed",), None, "seed", whole, default=0, stored=NUMBER_OF),
+    RunOption(("--seed",), None, "seed", whole, default=0, compared=FREE, stored=NUMBER_OF),
 )  # fmt: skip
 
 # The sweep's order, slowest-varying first: a sweep's points run in this order, the

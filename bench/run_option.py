@@ -32,6 +32,18 @@ class Stored:
         return cls(checks.one_of(*values), "one of " + ", ".join(values), **kwargs)
 
 
+# How a comparison treats two values of an option (RunOption.compared; bench.report.rows,
+# bench.report.set_apart): ROW, a row of its own for each value, named in the row's setup
+# by the option ('loss=chunked'): what was measured (every lever, the threads; any new
+# option unless it says otherwise); KEY, a place of its own in a row's key, a column or
+# the machine (workload, batch, precision, layout, compiler, sequence length, device count,
+# framework, device); MATCH, how it was measured: results that differ in it are set apart
+# from the baseline's (steps, data); FREE, no bearing on the figure (repeats, a timeout,
+# where the ranks meet, the seed).
+ROW, KEY, MATCH, FREE = "row", "key", "match", "free"
+COMPARED = (ROW, KEY, MATCH, FREE)
+
+
 # The stored forms most options share: a count (None: the default), a number of.
 
 
@@ -73,8 +85,14 @@ class RunOption:
     # A sweep axis's value that leaves things as they are, besides None and "none" (a
     # winner's command leaves it out): --attention auto, --loss plain.
     off: Any = None
+    # How a comparison treats two values of it: ROW, KEY, MATCH or FREE (above).
+    compared: str = ROW
 
     def __post_init__(self) -> None:
+        if self.compared not in COMPARED:
+            raise ValueError(
+                f"{self.flags[0]}: compared is one of {COMPARED}, not {self.compared!r}"
+            )
         if not self.flags or (self.field is None) == (self.same_as is None):
             raise ValueError(f"{self.flags}: a run option sets one field, or is another spelling")
         if self.sweep is None and (self.allowed or self.runtime or self.one_value_in_search):
@@ -104,6 +122,20 @@ class RunOption:
         if self.sweep is None or self.field is None:
             raise ValueError(f"{self.flag} is not a sweep axis")
         return self.field
+
+    def neutral(self, value: Any) -> bool:
+        """Whether `value` leaves things as they are (None, 'none', its `off` or its
+        default): a row's setup names the value only otherwise, so that an older result,
+        which lacks the option and reads its neutral value, joins today's rows."""
+        default = self.default
+        if self.sweeps and isinstance(default, tuple) and len(default) == 1:
+            default = default[0]
+        return any(value is v or value == v for v in (None, "none", self.off, default))
+
+    def shown(self, value: Any) -> str:
+        """'loss=chunked', 'threads=2': one value as a row names it, by the option's flag."""
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+        return f"{self.flag.lstrip('-')}={text}"
 
     @property
     def one(self) -> str:

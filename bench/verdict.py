@@ -36,6 +36,7 @@ class Verdict:
     margin: float
     settle_n: int | None = None  # for CANNOT_TELL: values a side that would likely settle it
     sequential: bool = False  # the interval is bench.sequential's, valid at every look
+    why: str | None = None  # for CANNOT_TELL whatever the interval: the repeats disagree
 
     def sentence(self, unit: str = "repeats") -> str:
         """'1.05x faster (95% CI 1.02x to 1.08x)', '1.25x slower: 0.80x (95% CI 0.79x to
@@ -51,6 +52,8 @@ class Verdict:
             return f"{1 / self.ratio:.{digits}f}x slower: {self.ratio:.{digits}f}x ({ci})"
         if self.word == SAME:
             return f"the same within ±{self.margin:.0%} ({ci})"
+        if self.why:
+            return f"cannot tell ({ci}): {self.why}"
         if self.sequential:  # --settle says why it stopped
             return f"cannot tell ({ci})"
         if self.settle_n is None:
@@ -64,12 +67,17 @@ def judge(
     n: int,
     margin: float = DEFAULT_MARGIN,
     sequential: bool = False,
+    disagree: str | None = None,
 ) -> Verdict:
     """The verdict on `ratio` whose 95% interval is `interval`, from `n` values a side;
-    `sequential`: the interval is a confidence sequence's (bench.sequential)."""
+    `sequential`: the interval is a confidence sequence's (bench.sequential);
+    `disagree`: why the values on a side cannot be pooled (their repeats disagree), which
+    makes it cannot tell whatever the interval."""
     low, high = interval
     if not 0 < low <= ratio <= high or not 0 <= margin < 1:
         raise ValueError(f"not a ratio within a positive interval: {ratio} in {interval}")
+    if disagree:
+        return Verdict(CANNOT_TELL, ratio, interval, margin, sequential=sequential, why=disagree)
     bound = math.log1p(margin)
     if -bound <= math.log(low) and math.log(high) <= bound:
         word = SAME

@@ -76,7 +76,7 @@ def test_a_throughput_interval_never_goes_below_zero():
     spread = [10.0, 100.0]  # two repeats far apart: the plain interval goes far below zero
     assert Estimate.of(spread, "samples/s").ci95_low < 0
     e = Estimate.of(spread, "samples/s", positive=True)
-    assert e.value == pytest.approx(55.0)  # still the mean of the repeats
+    assert e.value == pytest.approx(math.sqrt(10.0 * 100.0))  # the geometric mean: its centre
     assert 0 < e.ci95_low < 10 and e.ci95_high > 100  # t-interval of the logs
     assert e.ci95_low * e.ci95_high == pytest.approx(10.0 * 100.0)  # symmetric in log
     close = Estimate.of([100.0, 102.0, 104.0], "samples/s", positive=True)
@@ -132,3 +132,25 @@ def test_a_ratio_and_its_interval_keep_the_digits_that_tell_them_apart():
     )
     assert ratio_with_interval(1.1, 1.097, 1.103) == "1.100x [1.097x–1.103x]"
     assert ratio_with_interval(1.25, 1.21, 1.30) == "1.25x [1.21x–1.30x]"
+
+
+def test_a_throughputs_figure_lies_inside_its_own_interval():
+    """One repeat far faster than the others: the arithmetic mean (4,106) lay outside
+    the interval of the logs ([234-1,901]); the geometric mean is its centre."""
+    from bench.stats import Estimate, geometric_mean
+
+    values = [143.0, 12_000.0, 175.0]
+    est = Estimate.of(values, "samples/s", positive=True)
+    assert est.ci95_low <= est.value <= est.ci95_high
+    assert est.value == pytest.approx(geometric_mean(values))
+    assert est.value < 4_106 / 2  # not the arithmetic mean
+
+
+def test_a_ratio_of_two_figures_lies_inside_ratio_interval():
+    from bench.stats import Estimate, ratio_interval
+
+    a, b = [100.0, 300.0, 110.0], [90.0, 95.0, 400.0]
+    ratio = Estimate.of(a, "x", positive=True).value / Estimate.of(b, "x", positive=True).value
+    low, high = ratio_interval(a, b)
+    assert low <= ratio <= high
+    assert ratio == pytest.approx((low * high) ** 0.5)

@@ -19,18 +19,23 @@ from typing import Any
 from rich.table import Table
 
 from bench import files
-from bench.commands.options import measure, number, require_extra
+from bench.commands.options import measure, require_extra
 from bench.errors import UsageError
 from bench.report.table import console
 from bench.text import plain, visible
 
 
 def _price(text: str) -> tuple[str, float]:
+    """MACHINE=USD_PER_HOUR, the price by the rule of --price-per-hour (a result's
+    pricing.usd_per_hour: positive, 1e-12 to 1e21), so no figure per dollar is negative,
+    infinite or a price of 0 read as none."""
     selector, _, usd = text.rpartition("=")
+    if not selector.strip():
+        raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR")
     try:
-        return selector, number(usd)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"price: {text!r} is not MACHINE=USD_PER_HOUR") from None
+        return selector, measure(usd)
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"price of {selector!r}: {error}") from None
 
 
 def _add_comparison_options(p: argparse.ArgumentParser) -> None:
@@ -157,10 +162,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ratios = grids.grid(comparison) if several else ([], [])
     tables = (
         (f"baseline: {comparison.baseline.label}", ratios),
-        (
-            "throughput (samples/s, global): mean [95% interval]",
-            grids.throughput_grid(comparison),
-        ),
+        (grids.THROUGHPUT_CAPTION.lower(), grids.throughput_grid(comparison)),
         (grids.LLM_CAPTION, grids.llm_grid(comparison)),
         (grids.MOE_CAPTION, grids.moe_grid(comparison)),
         (grids.ACCURACY_CAPTION, grids.accuracy_grid(comparison)),

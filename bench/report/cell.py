@@ -102,6 +102,14 @@ def _per_dollar(tp: Estimate | None, machine: Machine) -> float | None:
     return tp.value * 3600 / machine.price_per_hour if tp and machine.price_per_hour else None
 
 
+def _disagree(point: Point, base: Point | None) -> str | None:
+    """Why a ratio of these two cells cannot tell: a side whose repeats disagree."""
+    for side, p in (("this machine", point), ("the baseline", base)):
+        if p is not None and (why := p.repeats_disagree):
+            return f"{side}'s {why}"
+    return None
+
+
 def cell_of(
     own: Figures, base_figures: Figures, machine: Machine, base: Machine, runs: list[Run]
 ) -> Cell:
@@ -119,7 +127,8 @@ def cell_of(
             made.mark = "?" if ci is None else ("~" if ci[0] <= 1 <= ci[1] else "")
             if ci is not None:
                 n = min(len(own.values), len(base_figures.values))
-                made.verdict = judge(math.sqrt(ci[0] * ci[1]), ci, n)
+                made.verdict = judge(math.sqrt(ci[0] * ci[1]), ci, n,
+                                     disagree=_disagree(point, base_figures.point))  # fmt: skip
     energy = own.energy
     base_energy = base_figures.energy if energy else None
     if energy and base_energy:

@@ -40,8 +40,8 @@ from bench.report.colours import machine_colours
 from bench.report.machines import Machine, image_name, machine_columns
 from bench.report.pooling import ok_throughput, pool
 from bench.report.records import history_records, records
-from bench.report.rows import ROW_KEYS, Run, row_key, row_runs, sequence_length
-from bench.report.set_apart import SetApart, set_apart
+from bench.report.rows import ROW_KEYS, RowKey, Run, row_key, row_runs, sequence_length
+from bench.report.set_apart import SetApart, copies, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
 from bench.report.steps import HistoryStep, history_steps
 from bench.result import MaxBatch, Point, Result
@@ -59,7 +59,7 @@ __all__ = [
 class Comparison:
     machines: list[Machine]
     baseline: Machine
-    rows: list[tuple[tuple[Any, ...], list[Cell]]]
+    rows: list[tuple[RowKey, list[Cell]]]
     max_batch: list[tuple[tuple[Any, ...], list[MaxBatch | None]]]
     set_apart: list[str] = field(default_factory=list)  # one line per reason (a group)
     # Which baseline bench chose, and why, when none was named (None: named, or one column).
@@ -93,7 +93,7 @@ class Comparison:
         missed their target; one line per cell."""
         lines = []
         for key, cells in self.rows:
-            row = f"{key[0]} batch {key[1]} {key[2]}"
+            row = f"{key.workload} batch {key.batch_size} {key.precision}"
             for machine, cell in zip(self.machines, cells, strict=True):
                 point = cell.point
                 if point is not None and point.busy_note:
@@ -102,6 +102,8 @@ class Comparison:
                     )
                 if point is not None and point.noise:
                     lines.append(visible(f"{machine.label}, {row}: noisy: {point.noise}"))
+                if point is not None and (why := point.repeats_disagree):
+                    lines.append(visible(f"{machine.label}, {row}: {why}"))
         return lines
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -125,7 +127,9 @@ def compare(
     found that are no result (path, why), set apart in one group."""
     if not loaded:
         raise UsageError("nothing to compare")
+    loaded, copied = copies(loaded)
     loaded, groups = set_apart(loaded, baseline)
+    groups += copied
     groups = sorted([*groups, *unreadable_files(unreadable or [])],
                     key=lambda g: (-len(g.files), g.reason))  # fmt: skip
     machines = machine_columns(loaded)
@@ -153,7 +157,8 @@ def compare(
 
     # Workload, then precision, format and compiler, then batch size numerically.
     by_row = row_runs(ordered)
-    keys = sorted(by_row, key=lambda k: (k[0], k[2], k[3], k[4] or "", k[5], k[1]))
+    keys = sorted(by_row, key=lambda k: (k.workload, k.precision, k.memory_format,
+                                         k.compile or "", k.setup, k.batch_size))  # fmt: skip
     # Each cell's pooled point and throughput, once: a pooled point's estimate is over
     # every repeat of its runs, and a row's baseline serves each of its cells.
     grid = [[Figures.of(runs) for runs in by_row[key]] for key in keys]

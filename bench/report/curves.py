@@ -24,9 +24,9 @@ def curves(comparison: Comparison) -> list[dict[str, Any]]:
                     clean(
                         {
                             "machine": machine.label,
-                            "workload": key[0],
+                            "workload": key.workload,
                             "config": config_label(key),
-                            "precision": key[2],
+                            "precision": key.precision,
                             "epoch": epoch,
                             "top1": top1,
                             "target": reached.target,
@@ -89,9 +89,9 @@ def loss_curves_noted(comparison: Comparison) -> tuple[list[dict[str, Any]], str
             thinned_curves += len(kept) < len(losses)
             base = {
                 "machine": machine.label,
-                "workload": key[0],
+                "workload": key.workload,
                 "config": config_label(key),
-                "precision": key[2],
+                "precision": key.precision,
                 "target": reached.target,
             }
             for i in kept:

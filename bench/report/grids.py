@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
 from bench.report.moe import FORMULA, Experts
+from bench.report.rows import RowKey
 from bench.report.to_target import of as to_target
 from bench.result import Point
 from bench.text import csv_cell, markdown
@@ -67,7 +68,7 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
 
 def _with_setup(comparison: Comparison) -> bool:
     """Whether any row has a setup (a device count of a sweep, runtime axes): a column."""
-    return any(key[5] for key, _ in comparison.rows)
+    return any(key.setup for key, _ in comparison.rows)
 
 
 def _axes_headers(with_setup: bool) -> list[str]:
@@ -75,7 +76,7 @@ def _axes_headers(with_setup: bool) -> list[str]:
     return ["workload", "batch", "precision", "format", "compile", *setup]
 
 
-def _axes_cells(key: tuple[Any, ...], with_setup: bool) -> list[str]:
+def _axes_cells(key: RowKey, with_setup: bool) -> list[str]:
     workload, batch, precision, fmt, compiler, setup = key
     cells = [workload, str(batch), precision, fmt, compiler or "none"]
     return [*cells, setup or "default"] if with_setup else cells
@@ -131,6 +132,9 @@ def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]
     return headers, body
 
 
+# The throughput table's caption: the figure is the repeats' geometric mean, the interval
+# around it (bench.stats.Estimate).
+THROUGHPUT_CAPTION = "Throughput (samples/s, global): geometric mean of repeats [95% interval]"
 LLM_CAPTION = (
     "LLM training: tokens/s per device, MFU, peak memory per device (and USD per million "
     "tokens where priced)"
@@ -339,7 +343,7 @@ def to_markdown(comparison: Comparison) -> str:
     parts = [
         f"Baseline: **{markdown(comparison.baseline.label)}**. {markdown(legend())}",
         markdown_table(*grid(comparison)),
-        "Throughput (samples/s, global): mean [95% interval]",
+        THROUGHPUT_CAPTION,
         markdown_table(*throughput_grid(comparison)),
     ]
     llm = llm_grid(comparison)

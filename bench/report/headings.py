@@ -6,6 +6,7 @@ from __future__ import annotations
 from bench import registry
 from bench.errors import UsageError
 from bench.result import Result
+from bench.run_option import RunOption
 
 
 def title(result: Result) -> str:
@@ -33,3 +34,8 @@ def takes_images(result: Result) -> bool:
         return not registry.workload(result.config.workload).takes_seq_len
     except UsageError:
         return True
+
+
+def option_header(option: RunOption) -> str:
+    """A table's column for a run option: its flag, a word a line ('activation\ncheckpointing')."""
+    return option.flag.lstrip("-").replace("-", "\n")

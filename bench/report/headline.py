@@ -12,6 +12,7 @@ from bench.report.cell import Cell
 from bench.report.compare import Comparison
 from bench.report.embedded import clean
 from bench.report.like import differences, families
+from bench.report.rows import RowKey
 from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Point
 from bench.stats import ratio_interval
@@ -41,23 +42,24 @@ def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | No
     if ci is None:
         return value / base_value, None, None
     n = min(len(repeats), len(base_repeats))
-    return value / base_value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n)
+    why = point.repeats_disagree or base.repeats_disagree
+    return value / base_value, ci, judge(math.sqrt(ci[0] * ci[1]), ci, n, disagree=why)
 
 
 def _best(
     comparison: Comparison, precision: str | None
-) -> dict[tuple[str, str], tuple[tuple[Any, ...], Cell]]:
+) -> dict[tuple[str, str], tuple[RowKey, Cell]]:
     """Each machine's fastest configuration of each workload, of one precision where one
     is given: by the workload's own unit where it has one (a decoder's tokens/s: a
     sample of 8,192 tokens is four of 2,048), else by samples/s."""
-    best: dict[tuple[str, str], tuple[tuple[Any, ...], Cell]] = {}
+    best: dict[tuple[str, str], tuple[RowKey, Cell]] = {}
     speed: dict[tuple[str, str], float] = {}
     for key, cells in comparison.rows:
-        if precision is not None and key[2] != precision:
+        if precision is not None and key.precision != precision:
             continue
         for machine, cell in zip(comparison.machines, cells, strict=True):
             rate = _rate(cell)
-            at = (key[0], machine.label)
+            at = (key.workload, machine.label)
             if rate is not None and rate > speed.get(at, -1.0):
                 best[at], speed[at] = (key, cell), rate
     return best
@@ -73,7 +75,7 @@ def _rate(cell: Cell) -> float | None:
 
 def headline(
     comparison: Comparison,
-    point_ids: dict[tuple[str, tuple[Any, ...]], int],
+    point_ids: dict[tuple[str, RowKey], int],
     precision: str | None = None,
 ) -> list[dict[str, Any]]:
     """Per workload and machine: its best configuration (of `precision`, where given),
@@ -91,7 +93,7 @@ def headline(
             "workload": workload,
             "machine": label,
             "config": config_label(key),
-            "precision": key[2],
+            "precision": key.precision,
             "framework": ", ".join(cell.frameworks) or None,
             "baseline": label == base.label,
             "tp": tp.value,

@@ -35,9 +35,9 @@ def history(comparison: Comparison, commands: Commands) -> tuple[list[dict[str, 
                 continue
             base = {
                 "machine": machine.label,
-                "workload": key[0],
+                "workload": key.workload,
                 "config": config_label(key),
-                "precision": key[2],
+                "precision": key.precision,
             }
             series = [
                 {

@@ -107,10 +107,10 @@ def coverage(comparison: Comparison) -> list[dict[str, Any]]:
     total: dict[str, int] = {}
     ran: dict[tuple[str, int], list[tuple[str, bool]]] = {}
     for key, cells in comparison.rows:
-        total[key[0]] = total.get(key[0], 0) + 1
+        total[key.workload] = total.get(key.workload, 0) + 1
         for i, cell in enumerate(cells):
             if cell.point is not None:
-                ran.setdefault((key[0], i), []).append(
+                ran.setdefault((key.workload, i), []).append(
                     (config_label(key), cells[base].point is not None)
                 )
     rows = []

@@ -17,6 +17,7 @@ import shlex
 from typing import Any
 
 from bench.report.compare import Cell, Comparison
+from bench.report.rows import RowKey
 from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Result
 
@@ -37,7 +38,7 @@ def families(cell: Cell) -> frozenset[str]:
     return frozenset(family(res) for _, res, _ in cell.runs)
 
 
-def differences(key: tuple[Any, ...], base_key: tuple[Any, ...]) -> str:
+def differences(key: RowKey, base_key: RowKey) -> str:
     """How one configuration differs from the baseline's: 'compile inductor:reduce-
     overhead (baseline: inductor); setup optimize=fused (baseline: default)'."""
     named = []
@@ -57,9 +58,9 @@ def like_with_like(
     into `commands`."""
     base = comparison.baseline
     at = comparison.machines.index(base)
-    by_workload: dict[str, list[tuple[tuple[Any, ...], list[Cell]]]] = {}
+    by_workload: dict[str, list[tuple[RowKey, list[Cell]]]] = {}
     for key, cells in comparison.rows:
-        by_workload.setdefault(key[0], []).append((key, cells))
+        by_workload.setdefault(key.workload, []).append((key, cells))
     rows: list[dict[str, Any]] = []
     for workload, lines in by_workload.items():
         for i, machine in enumerate(comparison.machines):
@@ -94,7 +95,7 @@ def like_with_like(
             assert tp is not None and base_tp is not None and cell.relative is not None
             record.update(
                 config=_config(key),
-                precision=key[2],
+                precision=key.precision,
                 tp=tp.value,
                 tp_lo=tp.ci95_low,
                 tp_hi=tp.ci95_high,
@@ -120,7 +121,7 @@ def like_with_like(
     return rows
 
 
-def _config(key: tuple[Any, ...]) -> str:
+def _config(key: RowKey) -> str:
     return config_label(key)
 
 
@@ -146,8 +147,8 @@ def _without_output(command: str) -> str:
 def _none_shared(
     label: str,
     base_label: str,
-    own: list[tuple[tuple[Any, ...], Cell]],
-    theirs: list[tuple[tuple[Any, ...], Cell]],
+    own: list[tuple[RowKey, Cell]],
+    theirs: list[tuple[RowKey, Cell]],
     commands: list[str],
     point_command: dict[tuple[str, Any], int],
 ) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 from bench import files, registry
 from bench.report import figures, htmlpage, tidy, views
@@ -24,6 +23,7 @@ from bench.report.grids import (
     LOSS_CAPTION,
     MOE_CAPTION,
     STEPS_CAPTION,
+    THROUGHPUT_CAPTION,
     accuracy_grid,
     grid,
     legend,
@@ -35,6 +35,7 @@ from bench.report.grids import (
     steps_grid,
     throughput_grid,
 )
+from bench.report.rows import RowKey
 from bench.text import markdown, visible
 from bench.units import human
 
@@ -54,14 +55,14 @@ def _training_rows(comparison: Comparison, epochs: float) -> tuple[list[str], li
     axis of a row shown (without the memory format and compiler two rows read as one
     configuration with two answers). Token workloads are _token_rows': an LLM's epoch
     is a count of sequences whatever their length."""
-    setup = ["setup"] if any(key[5] for key, _ in comparison.rows) else []
+    setup = ["setup"] if any(key.setup for key, _ in comparison.rows) else []
     headers = ["workload", "batch", "precision", "format", "compile", *setup, "machine",
                f"hours for {epochs:g} epochs", "USD"]  # fmt: skip
     body = []
     for key, cells in comparison.rows:
         for machine, cell in zip(comparison.machines, cells, strict=True):
             if cell.point and cell.throughput and not _in_tokens(cell):
-                cost = training_cost(cell.point, key[0], epochs, machine.price_per_hour)
+                cost = training_cost(cell.point, key.workload, epochs, machine.price_per_hour)
                 usd = human(cost["usd"]) if cost["usd"] is not None else "n/a (no price)"
                 body.append([*_axes(key, setup), machine.label, human(cost["hours"]), usd])
     return headers, body
@@ -72,7 +73,7 @@ def _in_tokens(cell: Cell) -> bool:
     return unit is not None and unit[1].startswith("tokens")
 
 
-def _axes(key: tuple[Any, ...], setup: list[str]) -> list[str]:
+def _axes(key: RowKey, setup: list[str]) -> list[str]:
     workload, batch, precision, fmt, compiler, extra = key
     return [workload, str(batch), precision, fmt, compiler or "none",
             *([extra or "default"] if setup else [])]  # fmt: skip
@@ -81,7 +82,7 @@ def _axes(key: tuple[Any, ...], setup: list[str]) -> list[str]:
 def _token_rows(comparison: Comparison, tokens: float) -> tuple[list[str], list[list[str]]]:
     """Hours and dollars to train on `tokens` tokens at each token workload's tokens/s,
     or to its target loss where the point was trained to one (its measured time)."""
-    setup = ["setup"] if any(key[5] for key, _ in comparison.rows) else []
+    setup = ["setup"] if any(key.setup for key, _ in comparison.rows) else []
     headers = ["workload", "batch", "precision", "format", "compile", *setup, "machine",
                "tokens/s", "to", "hours", "USD"]  # fmt: skip
     body = []
@@ -196,7 +197,7 @@ def texts(
 ) -> tuple[str, str]:
     """report.md and report.html, beside the figures `made` (bench.report.figures)."""
     several = len(comparison.machines) > 1
-    tables = [("Throughput (samples/s, global): mean [95% interval]", throughput_grid(comparison))]
+    tables = [(THROUGHPUT_CAPTION, throughput_grid(comparison))]
     if several:
         tables.insert(0, ("Throughput relative to the baseline", grid(comparison)))
     llm = llm_grid(comparison)

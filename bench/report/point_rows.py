@@ -11,7 +11,7 @@ from bench.report.compare import Comparison
 from bench.report.embedded import Commands, clean, command_text
 from bench.report.machines import Machine
 from bench.report.moe import Experts
-from bench.report.rows import sequence_length
+from bench.report.rows import RowKey, sequence_length
 from bench.report.words import config_label, verdict_words
 from bench.result import Point, Result
 
@@ -27,7 +27,7 @@ def _latest_run(cell: Cell) -> tuple[Path, Result, Point] | None:
 
 
 def _point_record(
-    key: tuple[Any, ...],
+    key: RowKey,
     cell: Cell,
     machine: Machine,
     base: Machine,
@@ -131,7 +131,7 @@ def _efficiencies(comparison: Comparison) -> dict[int, float | None]:
 
 
 def points(
-    comparison: Comparison, commands: Commands, ids: dict[tuple[str, tuple[Any, ...]], int]
+    comparison: Comparison, commands: Commands, ids: dict[tuple[str, RowKey], int]
 ) -> list[dict[str, Any]]:
     """One record per cell that holds a point; `ids` gets each (machine, row key)'s id."""
     efficiency = _efficiencies(comparison)

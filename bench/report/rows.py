@@ -6,14 +6,30 @@ two software stacks (framework, image), or two device counts."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
-from bench import registry
+from bench import axes, registry
 from bench.errors import UsageError
 from bench.report.machines import Machine, image_name
 from bench.result import Point, Result
 
-ROW_KEYS = ("workload", "batch_size", "precision", "memory_format", "compile", "setup")
+
+class RowKey(NamedTuple):
+    """A comparison's row: the configuration a point measured. Its own places (the
+    workload, batch, precision, layout, compiler) are the columns every view shows;
+    `setup` names the rest, built from the option table (bench.axes.settings: every
+    option declared compared=ROW, away from its neutral value) with the sequence length,
+    a swept device count and, where one machine ran several, the software stack."""
+
+    workload: str
+    batch_size: int
+    precision: str
+    memory_format: str
+    compile: str | None
+    setup: str
+
+
+ROW_KEYS = RowKey._fields
 
 # One run's point in a cell: the file, its result and the point it measured.
 Run = tuple[Path, Result, Point]
@@ -29,32 +45,23 @@ def sequence_length(res: Result) -> int | None:
     return spec.input_shape(res.config.seq_len)[0] if spec.takes_seq_len else None
 
 
-def row_key(res: Result, p: Point) -> tuple[Any, ...]:
-    """A row: the workload and a point's axes. `setup` holds the rest that tells a
-    result's points apart: a decoder's target loss (a run to a loss is a row of its
-    own, beside the same configuration's throughput runs), the sequence length of a
-    workload that takes one, the
-    device count where the result swept it (a machine's 8 GPUs and another's 4 stay
-    one row when each just used all of its own), a mixture of experts' expert
-    parallelism where its experts were split over ranks (two splits are two
-    measurements), and the whole-model optimisation (ipex) and the allocator / OpenMP /
-    NUMA axes where set."""
+def row_key(res: Result, p: Point) -> RowKey:
+    """A point's row. `setup` holds what tells it apart beyond the key's columns: the
+    sequence length of a workload that takes one, the device count where the result
+    swept it (a machine's 8 GPUs and another's 4 stay one row when each just used all of
+    its own), then every option of the table declared compared=ROW that the point did not
+    leave at its neutral value, named by its flag (bench.axes.settings: 'loss=chunked',
+    'expert-parallel=2', 'train-to-loss=3.5'): a new option is kept apart with no edit
+    here, and an older result, which reads the neutral value, joins today's rows."""
     swept = len(set(res.config.devices)) > 1
     length = sequence_length(res)
     tokens = f"{length} tokens" if length else ""
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
-    split = res.config.expert_parallel
-    experts = f"expert parallel {split}" if split > 1 else ""
-    optimize = f"optimize={p.optimize}" if p.optimize else ""
-    ac = f"ac={p.activation_checkpointing}" if p.activation_checkpointing != "none" else ""
-    target = res.config.train_to_loss
-    to_loss = f"to loss {target:g}" if target is not None else ""
-    parts = (tokens, devices, experts, optimize, ac, p.runtime_label, to_loss)
-    setup = " · ".join(part for part in parts if part)
+    setup = " · ".join(part for part in (tokens, devices, *axes.settings(res.config, p)) if part)
     # A memory format is an image tensor's layout; token inputs have none, so a decoder
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
     layout = p.memory_format if length is None else "n/a"
-    return (res.config.workload, p.batch_size, p.precision, layout, p.compile, setup)
+    return RowKey(res.config.workload, p.batch_size, p.precision, layout, p.compile, setup)
 
 
 def _stack(res: Result) -> tuple[str, str]:
@@ -80,7 +87,7 @@ def _facets(run: Run) -> tuple[str, str, str]:
 _SPLITS = ((0, 1), (2,))
 
 
-def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
+def row_runs(ordered: list[Machine]) -> dict[RowKey, list[list[Run]]]:
     """Each row's runs, a list per column (oldest first). A configuration one machine
     ran in several frameworks or images is a row per framework or image (its setup
     names which differ: 'jax', 'bench:xeon', 'native'), for every machine: two software
@@ -89,7 +96,7 @@ def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
     per count ('1 device', '2 devices'), since throughput is global. Otherwise one row,
     whatever framework or device count each machine used (a GPU in torch beside a TPU
     in JAX; a machine's 8 GPUs beside another's 4)."""
-    found: dict[tuple[Any, ...], list[list[Run]]] = {}
+    found: dict[RowKey, list[list[Run]]] = {}
     for i, machine in enumerate(ordered):
         for path, res in machine.results:
             for p in res.points:
@@ -97,7 +104,7 @@ def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
                 if key not in found:
                     found[key] = [[] for _ in ordered]
                 found[key][i].append((path, res, p))
-    rows: dict[tuple[Any, ...], list[list[Run]]] = {}
+    rows: dict[RowKey, list[list[Run]]] = {}
     for key, columns in found.items():
         facets = [[_facets(run) for run in runs] for runs in columns]
         every = {f for cell in facets for f in cell}
@@ -113,8 +120,8 @@ def row_runs(ordered: list[Machine]) -> dict[tuple[Any, ...], list[list[Run]]]:
             continue
         for i, runs in enumerate(columns):
             for run, own in zip(runs, facets[i], strict=True):
-                parts = (key[5], *(own[n] for n in named))
-                split = (*key[:5], " · ".join(part for part in parts if part))
+                parts = (key.setup, *(own[n] for n in named))
+                split = key._replace(setup=" · ".join(part for part in parts if part))
                 if split not in rows:
                     rows[split] = [[] for _ in ordered]
                 rows[split][i].append(run)

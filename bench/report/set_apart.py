@@ -10,16 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import datasets
+from bench import axes, datasets
 from bench.report.machines import machine_label
 from bench.result import Result
 from bench.text import visible
 
-# Config fields that must agree between results compared in one row: they change
-# what a number means. Sweep axes are row keys; the device is the machine itself.
-# The sequence length is a row's (setup): a decoder at 2k and at 8k tokens are two rows.
-MUST_MATCH = ("data", "num_workers", "warmup_steps", "steps", "epochs", "epoch_samples",
-              "memory_limit_bytes", "train_to")  # fmt: skip
+# Config fields that must agree between results compared in one row: how a number was
+# measured (the options declared compared=MATCH). The options declared compared=ROW are
+# rows of their own, the key's are its places; the device is the machine itself.
+MUST_MATCH = axes.MUST_MATCH
 # A max-batch search's probes run their own steps (RunConfig.probe_steps, no warm-up) at
 # any --steps: only what they train on must agree, and the memory cap is what a memory
 # ladder compares (each card a labelled column).
@@ -116,6 +115,35 @@ def set_apart(
                 f"set apart: {path} ({workload}) measured differently from {ref_path}: " + differs
             )
     return kept, list(groups.values())
+
+
+def run_identity(res: Result) -> tuple[Any, ...]:
+    """What a run measured, by which its copies are known whatever their file names: when
+    it started, on what, and every raw time it recorded (two runs never share them all)."""
+    return (
+        res.started, res.config.workload, machine_label(res),
+        tuple((p.step_times_s, p.warmup_times_s, p.epoch_times_s) for p in res.points),
+        repr(res.max_batch), repr(res.ladder), repr(res.tune),
+    )  # fmt: skip
+
+
+def copies(
+    loaded: list[tuple[Path, Result]],
+) -> tuple[list[tuple[Path, Result]], list[SetApart]]:
+    """Each run once: a file whose run another file already holds (a folder gathered from
+    colleagues or a fleet holds one twice) is set apart, never pooled as a repeat of
+    itself, which would narrow the interval as if it were new evidence."""
+    first: dict[tuple[Any, ...], Path] = {}
+    kept: list[tuple[Path, Result]] = []
+    group = SetApart("are copies of a run another file holds (counted once)", noun="files")
+    for path, res in loaded:
+        original = first.setdefault(run_identity(res), path)
+        if original is path:
+            kept.append((path, res))
+            continue
+        group.files.append({"file": visible(str(path)), "copy_of": visible(str(original))})
+        group.single = visible(f"counted once: {path} is a copy of {original}'s run")
+    return kept, [group] if group.files else []
 
 
 def unreadable(files: list[tuple[Path, str]]) -> list[SetApart]:

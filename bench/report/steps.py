@@ -16,6 +16,7 @@ from bench.text import visible
 if TYPE_CHECKING:
     from bench.report.cell import Cell
     from bench.report.machines import Machine
+    from bench.report.rows import RowKey
 
 NO_NUMPY = "steps in history need numpy: pip install 'bench[report]'"
 
@@ -25,7 +26,7 @@ class HistoryStep:
     """A step of one configuration of one machine: between which runs, and how much."""
 
     machine: str
-    key: tuple[Any, ...]  # the comparison's row
+    key: RowKey  # the comparison's row
     step: Step
     before: tuple[str, str]  # the last run before it: (its start, its file)
     after: tuple[str, str]  # the first run after it
@@ -39,7 +40,7 @@ class HistoryStep:
         s = self.step
         return {
             "machine": self.machine,
-            "workload": self.key[0],
+            "workload": self.key.workload,
             "config": self.config,
             "from_started": self.after[0],
             "from_file": self.after[1],
@@ -71,7 +72,7 @@ def dated_runs(cell: Any) -> list[tuple[str, str, list[float]]]:
 
 
 def history_steps(
-    rows: list[tuple[tuple[Any, ...], list[Cell]]], machines: list[Machine]
+    rows: list[tuple[RowKey, list[Cell]]], machines: list[Machine]
 ) -> tuple[list[HistoryStep], str | None]:
     """Every step of every cell (a comparison's rows, a cell per machine) measured in
     2 x MIN_RUNS runs or more, and a line where they could not be looked for (numpy

@@ -18,6 +18,8 @@ def notes(result: Result) -> str | None:
         if p.status != "ok"
     ]
     noisy = [f"{p.label_for(images)}: noisy: {p.noise}" for p in result.points if p.noise]
+    noisy += [f"{p.label_for(images)}: {why}" for p in result.points
+              if (why := p.repeats_disagree)]  # fmt: skip
     noisy += [
         f"{p.label_for(images)}: busy machine: {p.busy_note}" for p in result.points if p.busy_note
     ]

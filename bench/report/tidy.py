@@ -31,6 +31,7 @@ from bench.report.headline import geometric_mean, headline
 from bench.report.history import DAILY_AFTER, HISTORY_ROWS, history
 from bench.report.like import like_with_like
 from bench.report.point_rows import points
+from bench.report.rows import RowKey
 from bench.report.run_tables import ladder_rows
 
 # Its parts live apart (the rows, the headline, the history, the curves); each name
@@ -130,10 +131,10 @@ def max_batches(comparison: Comparison) -> list[dict[str, Any]]:
 
 def tidy(comparison: Comparison) -> Tidy:
     commands = Commands()
-    ids: dict[tuple[str, tuple[Any, ...]], int] = {}
+    ids: dict[tuple[str, RowKey], int] = {}
     rows = points(comparison, commands, ids)
     machines = [m.label for m in comparison.machines]
-    precisions = sorted({key[2] for key, _ in comparison.rows})
+    precisions = sorted({key.precision for key, _ in comparison.rows})
     scopes = [None, *precisions] if len(precisions) > 1 else [None]
     lead = [row for scope in scopes for row in headline(comparison, ids, scope)]
     point_command = {at: rows[i]["cmd"] for at, i in ids.items()}

@@ -19,6 +19,7 @@ from bench.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
 
 if TYPE_CHECKING:  # types only: compare imports this module
     from bench.report.machines import Machine
+    from bench.report.rows import RowKey
     from bench.result import Point
 
 
@@ -63,7 +64,7 @@ def one_run(own: int, base: int) -> str:
     return f"one run of this machine ({base} of the baseline)"
 
 
-def config_label(key: tuple[Any, ...]) -> str:
+def config_label(key: RowKey) -> str:
     """'bs 256 bf16 channels_last inductor · 128 tokens': a row's axes in one line (the
     variant of a Point's own label is bench.result.variant_label)."""
     _, batch, precision, fmt, compiler, setup = key

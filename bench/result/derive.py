@@ -162,6 +162,29 @@ def throughput(point: Measured) -> Estimate | None:
     return Estimate.of(values, THROUGHPUT_UNIT, positive=True) if values else None
 
 
+# Repeats disagree when the fastest is this much faster than the slowest AND no step of
+# the slowest was as fast as the slowest step of the fastest: more than a machine's usual
+# noise between repeats (each repeat's own steps say what that noise is), such as a
+# repeat measured while another process held the cores. Verdicts on them cannot tell.
+DISAGREE_RATIO = 1.2
+
+
+def repeats_disagree(point: Measured) -> str | None:
+    """'repeats disagree: 143 to 12,000 samples/s (repeat 2 fastest, repeat 1 slowest)',
+    or None: repeats whose step times do not overlap and lie DISAGREE_RATIO apart."""
+    rows = [(r, steps) for r, steps in enumerate(point.step_times_s) if steps]
+    values = repeat_throughputs(point)
+    if len(values) < 2 or len(values) != len(rows):  # (epoch mode: its own rule)
+        return None
+    slow, fast = min(range(len(values)), key=values.__getitem__), max(
+        range(len(values)), key=values.__getitem__)  # fmt: skip
+    if values[fast] < DISAGREE_RATIO * values[slow] or min(rows[slow][1]) <= max(rows[fast][1]):
+        return None
+    return (f"repeats disagree: {values[slow]:,.4g} to {values[fast]:,.4g} {THROUGHPUT_UNIT} "
+            f"(repeat {rows[fast][0] + 1} fastest, repeat {rows[slow][0] + 1} slowest; "
+            "their steps do not overlap): a figure of them all means neither")  # fmt: skip
+
+
 def throughput_rsd(point: Measured) -> float | None:
     return relative_stdev(repeat_throughputs(point))
 

@@ -210,6 +210,10 @@ class Point(Measured):
         return derive.repeat_throughputs(self)
 
     @property
+    def repeats_disagree(self) -> str | None:
+        return derive.repeats_disagree(self)
+
+    @property
     def busy_note(self) -> str | None:
         return derive.busy_note(self)
 

@@ -76,7 +76,14 @@ parser = UsageParser(prog="bench run")
 add_run_options(parser)
 config = config_from_args(parse_run(["tiny", "--widget", "off,on", "--batch-size", "8"]))
 old = io.load(Path(sys.argv[1]))
+import dataclasses
+from bench.report import compare, table
+first = old.points[0]
+two = dataclasses.replace(old, points=[dataclasses.replace(first, widget=w) for w in ("off", "on")])
+rows = compare.compare([(Path("two.json"), two)], None).rows
 print(json.dumps({
+    "rows": sorted(key.setup for key, _ in rows),
+    "columns": [str(c.header) for c in table.points_table(two).columns],
     "help": "--widget" in parser.format_help(),
     "widgets": list(config.widgets),
     "points": [p.widget for p in config.points()],
@@ -125,6 +132,15 @@ def test_the_sweep_the_result_and_tune_follow(followed):
     assert followed["sweep_first"] == "widgets"  # no place in SWEEP_ORDER: slowest
     assert followed["point_axis"]
     assert followed["grid"] == ["off", "on"]  # tune tries every value it allows
+
+
+def test_two_values_of_the_new_option_are_two_rows_in_compare_and_in_the_runs_table(followed):
+    """Two points that differ only in the new option are two measurements: compare keeps
+    them apart (its row key is built from the option table, the value named by its
+    flag) and the run's table shows the option as a column, with no edit elsewhere."""
+    assert len(followed["rows"]) == 2
+    assert any("widget=on" in setup for setup in followed["rows"])
+    assert "widget" in followed["columns"]
 
 
 def test_a_file_of_the_version_before_loads_with_the_fields_older_value(followed):
