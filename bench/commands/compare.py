@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -115,12 +116,31 @@ def json_lines(data: dict[str, Any]) -> str:
     parts = []
     for key, value in data.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            inner = ",\n  ".join(json.dumps(v) for v in value)
+            inner = ",\n  ".join(_dumps(v) for v in value)
             text = f"[\n  {inner}\n ]"
         else:
-            text = json.dumps(value)
+            text = _dumps(value)
         parts.append(f" {json.dumps(key)}: {text}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _dumps(value: Any) -> str:
+    """Standard JSON only: a figure that is not finite (no such number in JSON; jq and
+    JavaScript refuse the file) is written null."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def default_report_folder(paths: list[str]) -> Path:

@@ -5,6 +5,7 @@ the fields that differ, each file with its details; and files that are no result
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +120,11 @@ def set_apart(
 
 def run_identity(res: Result) -> tuple[Any, ...]:
     """What a run measured, by which its copies are known whatever their file names: when
-    it started, on what, and every raw time it recorded (two runs never share them all)."""
+    it started, its label, its configuration, the machine and software it recorded, and
+    every raw time (two runs never share them all; a file edited in any of them is another
+    run, and is read as one)."""
     return (
-        res.started, res.config.workload, machine_label(res),
+        res.started, res.label, res.config, json.dumps(res.environment, sort_keys=True),
         tuple((p.step_times_s, p.warmup_times_s, p.epoch_times_s) for p in res.points),
         repr(res.max_batch), repr(res.ladder), repr(res.tune),
     )  # fmt: skip

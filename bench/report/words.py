@@ -50,6 +50,8 @@ def verdict_words(ratio: float, verdict: Verdict | None, repeats: tuple[int, int
     if verdict.word == SAME:
         return f"the same within ±{verdict.margin:.0%}"
     assert verdict.word == CANNOT_TELL
+    if verdict.why:
+        return f"cannot tell: {verdict.why}"
     if verdict.settle_n is None:
         return "cannot tell: too noisy for any practical number of repeats"
     return f"cannot tell: about {verdict.settle_n} repeats a side would likely settle it"

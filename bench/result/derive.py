@@ -182,7 +182,7 @@ def repeats_disagree(point: Measured) -> str | None:
         return None
     return (f"repeats disagree: {values[slow]:,.4g} to {values[fast]:,.4g} {THROUGHPUT_UNIT} "
             f"(repeat {rows[fast][0] + 1} fastest, repeat {rows[slow][0] + 1} slowest; "
-            "their steps do not overlap): a figure of them all means neither")  # fmt: skip
+            "their steps do not overlap)")  # fmt: skip
 
 
 def throughput_rsd(point: Measured) -> float | None:

@@ -23,3 +23,15 @@ def test_a_price_that_no_result_could_hold_is_refused_in_one_line(text):
 def test_a_price_within_the_rule_is_taken():
     assert _price("Intel(R) Xeon(R) Processor (2 cores)=0.5") == (
         "Intel(R) Xeon(R) Processor (2 cores)", 0.5)  # fmt: skip
+
+
+def test_the_json_holds_no_infinity_or_nan():
+    """1e-310 as a price once wrote "samples_per_dollar": Infinity, which jq refuses."""
+    import json
+
+    from bench.commands.compare import json_lines
+
+    text = json_lines({"points": [{"a": float("inf"), "b": float("nan"), "c": 1.5}],
+                       "x": {"y": [float("-inf")]}})  # fmt: skip
+    assert json.loads(text) == {"points": [{"a": None, "b": None, "c": 1.5}], "x": {"y": [None]}}
+    assert "Infinity" not in text and "NaN" not in text

@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib.util
+import itertools
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -48,13 +49,19 @@ def point(batch, throughputs, *, status="ok", joules=None, precision="fp32", flo
     )
 
 
+_RUNS = itertools.count()
+
+
 def machine(accelerator, points, *, price=None, steps=20, max_batch=()):
+    """A run of its own (its own start: two runs alike in all else are not copies)."""
     env = {"accelerator": {"accelerator": accelerator, "accelerator_count": 1}, "cpu": {}}
     pricing = {"usd_per_hour": price, "source": "test"} if price else None
     config = RunConfig(workload="resnet50", steps=steps)
+    started = f"2026-11-20T10:00:00.{next(_RUNS):06d}+00:00"
     return Result(
-        config=config, environment=env, points=points, pricing=pricing, max_batch=list(max_batch)
-    )
+        config=config, environment=env, points=points, pricing=pricing, max_batch=list(max_batch),
+        started=started,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -85,7 +92,7 @@ def test_throughput_is_normalised_to_the_baseline(two_machines):
     assert comparison.baseline.label == V100
     rows = cells_by_batch(comparison)
     assert rows[64][0].relative == pytest.approx(1.0)
-    assert rows[64][1].relative == pytest.approx(3.0)
+    assert rows[64][1].relative == pytest.approx(3.0, rel=1e-3)  # of geometric means
     assert rows[64][1].text == "3.00"  # CIs far apart: significant, no mark
     assert rows[128][1].text == "1.02?"  # single runs: untestable
     assert rows[256][0].text == "*" and rows[256][1].relative is None  # baseline ran out of memory
@@ -201,7 +208,7 @@ def test_unlabelled_runs_of_one_machine_pool_and_labelled_runs_are_two_columns()
     before.label, after.label = "before", "new driver"
     comparison = cmp.compare([(Path("a"), before), (Path("b"), after)], "before")
     assert [m.label for m in comparison.machines] == [f"{V100} · before", f"{V100} · new driver"]
-    assert cells_by_batch(comparison)[64][1].relative == pytest.approx(1.2)
+    assert cells_by_batch(comparison)[64][1].relative == pytest.approx(1.2, rel=1e-3)
 
 
 def test_runs_of_one_machine_are_one_column_whether_they_add_points_or_repeat_them():
@@ -232,7 +239,7 @@ def test_outputs_carry_the_same_numbers(two_machines, tmp_path):
     data = grids.as_dict(comparison)
     record = next(r for r in data["points"] if r["machine"] == A100 and r["batch_size"] == 64)
     assert (
-        record["relative_throughput"] == pytest.approx(3.0)
+        record["relative_throughput"] == pytest.approx(3.0, rel=1e-3)
         and record["throughput_unit"] == "samples/s"
     )
     markdown = grids.to_markdown(comparison)
@@ -606,7 +613,8 @@ def test_each_ratio_carries_the_verdict_bench_diff_gives_in_the_csv_and_json():
     [record] = [r for r in comparison.to_records() if not r["baseline"]]
     assert record["significance"] == "~" and record["verdict"] == "cannot tell"
     assert record["verdict_text"] == (
-        "1.33x [0.83x–2.10x], cannot tell: about 9 repeats a side would likely settle it"
+        "1.32x [0.83x–2.10x], cannot tell: this machine's repeats disagree: 110 to 160 samples/s "
+        "(repeat 2 fastest, repeat 1 slowest; their steps do not overlap)"
     )
 
 
@@ -631,7 +639,7 @@ def test_time_and_cost_to_a_target_loss_are_a_table_and_two_curves():
 def test_a_run_to_a_target_loss_is_its_own_row_beside_the_same_machines_throughput_runs():
     """The H200's GPT-2 run to a loss (token data, no warm-up) was set apart from its
     synthetic throughput run of the same workload, so its loss curve never reached the
-    report: it is a row of its own ('to loss 5'), compared with runs to the same loss."""
+    report: it is a row of its own ('train-to-loss=5'), compared with runs to the same loss."""
     from bench.report import tidy
 
     fixture = DATA / "result-v12.json"
@@ -645,7 +653,8 @@ def test_a_run_to_a_target_loss_is_its_own_row_beside_the_same_machines_throughp
     comparison = cmp.compare([(Path("plain.json"), plain), (fixture, to_loss)], None)
     assert comparison.set_apart == []
     setups = sorted(key[5] for key, _ in comparison.rows)
-    assert any("to loss 5" in s for s in setups) and any("to loss" not in s for s in setups)
+    assert any("train-to-loss=5" in s for s in setups)
+    assert any("train-to-loss" not in s for s in setups)
     assert tidy.loss_curves(comparison)
 
 

@@ -70,7 +70,8 @@ def test_a_plain_comparison_keeps_one_row_and_no_label():
     devices, all used) stays on the row beside it."""
     comparison = cmp.compare([_loaded(ONE), _loaded(ONE, cpu=EPYC)], None)
     assert [key[5] for key, _ in comparison.rows] == [""]
-    repeated = cmp.compare([_loaded(ONE), (ONE.with_name("again.json"), result.load(ONE))], None)
+    again = dataclasses.replace(result.load(ONE), started="2026-12-07T09:00:00+00:00")
+    repeated = cmp.compare([_loaded(ONE), (ONE.with_name("again.json"), again)], None)
     [(key, [cell])] = repeated.rows
     assert key[5] == "" and len(cell.runs) == 2 and cell.throughput.n == 6
     across = cmp.compare([_loaded(ONE), _loaded(TWO, cpu=EPYC)], None)

@@ -40,9 +40,9 @@ def test_the_first_table_compares_a_configuration_both_ran_not_each_ones_best():
     data = _data(html)
     [like] = data["like"]
     assert like["config"] == "bs 64 fp32" and like["shared_text"] == "1 of 2"
-    assert abs(like["rel"] - 1.5) < 1e-9 and like["sentence"] == "faster"
+    assert abs(like["rel"] - 1.5) < 1e-4 and like["sentence"] == "faster"
     [best] = [r for r in data["headline"] if r["scope"] == "all" and r.get("rel")]
-    assert abs(best["rel"] - 3.0) < 1e-9 and best["differs"] == "batch 256 (baseline: 64)"
+    assert abs(best["rel"] - 3.0) < 1e-4 and best["differs"] == "batch 256 (baseline: 64)"
     assert html.index("Like with like") < html.index("best (tuned) configuration")
     assert md.index("## Like with like") < md.index("## Each machine's best (tuned)")
     assert "| bs 64 fp32 | 300 \\[298–302\\] | 200 \\[198–202\\] | 1.50x" in md

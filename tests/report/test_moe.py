@@ -112,7 +112,7 @@ def test_expert_parallelism_is_a_row_of_its_own():
     """One process and two ranks splitting the experts pooled into one cell (and one
     interval, from 0.0993 to 360 k samples/s)."""
     comparison = cmp.compare([_loaded(ONE), _loaded(SPLIT)], None)
-    assert [key[5] for key, _ in comparison.rows] == ["64 tokens", "64 tokens · expert parallel 2"]
+    assert [key[5] for key, _ in comparison.rows] == ["64 tokens", "64 tokens · expert-parallel=2"]
 
 
 def test_compare_shows_the_experts_figures_per_machine():
@@ -144,7 +144,7 @@ def test_dense_results_show_no_moe_table_and_keep_their_records():
 
 def test_csv_and_json_carry_the_experts_figures_of_moe_rows():
     records = cmp.compare(_two_machines(), "xeon").to_records()
-    split = next(r for r in records if r["machine"] == XEON and "expert parallel" in r["setup"])
+    split = next(r for r in records if r["machine"] == XEON and "expert-parallel=2" in r["setup"])
     assert split["tokens_per_s_per_device"] == pytest.approx(3339.3780715264634)
     assert split["all_to_all_share"] == pytest.approx(0.20268731865352096)
     assert (split["expert_parallel"], split["dropped_assignments"]) == (2, 0)
