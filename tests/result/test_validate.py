@@ -36,14 +36,16 @@ SECONDS = "expected seconds (0, or 1e-12 to 1e21)"
 CRAFTED = [
     (lambda d: _curve(d)[0].update(train_s=-5.0),
      f"points[0].loss[0].curve[0].train_s: {SECONDS}, found -5.0"),
-    (lambda d: _curve(d)[1].update(eval_s="1"), f'points[0].loss[0].curve[1].eval_s: {SECONDS}, found "1"'),
+    (lambda d: _curve(d)[1].update(eval_s="1"),
+     f'points[0].loss[0].curve[1].eval_s: {SECONDS}, found "1"'),
     (lambda d: _curve(d)[0].update(step=0),
      "points[0].loss[0].curve[0].step: expected a whole number from 1 to 2147483647, found 0"),
     (lambda d: _curve(d)[0].pop("loss"), "points[0].loss[0].curve[0]: missing field 'loss'"),
     (lambda d: d["points"][0]["loss"][0].update(target=-1),
      "points[0].loss[0].target: expected a number from 1e-12 to 1e21, found -1"),
     (lambda d: d["points"][0]["loss"][0].update(curve={"a": 1}),
-     'points[0].loss[0].curve: expected a list of {step, tokens, loss, train_s, eval_s}, found {"a": 1}'),
+     "points[0].loss[0].curve: expected a list of {step, tokens, loss, train_s, eval_s}, "
+     'found {"a": 1}'),
     (lambda d: _curve(d)[2].update(tokens=1),
      "points[0].loss[0].curve[2].tokens: expected tokens trained, no fewer than the evaluation "
      "before's"),
