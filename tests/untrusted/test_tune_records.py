@@ -177,9 +177,7 @@ def test_the_longest_budget_the_command_line_takes_is_read_back(tmp_path):
 
 
 @pytest.mark.parametrize("budget", [3.6e8, 0.0001, "1h"])
-def test_a_budget_the_command_line_refuses_is_refused_on_read_naming_the_field(
-    tmp_path, budget
-):
+def test_a_budget_the_command_line_refuses_is_refused_on_read_naming_the_field(tmp_path, budget):
     path = interrupted(tmp_path)
     _edit(path, lambda tune: tune.update(budget_s=budget))
     with pytest.raises(ResultError) as refused:
