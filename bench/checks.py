@@ -95,6 +95,15 @@ def one_of(*allowed: str) -> Check:
     return lambda v: isinstance(v, str) and v in allowed
 
 
+LABEL_MOST = 80  # a run's label, as --label takes it and a result holds it
+
+
+def label(v: Any) -> bool:
+    """A run's label: 1 to LABEL_MOST printable characters, not all blank (--label's rule,
+    and the reader's: a label of 240 KB held `bench report` past 100 s)."""
+    return isinstance(v, str) and 0 < len(v) <= LABEL_MOST and v.isprintable() and bool(v.strip())
+
+
 def an_object(v: Any) -> bool:
     return isinstance(v, dict)
 
@@ -115,6 +124,7 @@ COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
 NUMBER_OF = (whole(0), f"a whole number from 0 to {MAX_WHOLE}")  # RunConfig holds no None
 NUMBER_TEXT = "a number from 1e-12 to 1e21, or null"
 WHOLE_TEXT = f"a whole number from 1 to {MAX_WHOLE}"
+LABEL_WORDS = f"1 to {LABEL_MOST} printable characters"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from bench.axes import POINT_AXES
 from bench.checks import (
     COUNT,
+    LABEL_WORDS,
     NUMBER_OF,
     NUMBER_TEXT,
     TEXT_OR_NULL,
@@ -34,6 +35,7 @@ from bench.checks import (
     byte_count,
     dict_of,
     fraction,
+    label,
     list_of,
     non_negative,
     number_or_nan,
@@ -379,7 +381,7 @@ RESULT = (
     Field("command", list_of(text), "a list of text"),
     Field("pricing", optional(an_object), "an object or null", since=2, older=None),
     Field("peak_tflops", optional(positive), NUMBER_TEXT, since=2),
-    Field("label", *TEXT_OR_NULL, since=3),
+    Field("label", optional(label), LABEL_WORDS + ", or null", since=3),
     Field("integrity", None, since=3),  # bench/integrity.py checks it, before migrations
     Field("ladder", list_of(_rung), "a list of ladder rungs {rung, point, kept, why}", since=5),
     Field("tune", optional(record(TUNE)), "null or {budget_s, rounds: [{round, steps, points}]}",
