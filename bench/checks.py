@@ -10,6 +10,7 @@ list to be a list of bounded length whose items are checked in turn.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 Check = Callable[[Any], bool]
@@ -68,7 +69,9 @@ def optional(check: Check) -> Check:
     def optional(v: Any) -> bool:
         return v is None or check(v)
 
-    optional.each = getattr(check, "each", None)  # type: ignore[attr-defined]
+    # what names the first bad part of a list or record (bench.result.validate)
+    for part in ("each", "most", "fields", "rule"):
+        setattr(optional, part, getattr(check, part, None))
     return optional
 
 
@@ -92,6 +95,15 @@ def one_of(*allowed: str) -> Check:
     return lambda v: isinstance(v, str) and v in allowed
 
 
+LABEL_MOST = 80  # a run's label, as --label takes it and a result holds it
+
+
+def label(v: Any) -> bool:
+    """A run's label: 1 to LABEL_MOST printable characters, not all blank (--label's rule,
+    and the reader's: a label of 240 KB held `bench report` past 100 s)."""
+    return isinstance(v, str) and 0 < len(v) <= LABEL_MOST and v.isprintable() and bool(v.strip())
+
+
 def an_object(v: Any) -> bool:
     return isinstance(v, dict)
 
@@ -112,3 +124,34 @@ COUNT = (optional(whole(0)), f"a whole number from 0 to {MAX_WHOLE}, or null")
 NUMBER_OF = (whole(0), f"a whole number from 0 to {MAX_WHOLE}")  # RunConfig holds no None
 NUMBER_TEXT = "a number from 1e-12 to 1e21, or null"
 WHOLE_TEXT = f"a whole number from 1 to {MAX_WHOLE}"
+LABEL_WORDS = f"1 to {LABEL_MOST} printable characters"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound of a number a user types and a file then holds: the command line's type
+    (bench.option_types.bounded), the config's check and the reader's field all ask this
+    one, so nothing the command line takes is refused when read back, and nothing a file
+    holds is a value the command line would refuse. A Check (it is called with a value)."""
+
+    low: float
+    high: float
+    words: str  # what it allows, as a message says it: "seconds from 30 to ..."
+    whole: bool = False
+
+    def __call__(self, v: Any) -> bool:
+        return number(self.low, self.high, whole=self.whole)(v)
+
+    def refusal(self, name: str, value: Any) -> str:
+        """'tune.budget_s: 1e-09 is not allowed (seconds from 30 to ...)'."""
+        return f"{name}: {value!r} is not allowed ({self.words})"
+
+
+TEN_YEARS_S = 10 * 365 * 24 * 3600.0  # no run, search or child of bench runs longer
+# bench tune's --budget and a tune record's budget_s: under 30 s no probe's child fits
+# (a probe's cap is at least a quarter of the budget, and a child's start-up alone
+# takes seconds); over ten years is no budget.
+TUNE_BUDGET = Bound(30.0, TEN_YEARS_S, "seconds from 30 to 315,360,000 (ten years)")
+# --timeout and a config's timeout_s: a child that may run under a second can start no
+# framework, so every point would time out.
+TIMEOUT = Bound(1.0, TEN_YEARS_S, "seconds from 1 to 315,360,000 (ten years)")

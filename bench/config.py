@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Self
 
 from bench import data_ref, discovery
 from bench.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
+from bench.checks import TIMEOUT
 from bench.config_checks import (
     DATA_SOURCES,
     MAX_SWEEP_POINTS,
@@ -312,8 +313,8 @@ class RunConfig:
         if self.max_batch_start is not None:
             positive("max_batch_start", self.max_batch_start)
         positive("probe_steps", self.probe_steps)
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise UsageError(f"timeout_s: {self.timeout_s!r} must be a positive number of seconds")
+        if self.timeout_s is not None and not TIMEOUT(self.timeout_s):  # as --timeout takes it
+            raise UsageError(TIMEOUT.refusal("timeout_s", self.timeout_s))
         self._check_search()
         if self.nnodes > 1 and (self.repeats is None or self.searches):
             # Every machine must launch the same points in the same order; automatic

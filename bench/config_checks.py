@@ -27,7 +27,9 @@ from bench.text import visible
 DATA_SOURCES = ("synthetic", "loader")  # or a dataset or token file, KIND:PATH (bench.data_ref)
 MAX_THREADS = 4096  # threads and loader workers: more than any machine's CPUs
 
-_COMPILER = re.compile(r"[A-Za-z0-9_-]{1,40}(:[A-Za-z0-9_-]{1,40})?")
+# A name and a mode start with a letter, digit or '_': one that starts with '-' reads as
+# an option to whatever is handed it ('--privileged').
+_COMPILER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,39}(:[A-Za-z0-9_][A-Za-z0-9_-]{0,39})?")
 
 
 def check_variant(framework_name: str, memory_format: str, compile: str | None) -> None:
@@ -42,7 +44,7 @@ def check_variant(framework_name: str, memory_format: str, compile: str | None) 
     if compile is not None and not _COMPILER.fullmatch(compile):  # a name, from any file
         raise UsageError(
             f"compile: {visible(compile)!r} is not a compiler's name (letters, digits, '_', "
-            "'-', and ':MODE')"
+            "'-' after the first, and ':MODE')"
         )
     framework.check_compile(compile)
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bench.checks import HUGE, MAX_WHOLE, TINY
+from bench.checks import HUGE, MAX_WHOLE, TINY, Bound
 from bench.errors import UsageError
 from bench.units import parse_size
 
@@ -152,3 +152,17 @@ def measure(text: str) -> float:
             f"{text!r} is not allowed; use a positive number from 1e-12 to 1e21"
         )
     return value
+
+
+def bounded(bound: Bound, read: Callable[[str], float] = number) -> Callable[[str], float]:
+    """An option's number `read` from its text, then checked by `bound`: the rule of
+    the file field that will hold it (bench.checks.Bound), so what this takes a result
+    file takes back."""
+
+    def parse(text: str) -> float:
+        value = read(text)
+        if not bound(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; use {bound.words}")
+        return value
+
+    return parse

@@ -23,12 +23,12 @@ from bench import checks
 from bench.option_types import (
     MAX_TOKENS,
     MAX_WHOLE,
+    bounded,
     choice_list,
     compilers,
     device_count,
     eval_every,
     list_of,
-    measure,
     number,
     one_length,
     repeats,
@@ -448,10 +448,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         size,
         compared=MATCH, stored=Stored(checks.optional(checks.byte_count), "a byte count or null"),
     ),
-    RunOption(("--timeout",), "seconds per child process", "timeout_s", measure,
-              dest="timeout_s", child=False,
-              compared=FREE, stored=Stored(checks.optional(checks.positive),
-                            "seconds from 1e-12 to 1e21, or null")),
+    RunOption(("--timeout",), "seconds per child process, from 1 to ten years", "timeout_s",
+              bounded(checks.TIMEOUT), dest="timeout_s", child=False, compared=FREE,
+              stored=Stored(checks.optional(checks.TIMEOUT), f"{checks.TIMEOUT.words}, or null")),
     RunOption(("--seed",), None, "seed", whole, default=0, compared=FREE, stored=NUMBER_OF),
 )  # fmt: skip
 

@@ -10,7 +10,8 @@ from typing import Any
 from bench.checks import (
     HUGE,
     MAX_INT,
-    TINY,
+    TEN_YEARS_S,
+    TUNE_BUDGET,
     an_object,
     flag,
     list_of,
@@ -24,7 +25,7 @@ from bench.result.schema import Field
 from bench.result.validate import InvalidField, check_fields
 from bench.text import visible
 
-MAX_SECONDS = 10 * 365 * 24 * 3600.0  # a budget, a probe's wall or cap: no tune runs longer
+MAX_SECONDS = TEN_YEARS_S  # a probe's wall or cap: no tune runs longer
 MAX_ROUNDS = 64  # rounds of one search: a grid of 3**62 configurations needs fewer
 
 _SECONDS = number(0, MAX_SECONDS)
@@ -46,7 +47,7 @@ def record_fields(grid: int) -> tuple[Field, ...]:
     reads of an interrupted file (spent_s, each round's walls_s) and the rest bench
     writes there, each with a type and a range (bench.checks)."""
     return (
-        Field("budget_s", number(TINY, MAX_SECONDS), f"{_SECONDS_TEXT}, above 0"),
+        Field("budget_s", TUNE_BUDGET, TUNE_BUDGET.words),  # as --budget takes it
         Field("eta", whole(2, 100), "a whole number from 2 to 100"),
         Field("seed", whole(0, MAX_INT), "a whole number from 0"),
         Field(

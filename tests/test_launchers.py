@@ -154,8 +154,59 @@ def test_a_rank_that_ended_silent_while_setting_up_is_not_taken_for_the_cause():
     response = torchrun.outcome(POINT, 1, _ranks(said, ready=()), "exitcode: -15")
     assert response.error == "rank 1: cannot join"
     alone = torchrun.outcome(POINT, 1, _ranks({}, ready=()), "exitcode: -11")
-    assert alone.error.startswith("rank 0, rank 1 ended without a result (torchrun exited "
-                                     "with status 1):\nexitcode: -11")  # fmt: skip
+    assert alone.error == (
+        "rank 0, rank 1 ended without a result (torchrun exited with "
+        "status 1)\ntorchrun's output before its summary:\nexitcode: -11"
+    )
+
+
+# torchrun's stderr when one rank was killed (kill -9 of a worker of `bench moe-tiny
+# --device cpu --devices 2 --expert-parallel 2`), its own traceback cut short.
+KILLED = """W1207 08:32:31.414000 765 torch/distributed/run.py:982] Setting OMP_NUM_THREADS ...
+[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer
+W1207 08:32:43.304000 765 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 809 closing signal SIGTERM
+E1207 08:32:43.472000 765 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 1 (pid: 810) of binary: python
+Traceback (most recent call last):
+  File "torch/distributed/run.py", line 1138, in main
+    run(args)
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+bench.child.worker FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_08:32:43
+  host      : host
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 810) (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 810
+============================================================
+"""  # noqa: E501
+
+
+def test_a_killed_rank_is_named_with_its_signal_and_the_error_is_a_summary():
+    """The line ended 'rank 1 ended without a result (torchrun exited with status 1):'
+    with nothing after the colon, and the stored error was torchrun's whole stderr."""
+    said = {0: {"status": "error", "error": "Connection closed by peer"}}
+    noise = "".join(f"W] warning {i}\n" for i in range(60))
+    response = torchrun.outcome(POINT, 1, _ranks(said), noise + KILLED)
+    first, *rest = response.error.splitlines()
+    assert (
+        first == "rank 1 ended without a result: killed by SIGKILL (torchrun exited with status 1)"
+    )
+    assert rest[0] == "torchrun's output before its summary:"
+    assert len(rest) <= 1 + torchrun.LAST_WORDS and "Connection closed by peer" in rest[-3]
+    assert "ChildFailedError" not in response.error and "Traceback" not in response.error
+    exited = KILLED.replace("exitcode  : -9 (pid: 810) (SIGKILL)", "exitcode  : 3 (pid: 810)")
+    line = torchrun.outcome(POINT, 1, _ranks(said), exited).error.splitlines()[0]
+    assert (
+        line
+        == "rank 1 ended without a result: exited with status 3 (torchrun exited with status 1)"
+    )
 
 
 def test_a_crash_under_a_memory_limit_is_out_of_memory_as_for_one_process():

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import registry
+from bench.checks import TUNE_BUDGET
 from bench.errors import UsageError
+from bench.option_types import bounded
 from bench.option_types import measure as measure  # the run options' types, for the
 from bench.option_types import number as number  # commands' own options too
 
@@ -59,6 +61,11 @@ def duration(text: str) -> float:
     return float(match.group(1)) * _SECONDS[match.group(2) or "s"]
 
 
+# bench tune's --budget: a duration within the rule of the tune record's budget_s, so a
+# budget too short for any probe is refused here, and none is saved that bench refuses.
+tune_budget = bounded(TUNE_BUDGET, duration)
+
+
 def workload_and_run_options(parser: argparse.ArgumentParser, options_help: str) -> None:
     """WORKLOAD, then every bench run option (commands that build on a run: ladder, tune)."""
     parser.add_argument("workload", help="what to train (see: bench list)")
@@ -84,7 +91,7 @@ def own_options(
     also when they come after the workload, among the run options; and the rest."""
     own = UsageParser(prog=prog, add_help=False)
     if "--budget" in names:
-        own.add_argument("--budget", type=duration, default=args.budget)
+        own.add_argument("--budget", type=tune_budget, default=args.budget)
     if "--resume" in names:
         own.add_argument("--resume", type=Path, default=args.resume)
     return own.parse_known_args(args.options)

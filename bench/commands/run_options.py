@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench import provenance, registry
+from bench import checks, provenance, registry
 from bench.commands.options import UsageParser
 from bench.config import RunConfig
 from bench.errors import UsageError
@@ -94,9 +94,9 @@ def add_machine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _label(text: str) -> str:
-    if not text.strip() or len(text) > 80 or not text.isprintable():
+    if not checks.label(text):  # the result reader's rule
         raise argparse.ArgumentTypeError(
-            f"label: {text!r} is not 1 to 80 printable characters, e.g. before or new-driver"
+            f"label: {text!r} is not {checks.LABEL_WORDS}, e.g. before or new-driver"
         )
     if provenance.redact(text) != text:  # a label is stored and shown as given
         raise argparse.ArgumentTypeError(

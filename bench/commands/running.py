@@ -77,11 +77,16 @@ def run_and_print(
                 print_line(console, f"bench: interrupted ({signame}); nothing was measured")
                 return code, None, None
             if runner.save_error is None:
-                saved = (
-                    f"finished points are saved in {runner.path}"
-                    if outcome.points
-                    else f"no point had finished; {runner.path} records the stopped run"
-                )
+                probes = finished_probes(outcome)
+                if outcome.points:
+                    saved = f"finished points are saved in {runner.path}"
+                elif probes:  # a search's probes: tune's rounds, max-batch searches
+                    saved = (
+                        f"no point of its own had finished; the {probes} that finished "
+                        f"{'is' if probes == '1 probe' else 'are'} saved in {runner.path}"
+                    )
+                else:
+                    saved = f"no point had finished; {runner.path} records the stopped run"
                 print_line(console, f"bench: interrupted ({signame}); {saved}")
                 return code, outcome, runner.path
         else:
@@ -119,3 +124,11 @@ def print_line(console: Console, line: str) -> None:
     control characters made visible."""
     for part in line.split("\n"):
         console.print(plain(part), highlight=False)
+
+
+def finished_probes(outcome: Any) -> str | None:
+    """'3 probes': what a search interrupted before its own points had finished saved
+    (bench tune's rounds' points, a max-batch search's probes), or None."""
+    count = sum(len(r.get("points") or ()) for r in (outcome.tune or {}).get("rounds") or ())
+    count += sum(len(search.probes) for search in outcome.max_batch)
+    return None if not count else ("1 probe" if count == 1 else f"{count} probes")

@@ -194,13 +194,17 @@ class SettleRunner(Runner):
         self.added: dict[PointConfig, int] = {}
         self.refused: str | None = None
         self._failed: dict[PointConfig, str] = {}
+        self._asked = False  # whether pools() was asked
+        self._budget_cap: float | None = None  # the last child's cap, where the budget's
 
     def _capped(self, point: PointConfig, job: str, on_progress: Any) -> Response:
         """launchers.spawn with no child running past what is left of the budget (a
         file's own timeout may say a day), nor past the config's --timeout."""
         left = self.budget.left()
         caps = [c for c in (self.config.timeout_s, None if left is None else max(left, 1.0)) if c]
-        return launchers.spawn(point, job, on_progress, min(caps) if caps else None)
+        cap = min(caps) if caps else None
+        self._budget_cap = cap if cap is not None and cap != self.config.timeout_s else None
+        return launchers.spawn(point, job, on_progress, cap)
 
     def _index(self, point: PointConfig) -> int | None:
         return next((i for i, p in enumerate(self.result.points) if self._same(p, point)), None)
@@ -240,10 +244,27 @@ class SettleRunner(Runner):
         elif one.status == "ok":
             self.result.points[index] = pool([self.result.points[index], one])
         if one.status != "ok":
-            self._failed[point] = one.error_line
+            self._failed[point] = self._cut_short(one)
         self._save()
-        if self.pools is not None and self.added[point] == 1 and sum(self.added.values()) == 1:
-            self.refused = self.pools(self.result.environment or {})
+        # Whether the repeats here pool with NEW's: asked of the first child that recorded
+        # its machine (a repeat cut short records none, and is no other machine).
+        if self.pools is not None and not self._asked and self.result.environment is not None:
+            self._asked = True
+            self.refused = self.pools(self.result.environment)
+
+    def _cut_short(self, one: Point) -> str:
+        """Why a repeat failed: a child the budget stopped before it recorded its machine
+        is said to be cut short (it was taken for another machine)."""
+        if (
+            self._budget_cap is not None
+            and (one.error or "").startswith("timed out after")
+            and self.result.environment is None
+        ):
+            return (
+                f"cut short by the budget after {cost.format_seconds(self._budget_cap)}, "
+                "before it recorded its machine"
+            )
+        return one.error_line
 
     def label_of(self, point: PointConfig) -> str | None:
         index = self._index(point)

@@ -20,9 +20,9 @@ from typing import Any
 from bench.axes import ALLOCATORS, OPENMP_RUNTIMES
 from bench.commands.options import (
     add_resume,
-    duration,
     option_names,
     own_options,
+    tune_budget,
     workload_and_run_options,
 )
 from bench.errors import UsageError
@@ -32,8 +32,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "tune", help="find the fastest configuration within a time budget (successive halving)"
     )
-    p.add_argument("--budget", type=duration, default=20 * 60.0,
-                   help="soft time budget, e.g. 20m (default), 90s, 1.5h")  # fmt: skip
+    p.add_argument("--budget", type=tune_budget, default=20 * 60.0,
+                   help="soft time budget, e.g. 20m (default), 90s, 1.5h; 30s or more")  # fmt: skip
     add_resume(p, "bench tune")
     workload_and_run_options(
         p,

@@ -36,6 +36,7 @@ import hmac
 import io
 import json
 import os
+import re
 import secrets
 import selectors
 import signal
@@ -387,6 +388,41 @@ def spawn_ranks(
     return response
 
 
+# torchrun's summary of a rank that failed: its global rank, then its exit code (a
+# signal's number negated) (torch.distributed.elastic.multiprocessing.errors).
+_FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+LAST_WORDS = 12  # lines of torchrun's output a point's error keeps, before its summary
+
+
+def _why_ended(output: str) -> dict[int, str]:
+    """'killed by SIGKILL' or 'exited with status 1' by global rank, as torchrun's summary
+    of its failed ranks says."""
+    found = {}
+    for rank, code in _FAILURE.findall(output):
+        number = int(code)
+        if number >= 0:
+            found[int(rank)] = f"exited with status {number}"
+            continue
+        try:
+            found[int(rank)] = f"killed by {signal.Signals(-number).name}"
+        except ValueError:
+            found[int(rank)] = f"killed by signal {-number}"
+    return found
+
+
+def _last_words(output: str) -> str:
+    """The output's last lines before torchrun's own traceback and summary of the failures
+    (which the first line says), at most LAST_WORDS, each cut at 300 characters: not the
+    whole stderr."""
+    lines = output.splitlines()
+    summary = next((i for i, line in enumerate(lines) if "ChildFailedError" in line), None)
+    if summary is not None:  # torchrun's own traceback, which ends in its summary
+        summary = max((i for i, line in enumerate(lines[:summary]) if line.startswith("Traceback")),
+                      default=summary)  # fmt: skip
+    kept = [line for line in lines[:summary] if line.strip()][-LAST_WORDS:]
+    return "\n".join(line if len(line) <= 300 else line[:300] + "..." for line in kept)
+
+
 def outcome(
     point: PointConfig, code: int, ranks: _Ranks, output: str, oom_killer: str | None = None
 ) -> Response:
@@ -427,9 +463,17 @@ def outcome(
                           f"{point.memory_limit_bytes} B: an allocation failed outside "
                           "PyTorch's allocator")  # fmt: skip
     if cause or (silent and not failed):
-        names = ", ".join(ranks.name(i) for i in cause or silent)
-        return answer("error", f"{names} ended without a result "
-                      f"(torchrun exited with status {code}):\n{output}")  # fmt: skip
+        ended = cause or silent
+        names = ", ".join(ranks.name(i) for i in ended)
+        why = _why_ended(output)
+        said_why = [
+            (ranks.name(i), why[r]) for i in ended if (r := ranks.global_rank.get(i)) in why
+        ]
+        how = ", ".join(f"{name} {what}" if len(ended) > 1 else what for name, what in said_why)
+        line = f"{names} ended without a result{': ' + how if how else ''}"
+        words = _last_words(output)
+        words = f"\ntorchrun's output before its summary:\n{words}" if words else ""
+        return answer("error", f"{line} (torchrun exited with status {code}){words}")
     if failed:
         first = min(failed, key=lambda i: ranks.global_rank.get(i, i))
         return answer(failed[first].status, f"{ranks.name(first)}: {failed[first].error}",

@@ -7,6 +7,7 @@ from typing import Any
 
 from bench.errors import UsageError
 from bench.report.machines import Machine, cap_label
+from bench.result import moment
 from bench.text import visible
 
 # A refusal names at most this many machines, each cut to this many characters.
@@ -67,7 +68,7 @@ def _is_cap(machine: Machine) -> bool:
 
 
 def _started(machine: Machine) -> str:
-    return min(res.started for _, res in machine.results)
+    return min((res.started for _, res in machine.results), key=moment)
 
 
 def _shared_rows(machines: list[Machine], grid: list[list[Any]]) -> dict[int, list[int]]:
@@ -96,12 +97,12 @@ def default_baseline(
         found = [m for m in machines if any(
             (res.label or "").strip().lower() == wanted for _, res in m.results)]  # fmt: skip
         if found:
-            base = min(found, key=_started)
+            base = min(found, key=lambda m: moment(_started(m)))
             return base, f"baseline: {base.label} (the run labelled {wanted}; {hint})"
     shared = _shared_rows(machines, grid or [])
     most = max(pairs for _, pairs in shared.values())
     tied = [m for i, m in enumerate(machines) if shared[i][1] == most]
-    base = min(tied, key=_started)
+    base = min(tied, key=lambda m: moment(_started(m)))
     rows = shared[machines.index(base)][0]
     if most == 0:
         why = f"no machine shares a row with another; the earliest, started {_started(base)[:19]}"

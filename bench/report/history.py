@@ -11,6 +11,7 @@ from bench.changepoint import Step
 from bench.report.compare import Comparison
 from bench.report.embedded import Commands, clean, command_text
 from bench.report.words import config_label
+from bench.result import moment
 
 HISTORY_ROWS = 3000  # the most history rows the page embeds
 DAILY_AFTER = 60  # a series with more runs than this is embedded as one row a day
@@ -31,7 +32,7 @@ def history(comparison: Comparison, commands: Commands) -> tuple[list[dict[str, 
                 for path, res, p in cell.runs
                 if res.started and (tp := p.throughput if p.status == "ok" else None)
             ]
-            if len({res.started[:19] for _, res, _ in runs}) < 2:
+            if len({_utc(res.started) for _, res, _ in runs}) < 2:
                 continue
             base = {
                 "machine": machine.label,
@@ -43,7 +44,7 @@ def history(comparison: Comparison, commands: Commands) -> tuple[list[dict[str, 
                 {
                     **base,
                     "framework": res.config.framework,
-                    "date": res.started[:19],
+                    "date": _utc(res.started),
                     "tp": tp.value,
                     "tp_lo": tp.ci95_low,
                     "tp_hi": tp.ci95_high,
@@ -73,6 +74,13 @@ def history(comparison: Comparison, commands: Commands) -> tuple[list[dict[str, 
             "baseline's first); bench compare --format json holds every run's figures."
         )
     return rows, note
+
+
+def _utc(started: str) -> str:
+    """A run's start as the history plots it: its time in UTC, without the offset (the
+    text's own clock put a run of another offset hours away, out of order)."""
+    when = moment(started)
+    return when.strftime("%Y-%m-%dT%H:%M:%S") if when.year > 1 else started[:19]
 
 
 def _step_fields(step: Step | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.result import Result
+from bench.result import Result, moment
 from bench.text import visible
 from bench.units import format_bytes
 
@@ -110,5 +110,5 @@ def machine_columns(loaded: list[tuple[Path, Result]]) -> dict[str, Machine]:
             column = columns[label] = Machine(label, hardware=hardware, run_label=run_label)
         column.results.append((path, res))
     for column in columns.values():
-        column.results.sort(key=lambda pr: pr[1].started)
+        column.results.sort(key=lambda pr: moment(pr[1].started))
     return columns

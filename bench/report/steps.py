@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.changepoint import MIN_RUNS, Step, steps
 from bench.report.words import config_label
+from bench.result import moment
 from bench.text import visible
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def dated_runs(cell: Any) -> list[tuple[str, str, list[float]]]:
         repeats = [v for v in p.repeat_throughputs() if v > 0]
         if repeats:
             found.append((res.started, str(path), repeats))
-    found.sort(key=lambda run: run[0])
+    found.sort(key=lambda run: moment(run[0]))  # by the time, not the text: offsets differ
     return found
 
 

@@ -33,8 +33,21 @@ def notes(result: Result) -> str | None:
     stopped = (result.tune or {}).get("stopped")
     tune = [f"tune stopped early: {stopped}"] if stopped else []
     lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines, *tune,
-             energy_note(result) or ""]  # fmt: skip
+             *empty_curves(result), energy_note(result) or ""]  # fmt: skip
     return "\n".join(line for line in lines if line) or None
+
+
+def empty_curves(result: Result) -> list[str]:
+    """A point that trained to a validation loss but whose loss records hold no
+    evaluation has no row in the loss and to-target tables: a line says so, rather than
+    the tables leaving it out without a word."""
+    images = takes_images(result)
+    return [
+        f"{p.label_for(images)}: trained to a validation loss, but its loss curves hold no "
+        "evaluation: left out of the loss tables"
+        for p in result.points
+        if p.status == "ok" and any(r is not None for r in p.loss) and p.to_loss is None
+    ]
 
 
 def scaling_notes(result: Result) -> list[str]:

@@ -13,7 +13,7 @@ them. Its parts, each a module of its own:
 """
 
 from bench.result.derive import THROUGHPUT_UNIT, EnergySummary, ToAccuracy
-from bench.result.document import MaxBatch, Probe, Result, now_iso
+from bench.result.document import MaxBatch, Probe, Result, moment, now_iso
 from bench.result.io import (
     ResultError,
     create,
@@ -48,6 +48,7 @@ __all__ = [
     "dumps",
     "from_document",
     "load",
+    "moment",
     "now_iso",
     "point_axes",
     "read_document",

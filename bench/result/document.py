@@ -84,6 +84,21 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def moment(started: str) -> datetime:
+    """A `started` text as the time it names, in UTC: what runs are ordered by (their
+    text is not: '2026-01-01T09:00:00+05:00' comes before '2026-01-01T05:00:00+00:00').
+    A time without an offset is UTC, as bench writes it; text that names no time sorts
+    first."""
+    try:
+        when = datetime.fromisoformat(started)
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (TypeError, ValueError, OverflowError):
+        return _NEVER
+
+
 @dataclass
 class Result:
     """One run of bench: the config, where it ran, and every point measured so far."""

@@ -20,7 +20,7 @@ from bench.errors import BenchError, UsageError
 from bench.result.document import Result
 from bench.result.migrations import migrate
 from bench.result.schema import SCHEMA_VERSION
-from bench.result.validate import InvalidField, validate
+from bench.result.validate import InvalidField, brief, validate
 from bench.text import visible
 
 # Read no more than this: a measured run of 90 epochs at thousands of steps each, with
@@ -194,9 +194,14 @@ def read_document(path: str | Path) -> Any:
 
 def _no_result(data: Any) -> str | None:
     """What makes a document no result of a version this bench reads, or None."""
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not isinstance(data, dict) or "schema_version" not in data:
         return "not a bench result (no schema_version)"
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return (
+            f"not a bench result (schema_version: expected a whole number from 1 to "
+            f"{SCHEMA_VERSION}, found {brief(version)})"
+        )
     if version > SCHEMA_VERSION:
         return (
             f"schema version {version} is newer than this bench reads (up to {SCHEMA_VERSION}); "

@@ -11,6 +11,7 @@ tests/result/test_schema.py checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,11 @@ from typing import Any
 from bench.axes import POINT_AXES
 from bench.checks import (
     COUNT,
+    LABEL_WORDS,
     NUMBER_OF,
     NUMBER_TEXT,
     TEXT_OR_NULL,
+    TUNE_BUDGET,
     UNSET,
     WHOLE_TEXT,
     Check,
@@ -32,6 +35,7 @@ from bench.checks import (
     byte_count,
     dict_of,
     fraction,
+    label,
     list_of,
     non_negative,
     number_or_nan,
@@ -156,55 +160,94 @@ def _rung(value: Any) -> bool:
     )
 
 
-def _tune(value: Any) -> bool:
-    """What bench show reads of a tune record (its points are checked as points)."""
-    rounds = value.get("rounds") if isinstance(value, dict) else None
-    return (
-        list_of(an_object)(rounds)
-        and positive(value.get("budget_s"))
-        and optional(text)(value.get("stopped"))
-        and all(
-            whole(1)(r.get("round"))
-            and whole(1)(r.get("steps"))
-            and list_of(an_object)(r.get("points"))
-            for r in rounds or ()
+Rule = Callable[[dict[str, Any]], str | None]
+
+
+def record(fields: tuple[Field, ...], rule: Rule | None = None) -> Check:
+    """An object whose `fields` pass (each required one present), and `rule` (what the
+    fields hold together: None, or the words naming the first part that breaks it). Its
+    fields and rule are kept on the check, so that an error names the first bad field,
+    nested ones included (points[0].loss[0].curve[0].train_s), with its rule."""
+
+    def record(value: Any) -> bool:
+        return (
+            isinstance(value, dict)
+            and all(f.name in value for f in fields if f.required)
+            and all(
+                f.check is None or f.name not in value or f.check(value[f.name]) for f in fields
+            )
+            and (rule is None or rule(value) is None)
         )
-    )
+
+    record.fields = fields  # type: ignore[attr-defined]
+    record.rule = rule  # type: ignore[attr-defined]
+    return record
 
 
-def _accuracy_record(value: Any) -> bool:
-    """What ToAccuracy reads: a target or null, and each epoch's top-1 and times."""
-    epochs = value.get("epochs") if isinstance(value, dict) else None
-    return (
-        list_of(an_object)(epochs)
-        and bool(epochs)
-        and optional(lambda t: fraction(t) and t > 0)(value.get("target"))
-        and all(
-            fraction(e.get("top1"))
-            and non_negative(e.get("train_s"))
-            and non_negative(e.get("eval_s"))
-            for e in epochs or ()
-        )
-    )
+# What bench show reads of a tune record (its points are checked as points; bench.tune_record
+# checks the rest before --resume reads it): the budget by --budget's own rule.
+TUNE_ROUND = (
+    Field("round", whole(1), WHOLE_TEXT, required=True),
+    Field("steps", whole(1), WHOLE_TEXT, required=True),
+    Field("points", list_of(an_object), "a list of objects", required=True),
+)
+TUNE = (
+    Field("budget_s", TUNE_BUDGET, TUNE_BUDGET.words, required=True),
+    Field("stopped", *TEXT_OR_NULL),
+    Field("rounds", list_of(record(TUNE_ROUND)), "a list of {round, steps, points}",
+          required=True),
+)  # fmt: skip
+_SECONDS_OR_ZERO = "seconds (0, or 1e-12 to 1e21)"
+# What ToAccuracy reads: a target or null, and each epoch's top-1 and times.
+ACCURACY_EPOCH = (
+    Field("top1", fraction, "a fraction from 0 to 1", required=True),
+    Field("train_s", non_negative, _SECONDS_OR_ZERO, required=True),
+    Field("eval_s", non_negative, _SECONDS_OR_ZERO, required=True),
+)
+_EPOCHS = list_of(record(ACCURACY_EPOCH))
 
 
-def _loss_record(value: Any) -> bool:
-    """What ToLoss reads: a positive target, and each evaluation's step, tokens, loss
-    and times."""
-    curve = value.get("curve") if isinstance(value, dict) else None
-    return (
-        list_of(an_object)(curve)
-        and positive(value.get("target"))
-        and all(
-            whole(1)(e.get("step"))
-            and whole(1, MAX_TOKENS)(e.get("tokens"))
-            and number_or_nan(e.get("loss"))
-            and non_negative(e.get("train_s"))
-            and non_negative(e.get("eval_s"))
-            for e in curve or ()
-        )
-        and optional(text)(value.get("stopped"))
-    )
+def _epochs(value: Any) -> bool:
+    return _EPOCHS(value) and bool(value)
+
+
+_epochs.each = _EPOCHS.each  # type: ignore[attr-defined]
+ACCURACY = (
+    Field("epochs", _epochs, "a list of one or more {top1, train_s, eval_s}", required=True),
+    Field("target", optional(lambda t: fraction(t) and t > 0), "a fraction above 0, or null"),
+)
+# What ToLoss reads: a positive target, and each evaluation's step, tokens, loss and times.
+LOSS_EVALUATION = (
+    Field("step", whole(1), WHOLE_TEXT, required=True),
+    Field("tokens", whole(1, MAX_TOKENS), f"a whole number of tokens from 1 to {MAX_TOKENS:.0e}",
+          required=True),
+    Field("loss", number_or_nan, "a number", required=True),
+    Field("train_s", non_negative, _SECONDS_OR_ZERO, required=True),
+    Field("eval_s", non_negative, _SECONDS_OR_ZERO, required=True),
+)  # fmt: skip
+
+
+def _tokens_forward(value: dict[str, Any]) -> str | None:
+    """A curve's tokens never go backwards: each evaluation trained on at least the
+    tokens of the one before (scored otherwise, a run reaches its target before it
+    trained)."""
+    before = 0
+    for i, evaluation in enumerate(value.get("curve") or ()):
+        tokens = evaluation.get("tokens") if isinstance(evaluation, dict) else None
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            if tokens < before:
+                return (f"curve[{i}].tokens: expected tokens trained, no fewer than the "
+                        f"evaluation before's {before:,}, found {tokens:,}")  # fmt: skip
+            before = tokens
+    return None
+
+
+LOSS = (
+    Field("target", positive, NUMBER_TEXT.removesuffix(", or null"), required=True),
+    Field("curve", list_of(record(LOSS_EVALUATION)),
+          "a list of {step, tokens, loss, train_s, eval_s}", required=True),
+    Field("stopped", *TEXT_OR_NULL),
+)  # fmt: skip
 
 
 def _power_reading(value: Any) -> bool:
@@ -275,10 +318,10 @@ POINT = (
           since=8, older=[]),
     Field("synthetic_step_times_s", list_of(positive), "a list of seconds from 1e-12 to 1e21",
           since=8, older=[]),
-    Field("accuracy", list_of(optional(_accuracy_record)),
+    Field("accuracy", list_of(optional(record(ACCURACY))),
           "a list of {metric, target, epochs: [{epoch, top1, train_s, eval_s}]} or null", since=8,
           older=[]),
-    Field("loss", list_of(optional(_loss_record)),
+    Field("loss", list_of(optional(record(LOSS, _tokens_forward))),
           "a list of {target, curve: [{step, tokens, loss, train_s, eval_s}]} or null", since=12,
           older=[]),
 )  # fmt: skip
@@ -338,10 +381,10 @@ RESULT = (
     Field("command", list_of(text), "a list of text"),
     Field("pricing", optional(an_object), "an object or null", since=2, older=None),
     Field("peak_tflops", optional(positive), NUMBER_TEXT, since=2),
-    Field("label", *TEXT_OR_NULL, since=3),
+    Field("label", optional(label), LABEL_WORDS + ", or null", since=3),
     Field("integrity", None, since=3),  # bench/integrity.py checks it, before migrations
     Field("ladder", list_of(_rung), "a list of ladder rungs {rung, point, kept, why}", since=5),
-    Field("tune", optional(_tune), "null or {budget_s, rounds: [{round, steps, points}]}",
+    Field("tune", optional(record(TUNE)), "null or {budget_s, rounds: [{round, steps, points}]}",
           since=6, older=None),
     Field("environment", optional(an_object), "an object or null"),
 )  # fmt: skip

@@ -39,16 +39,26 @@ def _wrong(name: str, value: Any, check: Check, expected: str) -> str:
     list (a file may be long), else the value itself."""
     each = getattr(check, "each", None)
     if isinstance(value, list) and each is not None:
-        most = getattr(check, "most", MAX_ITEMS)
+        most = getattr(check, "most", None) or MAX_ITEMS
         if len(value) > most:
             return f"{name}: expected at most {most:,} items, found {len(value):,}"
         i = next((i for i, item in enumerate(value) if not each(item)), None)
         if i is not None:
             return _wrong(f"{name}[{i}]", value[i], each, expected)
-    return f"{name}: expected {expected}, found {_brief(value)}"
+    fields: tuple[Field, ...] | None = getattr(check, "fields", None)
+    if isinstance(value, dict) and fields is not None:  # a record (schema.record): its field
+        try:
+            check_fields(value, fields, name)
+        except InvalidField as error:
+            return str(error)
+        rule = getattr(check, "rule", None)
+        broken = rule(value) if rule is not None else None
+        if broken is not None:
+            return f"{name}.{broken}"
+    return f"{name}: expected {expected}, found {brief(value)}"
 
 
-def _brief(value: Any) -> str:
+def brief(value: Any) -> str:
     """At most 40 characters of the value, as JSON, without serialising all of it."""
     if isinstance(value, list | dict) and len(value) > 8:
         kind = "a list" if isinstance(value, list) else "an object"

@@ -359,3 +359,31 @@ def test_crafted_repeats_that_overflow_or_hold_no_throughput_are_a_verdict_not_a
     assert empty.repeat_throughputs() == []
     said = drift.settle_point(empty, new, 0.02, 20)
     assert said.verdict == drift.UNTESTABLE and "old point has no per-repeat" in said.reason
+
+
+def test_a_repeat_cut_short_by_the_budget_is_said_cut_short_not_another_machine(
+    tmp_path, machine, capsys
+):
+    """The budget's cap stopped the first child before it recorded its machine: it was
+    'not pooled: the repeats here differ from NEW in accelerator.accelerator_count: 0
+    there, None here'."""
+    old, new = saved(tmp_path, "old", OLD), saved(tmp_path, "new", NEAR)
+    fake = machine(around(94.0), repeat_s=100.0)
+    measured = fake.__call__
+
+    def cut_short(point, job, on_progress, timeout_s=None):
+        if job != "measure":
+            return measured(point, job, on_progress, timeout_s)
+        fake.repeats += 1
+        fake.clock += timeout_s
+        return {"status": "error", "error": f"timed out after {timeout_s:g} s", "devices": 1}
+
+    launchers.spawn = cut_short  # the machine fixture's monkeypatch restores it
+    main(["diff", old, new, "--settle", "--budget", "250s", "--output-dir", str(tmp_path / "out")])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert fake.repeats == 1
+    assert "not pooled" not in shown and "differ from NEW" not in shown, shown
+    assert (
+        "settle: batch 16 fp32: a repeat failed: cut short by the budget after 4.2 min, "
+        "before it recorded its machine"
+    ) in shown, shown

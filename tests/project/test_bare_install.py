@@ -47,7 +47,7 @@ AUDIT: dict[str, tuple[list[str], int, str]] = {
     # The climb skips each rung whose library is missing (bench.ladder); its torch.compile
     # rung takes minutes on 2 cores: the parse and checks only here.
     "ladder": (["ladder", "tiny", "--compile"], 2, "--compile: the ladder sets it"),
-    "tune": (["tune", "tiny", "--budget", "5s", "--device", "cpu"], 0, "not ranked: could not"),
+    "tune": (["tune", "tiny", "--budget", "30s", "--device", "cpu"], 0, "not ranked: could not"),
     "fleet": (["fleet", "plan", str(ROOT / "fleets" / "xeon-vs-a10g.toml")], 2,
               "bench fleet plan needs yaml: pip install 'bench[fleet]'"),
 }  # fmt: skip
