@@ -182,8 +182,8 @@ def compare(
     for machine in ordered:
         for _, res in machine.results:  # oldest first: a later search replaces an earlier
             for m in res.max_batch:
-                key = (res.config.workload, m.precision, m.memory_format, m.compile)
-                searches[(*key, searched(res, m))][machine.label] = m
+                search = (res.config.workload, m.precision, m.memory_format, m.compile)
+                searches[(*search, searched(res, m))][machine.label] = m
     max_batch = [
         (key, [searches[key].get(m.label) for m in ordered]) for key in sorted(searches, key=str)
     ]
