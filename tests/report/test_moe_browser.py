@@ -48,7 +48,7 @@ def test_the_moe_view_draws_each_machines_tokens_and_all_to_all_and_logs_nothing
         assert widths[:2] == [0, 0] and widths[2] > 0  # one process: no all-to-all
         # Hovering the EPYC's split run: its figures, MFU of the active parameters.
         bar = tab.locator(
-            f'{view} .mark-rect path[aria-label*="expert parallel 2"][aria-label*="{EPYC}"]'
+            f'{view} .mark-rect path[aria-label*="expert-parallel=2"][aria-label*="{EPYC}"]'
         ).first
         bar.hover()
         tip = tab.locator("#vg-tooltip-element")
