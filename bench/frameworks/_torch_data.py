@@ -54,6 +54,24 @@ class SplitSamples:
         return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
 
 
+def split_loader(
+    split: datasets.Split, batch_size: int, *, seed: int, epoch: int, train: bool, workers: int,
+    pin_memory: bool, rank: int = 0, ranks: int = 1,
+) -> Any:  # fmt: skip
+    """PyTorch's DataLoader over a split in the shared order (bench.datasets.pipeline),
+    its `workers` processes decoding and augmenting on the host: what a run on real data
+    trains from (TorchSession) and what `bench loader` times alone."""
+    import torch
+
+    return torch.utils.data.DataLoader(
+        SplitSamples(split, seed, epoch, train),  # type: ignore[arg-type]
+        batch_sampler=[c.tolist() for c in pipeline.indices(
+            split, batch_size, seed, epoch, train, rank, ranks)],
+        num_workers=workers,
+        pin_memory=pin_memory,
+    )  # fmt: skip
+
+
 def tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
     """`function` on every tensor of a batch: a tensor, or tuples, lists and dicts of them
     (detection targets are a dict of boxes, labels and masks)."""

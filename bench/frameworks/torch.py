@@ -14,7 +14,7 @@ from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
-from bench.frameworks._torch_data import SplitSamples, SyntheticSamples, tree_map
+from bench.frameworks._torch_data import SyntheticSamples, split_loader, tree_map
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
@@ -257,16 +257,12 @@ class TorchSession(Session):
     def _loader(self, split: datasets.Split, epoch: int, train: bool) -> Iterator[Any]:
         """A DataLoader over the split in the shared order, its workers decoding and
         augmenting on the host; batches land on the device."""
-        import torch
-
         plan = self.training
         rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
-        loader: Any = torch.utils.data.DataLoader(
-            SplitSamples(split, plan.seed, epoch, train),  # type: ignore[arg-type]
-            batch_sampler=[c.tolist() for c in pipeline.indices(
-                split, self.point.batch_size, plan.seed, epoch, train, rank, ranks)],
-            num_workers=plan.workers,
-            pin_memory=self.platform.torch_pins_host_memory,
+        loader = split_loader(
+            split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
+            workers=plan.workers, pin_memory=self.platform.torch_pins_host_memory,
+            rank=rank, ranks=ranks,
         )  # fmt: skip
         try:
             for inputs, targets in loader:
