@@ -20,6 +20,7 @@ from typing import Any
 from rich.table import Table
 
 from bench import datasets, files, registry, result
+from bench.checks import MAX_PREFETCH
 from bench.commands.options import require_extra
 from bench.datasets import feed
 from bench.errors import UsageError
@@ -50,6 +51,10 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup-steps", type=whole, default=2,
                    help="batches before them, kept apart; the first includes the workers' "
                    "start (default 2)")  # fmt: skip
+    p.add_argument(
+        "--prefetch-factor", type=whole, default=None, metavar="N",
+        help="batches each worker prepares ahead, as bench run's (default: PyTorch's 2)",
+    )  # fmt: skip
     p.add_argument("--seed", type=whole, default=0, help="the order and augmentation's seed")
     p.add_argument(
         "--device-rate", metavar="IMAGES_PER_S|FILE", default=None,
@@ -100,6 +105,11 @@ def _check(args: argparse.Namespace) -> tuple[Any, int]:
                          "imagenet:PATH or cifar10:PATH")  # fmt: skip
     if any(not 0 <= w <= MAX_WORKERS for w in args.num_workers):
         raise UsageError(f"--num-workers: from 0 to {MAX_WORKERS} workers")
+    if args.prefetch_factor is not None and not (
+        1 <= args.prefetch_factor <= MAX_PREFETCH and all(args.num_workers)
+    ):
+        raise UsageError(f"--prefetch-factor: from 1 to {MAX_PREFETCH}, with 1 or more "
+                         "--num-workers in every count swept")  # fmt: skip
     if args.steps < 1 or args.warmup_steps < 0:
         raise UsageError("--steps: at least 1 measured batch (--warmup-steps: 0 or more)")
     batch = args.batch_size or spec.default_batch_size
@@ -138,7 +148,8 @@ def sweep(split: Any, args: argparse.Namespace, batch: int) -> list[feed.FeedRow
 
         def start(workers: int = workers) -> Any:
             return split_loader(split, batch, seed=args.seed, epoch=0, train=True,
-                                workers=workers, pin_memory=False)  # fmt: skip
+                                workers=workers, pin_memory=False,
+                                prefetch_factor=args.prefetch_factor)  # fmt: skip
 
         timed = feed.measure(start, workers=workers, batch_size=batch, warmup=args.warmup_steps,
                              steps=args.steps, cpu=_cpu, stop=_stop)  # fmt: skip
@@ -182,6 +193,7 @@ def document(args: argparse.Namespace, rows: list[feed.FeedRow],
         "workload": args.workload,
         "data": args.data,
         "seed": args.seed,
+        "prefetch_factor": args.prefetch_factor,
         "steps": args.steps,
         "warmup_steps": args.warmup_steps,
         "host": machine,

@@ -40,6 +40,15 @@ def test_each_worker_count_is_timed_with_its_batches_kept(imagenet, tmp_path, ca
     assert doc["device"]["cores_needed"] == pytest.approx(5700 / fastest["images_per_s_per_core"])
 
 
+def test_the_prefetch_factor_is_the_loaders_and_recorded(imagenet, tmp_path, capsys):
+    code = main(["loader", "tiny", "--data", f"imagenet:{imagenet}", "--num-workers", "1",
+                 "--prefetch-factor", "3", "--batch-size", "8", "--steps", "2",
+                 "--output-dir", str(tmp_path)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (made,) = tmp_path.glob("loader-tiny-*.json")
+    assert json.loads(made.read_text())["prefetch_factor"] == 3
+
+
 def test_it_times_the_batches_a_run_trains_on(imagenet):
     """The loader bench loader times is the training path's: the same images, in the
     same order, augmented alike, whatever the worker count."""
@@ -63,6 +72,7 @@ def test_it_times_the_batches_a_run_trains_on(imagenet):
     (["--num-workers", "0,x"], "--num-workers: 'x' is not allowed"),
     (["--num-workers", "999"], "--num-workers: from 0 to 256 workers"),
     (["--device-rate", "0"], "--device-rate: "),
+    (["--prefetch-factor", "4", "--num-workers", "0,1"], "--prefetch-factor: from 1 to 1024"),
     (["--device-rate", "{missing}.json"], "--device-rate: "),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(imagenet, tmp_path, capsys, args, said):
