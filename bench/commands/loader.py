@@ -112,7 +112,7 @@ def _check(args: argparse.Namespace) -> tuple[Any, int]:
                          "--num-workers in every count swept")  # fmt: skip
     if args.steps < 1 or args.warmup_steps < 0:
         raise UsageError("--steps: at least 1 measured batch (--warmup-steps: 0 or more)")
-    batch = args.batch_size or spec.default_batch_size
+    batch = spec.default_batch_size if args.batch_size is None else args.batch_size
     if batch < 1:
         raise UsageError("--batch-size: at least 1 image")
     split = datasets.open_dataset(ref, spec).train

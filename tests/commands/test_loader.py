@@ -71,6 +71,7 @@ def test_it_times_the_batches_a_run_trains_on(imagenet):
     (["--steps", "100"], "training images, fewer than 2 + 100 batches of 16"),
     (["--num-workers", "0,x"], "--num-workers: 'x' is not allowed"),
     (["--num-workers", "999"], "--num-workers: from 0 to 256 workers"),
+    (["--batch-size", "0"], "--batch-size: at least 1 image"),
     (["--device-rate", "0"], "--device-rate: "),
     (["--prefetch-factor", "4", "--num-workers", "0,1"], "--prefetch-factor: from 1 to 1024"),
     (["--device-rate", "{missing}.json"], "--device-rate: "),
