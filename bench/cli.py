@@ -19,13 +19,25 @@ from collections.abc import Mapping
 
 import bench
 from bench import discovery, registry
-from bench.commands import compare, diff, fleet, ladder, rerun, results, run, suite, tune, verify
+from bench.commands import (
+    compare,
+    diff,
+    fleet,
+    ladder,
+    loader,
+    rerun,
+    results,
+    run,
+    suite,
+    tune,
+    verify,
+)
 from bench.commands.options import UsageParser
 from bench.commands.running import EXIT_INTERRUPTED
 from bench.errors import BenchError, UsageError
 from bench.text import one_line
 
-COMMAND_MODULES = (run, results, rerun, compare, diff, verify, suite, ladder, tune, fleet)
+COMMAND_MODULES = (run, results, rerun, compare, diff, verify, suite, ladder, tune, fleet, loader)
 # The page of the manual (docs/) that covers each command, named at the end of its --help;
 # a command's subcommands (bench fleet plan, ...) point to the command's page.
 MANUAL_PAGES = {
@@ -33,6 +45,7 @@ MANUAL_PAGES = {
     "show": "results.md", "collect": "results.md", "compare": "results.md",
     "report": "results.md", "diff": "results.md", "verify": "results.md",
     "rerun": "results.md", "ladder": "cpu.md", "tune": "cpu.md", "fleet": "fleets.md",
+    "loader": "measuring.md",
 }  # fmt: skip
 
 

@@ -64,6 +64,7 @@ class PointConfig:
     threads: int | None = None
     data: str = "synthetic"  # synthetic, loader, a dataset KIND:PATH, or tokens:PATH
     num_workers: int = 0
+    prefetch_factor: int | None = None  # batches a loader worker prepares ahead (None: torch's)
     warmup_steps: int = 5
     steps: int = 20
     epochs: int | None = None  # epoch mode: `epochs` passes over `epoch_samples` samples
@@ -213,6 +214,7 @@ class RunConfig:
     threads: int | None = None
     data: str = "synthetic"
     num_workers: int = 0
+    prefetch_factor: int | None = None
     warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
     steps: int = 20
     epochs: int | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from bench import data_ref, discovery
 from bench.axes import MEMORY_FORMATS, NAMES, RUNTIME
+from bench.checks import MAX_PREFETCH
 from bench.config_fields import Config, choice, positive, values
 from bench.config_levers import (
     check_checkpointing,
@@ -92,6 +93,15 @@ def check_common(cfg: Config) -> None:
             "num_workers: only applies with a loader or a dataset of images (--data); a "
             "token file is read in the training process"
         )
+    positive("prefetch_factor", cfg.prefetch_factor, most=MAX_PREFETCH)
+    if cfg.prefetch_factor is not None and not cfg.num_workers:
+        raise UsageError(
+            "prefetch_factor: batches a loader worker prepares ahead; it needs --num-workers "
+            "1 or more"
+        )
+    if cfg.prefetch_factor is not None and not framework.prefetches_batches:
+        raise UsageError(f"prefetch_factor: {framework.name}'s input pipeline has no such "
+                         "setting; it is PyTorch's DataLoader's")  # fmt: skip
     check_dataset(cfg, source == "dataset")
     check_loss_target(cfg, source)
     if cfg.seq_len is not None:

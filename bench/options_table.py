@@ -309,6 +309,17 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         compared=MATCH, stored=NUMBER_OF,
     ),
     RunOption(
+        ("--prefetch-factor",),
+        "torch, with --num-workers: batches each loader worker prepares ahead (default: "
+        "PyTorch's 2); a deeper queue rides out slow images",
+        "prefetch_factor",
+        whole,
+        default=None,
+        metavar="N",
+        stored=Stored(checks.optional(checks.whole(1, checks.MAX_PREFETCH)),
+                      f"a whole number from 1 to {checks.MAX_PREFETCH}, or null", since=17),
+    ),
+    RunOption(
         ("--train-to",),
         "with a dataset: stop once top-1 on its validation split reaches TOP1 "
         "(e.g. 0.94), at most --max-epochs epochs; records time, energy and cost to it",

@@ -15,7 +15,7 @@ from tests.conftest import DATA
 GOLDEN = DATA / "help"
 COMMANDS = (
     "run", "list", "show", "rerun", "suite", "ladder", "tune", "collect", "compare", "report",
-    "diff", "verify", "fleet",
+    "diff", "verify", "fleet", "loader",
 )  # fmt: skip
 FLEET_ACTIONS = ("plan", "launch", "status", "down", "collect")
 HELPS = [(), *((c,) for c in COMMANDS), *(("fleet", a) for a in FLEET_ACTIONS)]

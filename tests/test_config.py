@@ -63,6 +63,14 @@ def test_defaults_come_from_the_workload():
             "smaller than one batch",
         ),
         ({"workload": "tiny", "num_workers": 2}, "num_workers: only applies with a loader"),
+        (
+            {"workload": "tiny", "data": "loader", "prefetch_factor": 4},
+            "prefetch_factor: batches a loader worker prepares ahead; it needs --num-workers",
+        ),
+        (
+            {"workload": "tiny", "data": "loader", "num_workers": 1, "prefetch_factor": 0},
+            "prefetch_factor",
+        ),
         ({"workload": "tiny", "data": "disk"}, "data: 'disk' is not allowed"),
         ({"workload": "tiny", "batch_sizes": (8, 8)}, "without repeats"),
         ({"workload": "tiny", "repeats": 0}, "repeats: 0"),

@@ -54,6 +54,32 @@ class SplitSamples:
         return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
 
 
+def split_loader(
+    split: datasets.Split, batch_size: int, *, seed: int, epoch: int, train: bool, workers: int,
+    pin_memory: bool, prefetch_factor: int | None = None, rank: int = 0, ranks: int = 1,
+) -> Any:  # fmt: skip
+    """PyTorch's DataLoader over a split in the shared order (bench.datasets.pipeline),
+    its `workers` processes decoding and augmenting on the host: what a run on real data
+    trains from (TorchSession) and what `bench loader` times alone."""
+    import torch
+
+    return torch.utils.data.DataLoader(
+        SplitSamples(split, seed, epoch, train),  # type: ignore[arg-type]
+        batch_sampler=[c.tolist() for c in pipeline.indices(
+            split, batch_size, seed, epoch, train, rank, ranks)],
+        num_workers=workers,
+        pin_memory=pin_memory,
+        prefetch_factor=prefetch(workers, prefetch_factor),
+    )  # fmt: skip
+
+
+def prefetch(workers: int, factor: int | None) -> int | None:
+    """The DataLoader's prefetch_factor: the one asked for (--prefetch-factor), or None,
+    its own default (2 with workers). Without workers there is nothing ahead (the config
+    refuses the pair; the DataLoader too)."""
+    return factor if workers > 0 else None
+
+
 def tree_map(function: Callable[[Any], Any], batch: Any) -> Any:
     """`function` on every tensor of a batch: a tensor, or tuples, lists and dicts of them
     (detection targets are a dict of boxes, labels and masks)."""

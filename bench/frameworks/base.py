@@ -96,6 +96,7 @@ class Framework(ABC):
     memory_formats: ClassVar[tuple[str, ...]] = ("contiguous", "channels_last")
     data_sources: ClassVar[tuple[str, ...]] = ("synthetic", "loader")
     sets_threads: ClassVar[bool] = True  # whether --threads can be honoured
+    prefetches_batches: ClassVar[bool] = False  # whether --prefetch-factor can be honoured
     # Whether a point can be spread over ranks that torchrun launches (--devices,
     # --nnodes); the others use every local device from one process.
     launches_ranks: ClassVar[bool] = False

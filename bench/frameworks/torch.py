@@ -14,7 +14,7 @@ from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
-from bench.frameworks._torch_data import SplitSamples, SyntheticSamples, tree_map
+from bench.frameworks._torch_data import SyntheticSamples, prefetch, split_loader, tree_map
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
@@ -230,6 +230,7 @@ class TorchSession(Session):
             pin_memory=self.platform.torch_pins_host_memory,
             drop_last=True,
             persistent_workers=point.num_workers > 0,
+            prefetch_factor=prefetch(point.num_workers, point.prefetch_factor),
         )
         return (
             (self._to_device(x), self._to_device(y))
@@ -257,16 +258,12 @@ class TorchSession(Session):
     def _loader(self, split: datasets.Split, epoch: int, train: bool) -> Iterator[Any]:
         """A DataLoader over the split in the shared order, its workers decoding and
         augmenting on the host; batches land on the device."""
-        import torch
-
         plan = self.training
         rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
-        loader: Any = torch.utils.data.DataLoader(
-            SplitSamples(split, plan.seed, epoch, train),  # type: ignore[arg-type]
-            batch_sampler=[c.tolist() for c in pipeline.indices(
-                split, self.point.batch_size, plan.seed, epoch, train, rank, ranks)],
-            num_workers=plan.workers,
-            pin_memory=self.platform.torch_pins_host_memory,
+        loader = split_loader(
+            split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
+            workers=plan.workers, pin_memory=self.platform.torch_pins_host_memory,
+            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks,
         )  # fmt: skip
         try:
             for inputs, targets in loader:
@@ -415,6 +412,7 @@ class TorchFramework(Framework):
     float8 = True
     llm_levers = True
     probes_in_process = True
+    prefetches_batches = True
 
     def check_platform(
         self,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import files, integrity, result, text
+from bench.datasets.feed import LOADER_KIND
 from bench.errors import UsageError
 from bench.result import Result
 
@@ -62,9 +63,9 @@ def _found(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
 def is_bench_document(data: Any) -> bool:
     """Whether a document read from a file (read_document, with a result's bounds) is one
     of bench's own outputs other than a result (what `bench compare --format json -o`
-    writes, which users keep beside their results)."""
+    and `bench loader` write, which users keep beside their results)."""
     return isinstance(data, dict) and (
-        data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND)
+        data.get("kind") in (COMPARISON_KIND, DIFF_KIND, SUITE_STATE_KIND, LOADER_KIND)
         or ("schema_version" not in data and {"baseline", "machines", "points"} <= set(data))
     )
 
@@ -83,8 +84,8 @@ def load_all(
             if is_bench_document(data):
                 # A suite's own state, in the folder bench suite made: nothing to say.
                 if named or data.get("kind") != SUITE_STATE_KIND:
-                    warn(f"skipped {path}: a bench output (comparison, diff or suite "
-                         "state), not a result")  # fmt: skip
+                    warn(f"skipped {path}: a bench output (comparison, diff, suite state "
+                         "or loader), not a result")  # fmt: skip
                 continue
             loaded.append((path, result.from_document(path, data, warn_edited=False)))
             if loaded[-1][1].integrity == integrity.EDITED:

@@ -9,8 +9,9 @@ from bench.result import Result
 
 def notes(result: Result) -> str | None:
     """What the table's cells cannot hold: why each failed point failed (first line of
-    its error), which points stayed noisier than asked, why energy is missing, and any
-    point whose power reading is suspect."""
+    its error), which points stayed noisier than asked, which waited for their data (the
+    input-bound share, bench.result.derive.INPUT_BOUND_SHARE), why energy is missing, and
+    any point whose power reading is suspect."""
     images = takes_images(result)
     failures = [
         f"{p.label_for(images)}: {p.status}: {p.error_line[:200]}"
@@ -23,6 +24,7 @@ def notes(result: Result) -> str | None:
     noisy += [
         f"{p.label_for(images)}: busy machine: {p.busy_note}" for p in result.points if p.busy_note
     ]
+    fed = [f"{p.label_for(images)}: {why}" for p in result.points if (why := p.input_bound_note)]
     unbound = [
         f"{p.label_for(images)}: NUMA binding asked for, not applied: {why}"
         for p in result.points
@@ -32,7 +34,7 @@ def notes(result: Result) -> str | None:
     machines = [f"the machines of this run differ in: {', '.join(differ)}"] if differ else []
     stopped = (result.tune or {}).get("stopped")
     tune = [f"tune stopped early: {stopped}"] if stopped else []
-    lines = [*failures, *noisy, *unbound, *scaling_notes(result), *machines, *tune,
+    lines = [*failures, *noisy, *fed, *unbound, *scaling_notes(result), *machines, *tune,
              *empty_curves(result), energy_note(result) or ""]  # fmt: skip
     return "\n".join(line for line in lines if line) or None
 

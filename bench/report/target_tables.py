@@ -9,6 +9,7 @@ from bench.report.headings import takes_images
 from bench.report.to_target import MLPERF_NOTE
 from bench.report.to_target import of as to_target
 from bench.result import Point, Result
+from bench.result.derive import percent_interval
 from bench.result.point import ToLoss
 from bench.text import plain
 from bench.units import human
@@ -33,7 +34,7 @@ def accuracy_table(result: Result) -> Table:
         reached = point.to_accuracy
         if reached is None:
             continue
-        wait = point.input_wait_fraction
+        wait = point.input_wait_share
         cost = reached.cost_to_target(price)
         joules = reached.energy_to_target_j
         missed = "not reached" if target is not None else "–"
@@ -45,7 +46,7 @@ def accuracy_table(result: Result) -> Table:
             f"{reached.time_to_target_s:,.1f} s" if reached.time_to_target_s else missed,
             f"{joules / 3.6e6:,.4f} kWh" if joules is not None else "n/a",
             f"${cost:,.4f}" if cost is not None else ("n/a (no price)" if not price else missed),
-            f"{wait:.1%} of step time" if wait is not None else "n/a",
+            f"{percent_interval(wait)} of step time" if wait is not None else "n/a",
             f"{point.synthetic_ratio:.2f}" if point.synthetic_ratio is not None else "n/a",
         ]
         table.add_row(*map(plain, cells))

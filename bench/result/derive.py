@@ -202,11 +202,59 @@ def epoch_time(point: Measured) -> Summary | None:
     return Summary.of(steady, "s") if steady else None
 
 
+# A point whose steps waited for data at least this share of their time is input-bound:
+# its rate is the loader's, not the device's. 10%: beyond the run-to-run spread of a
+# step on a quiet machine (a few %), and where a faster loader would show in the rate.
+INPUT_BOUND_SHARE = 0.10
+
+
+def input_wait_shares(point: Measured) -> list[float]:
+    """Each repeat's share of its step time spent waiting for the next batch: the sum of
+    its waits over the sum of its steps (every step's time includes its wait)."""
+    shares = []
+    for waits, steps in zip(point.input_wait_s, point.step_times_s, strict=False):
+        total = sum(steps)
+        if waits and total > 0:
+            shares.append(min(1.0, sum(waits) / total))
+    return shares
+
+
+def input_wait_share(point: Measured) -> Estimate | None:
+    """The input-bound share: the mean over repeats of each repeat's share, with its 95%
+    t-interval (bench.stats.Estimate), the interval held inside [0, 1] (a share is
+    neither negative nor above the whole step). None without waits (synthetic data)."""
+    shares = input_wait_shares(point)
+    if not shares:
+        return None
+    estimate = Estimate.of(shares, "fraction")
+    if estimate.ci95_low is None or estimate.ci95_high is None:
+        return estimate
+    return dataclasses.replace(
+        estimate, ci95_low=max(0.0, estimate.ci95_low), ci95_high=min(1.0, estimate.ci95_high)
+    )
+
+
 def input_wait_fraction(point: Measured) -> float | None:
-    """The share of step time spent waiting for input, over every repeat."""
-    waits = sum(t for row in point.input_wait_s for t in row)
-    steps = sum(t for row in point.step_times_s[: len(point.input_wait_s)] for t in row)
-    return waits / steps if point.input_wait_s and steps else None
+    """The input-bound share's figure (input_wait_share's mean over repeats)."""
+    share = input_wait_share(point)
+    return share.value if share else None
+
+
+def input_bound_note(point: Measured) -> str | None:
+    """'waited for data 41% [38-44%] of each step: the loader, not the device, sets this
+    rate' where the share reaches INPUT_BOUND_SHARE; None below it or without waits."""
+    share = input_wait_share(point)
+    if share is None or share.value < INPUT_BOUND_SHARE:
+        return None
+    return (f"waited for data {percent_interval(share)} of each step: the loader, not the "
+            "device, sets this rate")  # fmt: skip
+
+
+def percent_interval(share: Estimate) -> str:
+    """'41% [38-44%]', or '41%' for one repeat (no interval)."""
+    if share.ci95_low is None or share.ci95_high is None:
+        return f"{share.value:.0%}"
+    return f"{share.value:.0%} [{share.ci95_low * 100:.0f}-{share.ci95_high:.0%}]"
 
 
 def synthetic_ratio(point: Measured) -> float | None:
@@ -349,6 +397,8 @@ def figures(point: Measured) -> dict[str, Any]:
     per_unit = unit_throughput(point)
     data["unit_throughput"] = {"value": per_unit[0], "unit": per_unit[1]} if per_unit else None
     data["input_wait_fraction"] = input_wait_fraction(point)
+    share = input_wait_share(point)
+    data["input_wait_share"] = dataclasses.asdict(share) if share else None
     data["synthetic_ratio"] = synthetic_ratio(point)
     reached = to_accuracy(point)
     data["to_accuracy"] = reached.to_json() if reached else None

@@ -238,6 +238,14 @@ class Point(Measured):
         return derive.input_wait_fraction(self)
 
     @property
+    def input_wait_share(self) -> Estimate | None:
+        return derive.input_wait_share(self)
+
+    @property
+    def input_bound_note(self) -> str | None:
+        return derive.input_bound_note(self)
+
+    @property
     def synthetic_ratio(self) -> float | None:
         return derive.synthetic_ratio(self)
 

@@ -107,7 +107,9 @@ from bench.options_table import RUN_OPTIONS
 #   16: a max-batch search's probes gain `seconds` (the probe's whole time as the parent
 #     saw it, request to answer) and `step_times_s` (its steps as its child timed them);
 #     null before.
-SCHEMA_VERSION = 16
+#   17: configs gain `prefetch_factor` (--prefetch-factor: batches each DataLoader worker
+#     prepares ahead; null before and by default: PyTorch's 2).
+SCHEMA_VERSION = 17
 
 STATUSES = ("ok", "oom", "error")
 

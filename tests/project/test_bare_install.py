@@ -50,6 +50,9 @@ AUDIT: dict[str, tuple[list[str], int, str]] = {
     "tune": (["tune", "tiny", "--budget", "30s", "--device", "cpu"], 0, "not ranked: could not"),
     "fleet": (["fleet", "plan", str(ROOT / "fleets" / "xeon-vs-a10g.toml")], 2,
               "bench fleet plan needs yaml: pip install 'bench[fleet]'"),
+    # The pipeline timed alone needs torch and Pillow, both in bench[torch]: a dataset
+    # that is not there is refused in one line (tests/commands/test_loader.py times one).
+    "loader": (["loader", "tiny", "--data", "imagenet:{tmp}/missing"], 2, "data: "),
 }  # fmt: skip
 
 
