@@ -63,7 +63,7 @@ def bridge_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _serve(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict[str, str]]:
     monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
-    with _noxfile()._served_ca(Session()) as args:
+    with _noxfile()._served_ca(Session(), str(bundle)) as args:
         return urllib.request.urlopen(args["BENCH_CA_URL"], timeout=10).read(), args
 
 
@@ -79,7 +79,7 @@ def test_a_ca_bundle_with_its_private_key_is_refused_before_it_is_served(
     bundle = tmp_path / "mitmproxy-ca.pem"
     bundle.write_text(key + cert)
     monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
-    with pytest.raises(Refused) as refused, _noxfile()._served_ca(Session()):
+    with pytest.raises(Refused) as refused, _noxfile()._served_ca(Session(), str(bundle)):
         pass
     message = str(refused.value)
     assert str(bundle) in message and "private key" in message and "\n" not in message
