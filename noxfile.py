@@ -267,6 +267,7 @@ def base(session: nox.Session) -> None:
     http://deb.debian.org/debian). nox -s build uses it by itself where the pinned base
     cannot be had; BENCH_BASE_IMAGE=bench-base:bookworm asks for it anyway.
     """
+    _debian_mirror(session)  # one that could carry a secret: refused first
     _require_docker(session)
     mirror, _ = _debian_source(session)
     _make_base(session, _local_base_tag(), _base_mirror(mirror))
@@ -328,6 +329,12 @@ def _debian_source(session: nox.Session) -> tuple[str | None, str]:
     """Where the build's Debian packages come from: (DEBIAN_MIRROR, or None for the dated
     snapshot; the words for the line that says so)."""
     mirror = _debian_mirror(session)
+    if mirror and not _answers(f"{mirror.rstrip('/')}/dists/bookworm/Release"):
+        session.error(
+            f"BENCH_DEBIAN_MIRROR={mirror} does not answer (no dists/bookworm/Release): set it"
+            " to a Debian mirror this machine reaches, or unset it to use snapshot.debian.org"
+            " or deb.debian.org"
+        )
     if mirror:
         return mirror, f"Debian packages from {mirror} (BENCH_DEBIAN_MIRROR)"
     snapshot = _debian_snapshot()

@@ -46,11 +46,13 @@ if [ -n "$packages" ] && [ "$offline" = no ]; then
     apt-get update
     mkdir -p "$vendor/debs/partial"
     if [ -n "${DEBIAN_MIRROR:-}" ]; then
-        source="$DEBIAN_MIRROR $VERSION_CODENAME, fetched $(date -u +%Y-%m-%d)"
+        where="$DEBIAN_MIRROR $VERSION_CODENAME"
+        source="$where, fetched $(date -u +%Y-%m-%d)"
     else
-        source="snapshot.debian.org $DEBIAN_SNAPSHOT"
+        where="snapshot.debian.org $DEBIAN_SNAPSHOT"
+        source=$where
     fi
-    /opt/bench/common/check-apt-index.sh "$source"
+    /opt/bench/common/check-apt-index.sh "$where"
     echo "$source" > "$vendor/debian-source"  # travels in a vendor archive too
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --download-only \

@@ -140,12 +140,12 @@ def reached(monkeypatch):
     images on this machine by reference, and whether a proxy re-signs TLS."""
     noxfile = _noxfile()
     world = {"registry": False, "snapshot": False, "mirror": True, "resigns": False,
-             "images": {}}  # fmt: skip
+             "custom": True, "images": {}}  # fmt: skip
+    hosts = {"registry-1.docker.io": "registry", "snapshot.debian.org": "snapshot",
+             "deb.debian.org": "mirror", "mirror.example": "custom"}  # fmt: skip
 
     def answers(url, context=None):  # type: ignore[no-untyped-def]
-        host = url.split("/")[2]
-        return world[{"registry-1.docker.io": "registry", "snapshot.debian.org": "snapshot",
-                      "deb.debian.org": "mirror"}[host]]  # fmt: skip
+        return world[hosts[url.split("/")[2]]]
 
     monkeypatch.setattr(noxfile, "_answers", answers)
     monkeypatch.setattr(noxfile, "_inspect", lambda ref: world["images"].get(ref, {}))
@@ -214,6 +214,13 @@ def test_the_bench_variables_still_choose(reached, monkeypatch, tmp_path):
     assert args["DEBIAN_MIRROR"] == "http://mirror.example/debian"
     assert bundle == str(tmp_path / "ca.crt")
     assert "; BENCH_BASE_IMAGE)" in session.logged[0]
+
+
+def test_a_named_mirror_that_does_not_answer_is_one_line_before_the_build(reached, monkeypatch):
+    reached["custom"] = False
+    monkeypatch.setenv("BENCH_DEBIAN_MIRROR", "http://mirror.example/debian")
+    line = _refusal(lambda: _noxfile()._choose(Session(), "xeon"))
+    assert line.startswith("BENCH_DEBIAN_MIRROR=http://mirror.example/debian does not answer")
 
 
 def test_a_named_base_that_is_not_here_is_one_line(reached, monkeypatch):

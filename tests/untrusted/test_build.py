@@ -196,12 +196,13 @@ def test_the_build_arguments_and_so_the_vendor_manifest_get_only_a_checked_mirro
     """`nox -s vendor` records args["DEBIAN_MIRROR"] in its manifest: refused before then."""
     monkeypatch.delenv("BENCH_BASE_IMAGE", raising=False)
     monkeypatch.setenv("BENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-    assert _noxfile()._build_args(Session(), "xeon")["DEBIAN_MIRROR"] == (
-        "http://deb.debian.org/debian"
-    )
+    args, _ = _noxfile()._build_args(Session(), "xeon", choose=False)  # an offline build's
+    assert args["DEBIAN_MIRROR"] == "http://deb.debian.org/debian"
     monkeypatch.setenv("BENCH_DEBIAN_MIRROR", f" https://host.example/{SECRET}/debian?token=abc")
     with pytest.raises(Refused):
-        _noxfile()._build_args(Session(), "xeon")
+        _noxfile()._build_args(Session(), "xeon", choose=False)
+    with pytest.raises(Refused):  # an online build's (and vendor's), before any probe
+        _noxfile()._debian_source(Session())
 
 
 def test_install_removes_the_sources_list_that_names_the_mirror_in_the_same_step():
