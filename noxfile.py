@@ -787,7 +787,10 @@ def vendor(session: nox.Session, image: str) -> None:
     archive = dist / f"bench-{image}-vendor-{args['BENCH_LOCK_SHA256'][:12]}.tar"
     with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=dist) as tmp:
         work = Path(tmp)
-        cid = str(session.run("docker", "create", tag, silent=True, external=True)).strip()
+        created = session.run(
+            "docker", "create", "--pull", "never", tag, silent=True, external=True
+        )
+        cid = str(created).strip()
         try:
             session.run("docker", "cp", f"{cid}:/opt/bench/image/vendor", str(work), external=True)
         finally:
@@ -868,7 +871,8 @@ def rerun(session: nox.Session) -> None:
 
     nox -s rerun -- OLD.json [bench rerun options, e.g. --label new-driver].
 
-    The image is the one whose id OLD.json recorded: on this machine, else loaded from a
+    The image is the one whose id OLD.json recorded (for a plain `docker run`'s result, the
+    one here built from the inputs it recorded): on this machine, else loaded from a
     `nox -s save` archive in dist/ whose sha256 you hold (BENCH_ARCHIVE_SHA256). The file
     chooses no flag: devices, privileges and network are those of the image's own variant
     (its label), never the file's. Env: BENCH_RERUN_IMAGE=bench:xeon reruns in another
@@ -883,15 +887,18 @@ def rerun(session: nox.Session) -> None:
 
     try:  # bench's bounded reader: a regular file, its size, values and depth
         recorded = read_document(old)["environment"]["image"] or {}
-        recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256")}
+        recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256", "inputs_sha256")}
     except BenchError as error:
         session.error(str(error))
     except (KeyError, TypeError, AttributeError) as error:
         session.error(f"{old}: not a bench result ({type(error).__name__})")
     ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded["digest"]
+    if not ref:  # a plain docker run's result: the image here built from the same inputs
+        ref = _built_from(recorded["inputs_sha256"])
     if not os.environ.get("BENCH_RERUN_IMAGE") and not archives.is_image_id(ref):
         session.error(
-            f"{old} names no bench image id it ran in (sha256: and 64 hex digits):"
+            f"{old} names no bench image id it ran in (sha256: and 64 hex digits), nor inputs"
+            " an image here was built from:"
             f" rerun it natively with bench rerun {old}, or name an image with BENCH_RERUN_IMAGE"
         )
     _require_docker(session)
@@ -911,6 +918,20 @@ def rerun(session: nox.Session) -> None:
         Path(tmp, "old.json").chmod(0o644)
         run = ["docker", "run", *_run_args(variant, results, ref=image_id), "-v", f"{tmp}:/old:ro"]
         session.run(*run, image_id, "rerun", "/old/old.json", *options, external=True)
+
+
+def _built_from(inputs: Any) -> str | None:
+    """The id of the bench image on this machine whose inputs hash (its label
+    dev.bench.inputs.sha256) is INPUTS, a result's record of it (64 hex digits), or None."""
+    if not isinstance(inputs, str) or not re.fullmatch(r"[0-9a-f]{64}", inputs):
+        return None
+    if _docker_problem():
+        return None
+    label = f"label=dev.bench.inputs.sha256={inputs}"
+    done = subprocess.run(["docker", "images", "-q", "--no-trunc", "--filter", label],
+                          capture_output=True, text=True)  # fmt: skip
+    found = done.stdout.split()
+    return found[0] if done.returncode == 0 and found and archives.is_image_id(found[0]) else None
 
 
 def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -> None:

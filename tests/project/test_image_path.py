@@ -344,3 +344,17 @@ def test_every_build_leaves_no_container_when_it_fails(monkeypatch):
     noxfile._docker_build(session, "bench:x", {"VARIANT": "x"}, ca_bundle=None)
     ((*command,),) = session.ran
     assert command[:3] == ["docker", "build", "--force-rm"]
+
+
+def test_a_plain_docker_run_result_is_rerun_in_the_image_built_from_its_inputs(
+    tmp_path, monkeypatch
+):
+    noxfile = _noxfile()
+    image_id = "sha256:" + "e" * 64
+    _fake_docker(tmp_path, code=0, stdout=image_id)  # docker info, then docker images -q
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert noxfile._built_from("0" * 64) == image_id
+    for recorded in (None, "0" * 63, "-v/:/host", ["0" * 64]):
+        assert noxfile._built_from(recorded) is None
+    _fake_docker(tmp_path, code=0, stdout="--help")  # not an image id: never a reference
+    assert noxfile._built_from("0" * 64) is None
