@@ -12,19 +12,23 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import http.client
 import http.server
 import ipaddress
 import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
 import tomllib
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,11 +136,40 @@ def _inspect(ref: str) -> dict[str, Any]:
     return json.loads(done.stdout)[0] if done.returncode == 0 else {}
 
 
-def _require_docker(session: nox.Session) -> None:
+NATIVE = "pip install '.[torch]' && bench suite quick"
+
+
+def _docker_problem() -> str | None:
+    """Why this machine cannot run Docker, in one line that says what to do; None when
+    its engine answers."""
     if shutil.which("docker") is None:
-        session.error("docker is not installed")
-    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
-        session.error("no Docker engine answers (start dockerd, or check permissions)")
+        return (
+            "docker is not installed: install Docker Engine (Debian and Ubuntu: sudo apt-get"
+            f" install docker.io), or run bench without Docker: {NATIVE}"
+        )
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "the Docker engine does not answer docker info within 30 s: restart it"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.strip().splitlines()[-1:] or [""]
+    if "permission denied" in said[0].lower():
+        return (
+            "no permission on the Docker engine's socket (/var/run/docker.sock): add your"
+            " user to the docker group (sudo usermod -aG docker $USER, then log in again),"
+            " or run as root"
+        )
+    return (
+        "no Docker engine answers (docker info: "
+        f"{said[0][:160]}): start it (sudo systemctl start docker, or sudo dockerd &)"
+    )
+
+
+def _require_docker(session: nox.Session) -> None:
+    problem = _docker_problem()
+    if problem:
+        session.error(problem)
 
 
 # The fast tier's install is the README's: PyTorch, plus what the reading commands and the
@@ -228,19 +261,223 @@ def lock(session: nox.Session, image: str) -> None:
 
 @nox.session(python=False, default=False)
 def base(session: nox.Session) -> None:
-    """Build the Debian base locally with debootstrap (air-gapped sites, CI).
+    """Build the Debian base locally with debootstrap (where no registry answers).
 
-    Env: BENCH_DEBIAN_MIRROR (default http://deb.debian.org/debian). Then build images
-    on it with BENCH_BASE_IMAGE=bench-base:bookworm.
+    Env: BENCH_DEBIAN_MIRROR (default: the dated snapshot where it answers, else
+    http://deb.debian.org/debian). nox -s build uses it by itself where the pinned base
+    cannot be had; BENCH_BASE_IMAGE=bench-base:bookworm asks for it anyway.
     """
-    mirror = _debian_mirror(session) or "http://deb.debian.org/debian"
+    _debian_mirror(session)  # one that could carry a secret: refused first
     _require_docker(session)
-    tag = _pyproject()["tool"]["bench"]["images"]["local-base"]
+    mirror, _ = _debian_source(session)
+    _make_base(session, _local_base_tag(), _base_mirror(mirror))
+
+
+# What a build can reach, found out in seconds before it starts (nox -s build, make
+# quickstart), so that Docker never pulls: the classic builder pulls a FROM it lacks and
+# waits on a registry that may not answer. The reproducible choice wherever it can be had.
+PROBE_TIMEOUT_S = 4
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+SNAPSHOT_ARCHIVE = "http://snapshot.debian.org/archive/debian"
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+PUBLIC_ROOTS = Path("/usr/share/ca-certificates/mozilla")  # Debian's copy of Mozilla's roots
+TLS_PROBE = "https://pypi.org/simple/"
+
+
+def _answers(url: str, context: ssl.SSLContext | None = None) -> bool:
+    """Whether URL answers a HEAD within PROBE_TIMEOUT_S (any HTTP status: a registry's
+    /v2/ answers 401)."""
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S, context=context):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError, http.client.HTTPException):
+        return False
+
+
+def _registry(ref: str) -> str:
+    """The registry an image reference comes from (Docker Hub's for debian:...)."""
+    first, slash, _ = ref.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "registry-1.docker.io"
+
+
+def _debian_snapshot() -> str:
+    """The snapshot's date the Dockerfile pins (ARG DEBIAN_SNAPSHOT)."""
+    found = re.search(r"^ARG DEBIAN_SNAPSHOT=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    return found.group(1) if found else ""
+
+
+def _proxy_resigns_tls() -> bool:
+    """Whether a proxy re-signs TLS here: pypi.org's certificate verifies against the
+    host's CA bundle and not against the public roots alone (what pip in the build trusts)."""
+    roots = sorted(PUBLIC_ROOTS.glob("*.crt")) if PUBLIC_ROOTS.is_dir() else []
+    if not roots or not HOST_CA_BUNDLE.is_file():
+        return False  # cannot tell: BENCH_CA_BUNDLE says it
+    try:
+        public = ssl.create_default_context(cadata="".join(p.read_text() for p in roots))
+        host = ssl.create_default_context(cafile=str(HOST_CA_BUNDLE))
+    except (OSError, ValueError, ssl.SSLError):
+        return False
+    return _answers(TLS_PROBE, host) and not _answers(TLS_PROBE, public)
+
+
+def _debian_source(session: nox.Session) -> tuple[str | None, str]:
+    """Where the build's Debian packages come from: (DEBIAN_MIRROR, or None for the dated
+    snapshot; the words for the line that says so)."""
+    mirror = _debian_mirror(session)
+    if mirror and not _answers(f"{mirror.rstrip('/')}/dists/bookworm/Release"):
+        session.error(
+            f"BENCH_DEBIAN_MIRROR={mirror} does not answer (no dists/bookworm/Release): set it"
+            " to a Debian mirror this machine reaches, or unset it to use snapshot.debian.org"
+            " or deb.debian.org"
+        )
+    if mirror:
+        return mirror, f"Debian packages from {mirror} (BENCH_DEBIAN_MIRROR)"
+    snapshot = _debian_snapshot()
+    if _answers(f"{SNAPSHOT_ARCHIVE}/{snapshot}/dists/bookworm/Release"):
+        return None, f"Debian packages from the snapshot of {snapshot}"
+    if _answers(f"{DEFAULT_MIRROR}/dists/bookworm/Release"):
+        return DEFAULT_MIRROR, (
+            f"Debian packages from {DEFAULT_MIRROR} as it is today (snapshot.debian.org does"
+            " not answer)"
+        )
+    session.error(
+        "neither snapshot.debian.org nor deb.debian.org answers: set BENCH_DEBIAN_MIRROR to"
+        " a Debian mirror this machine reaches (an apt proxy), or build offline from a"
+        " vendor archive (BENCH_VENDOR_ARCHIVE)"
+    )
+    raise AssertionError  # session.error raises
+
+
+def _base_mirror(mirror: str | None) -> str:
+    """What debootstrap fetches the base from: the snapshot of the pinned base's date, or
+    the mirror the packages come from."""
+    return mirror or f"{SNAPSHOT_ARCHIVE}/{_debian_snapshot()}"
+
+
+def _local_base_tag() -> str:
+    return str(_pyproject()["tool"]["bench"]["images"]["local-base"])
+
+
+def _need_debootstrap(session: nox.Session) -> None:
+    """debootstrap on PATH: installed with apt where this is root, else one line."""
+    if shutil.which("debootstrap"):
+        return
+    if os.geteuid() != 0:
+        session.error(
+            "the Debian base must be built here (no registry answers) with debootstrap, as"
+            " root: sudo apt-get install debootstrap && sudo nox -s base, then run this again"
+        )
+    if shutil.which("apt-get"):
+        session.log("debootstrap is not installed: apt-get install debootstrap")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["update", "-qq"], ["install", "-y", "-qq", "debootstrap"]):
+            subprocess.run(["apt-get", *step], env=env, capture_output=True)
+    if not shutil.which("debootstrap"):
+        session.error(
+            "the Debian base must be built here (no registry answers) and debootstrap is not"
+            " installed: install it (apt-get install debootstrap), then run this again"
+        )
+
+
+def _make_base(session: nox.Session, tag: str, mirror: str) -> None:
+    _need_debootstrap(session)
     session.run(str(IMAGES_DIR / "common" / "make-base.sh"), tag, "bookworm", mirror, external=True)
 
 
-def _build_args(session: nox.Session, image: str) -> dict[str, str]:
-    """The Dockerfile's arguments: the image's own (image.toml) and its provenance."""
+def _base_origin(inspected: dict[str, Any]) -> str:
+    """What a local base was made from, as make-base.sh recorded it: 'debootstrap
+    --variant=minbase bookworm MIRROR, 2026-12-07'."""
+    comment = str(inspected.get("Comment") or "")[:200]
+    made = str(inspected.get("Created") or "")[:10]
+    return f"{comment}, {made}" if comment.startswith("debootstrap") else comment
+
+
+def _choose(session: nox.Session, image: str) -> tuple[dict[str, str], str | None]:
+    """What bench:IMAGE is built from here: its base, its Debian packages' source and the
+    CA its downloads trust, each the reproducible one where this machine reaches it, the
+    BENCH_ variables first. The build arguments and the CA bundle to serve; one line says
+    what was chosen and what it means for a rebuild years later."""
+    meta = _image(image)
+    pinned, registry = meta["base"], _registry(meta["base"])
+    debian = pinned.startswith("debian:")
+    packages = (IMAGES_DIR / image / "packages.txt").is_file()
+    mirror, packages_said = _debian_source(session) if packages or debian else (None, "")
+    args = {"DEBIAN_MIRROR": mirror} if mirror else {}
+    said = []
+    explicit = os.environ.get("BENCH_BASE_IMAGE") if debian else None
+    if not explicit and _inspect(pinned):
+        said.append(f"the pinned base {pinned.partition('@')[0]} by digest (on this machine)")
+    elif not explicit and _answers(f"https://{registry}/v2/"):
+        done = subprocess.run(["docker", "pull", "-q", pinned], capture_output=True, text=True)
+        if done.returncode != 0:  # by digest: Docker checks what it pulled against it
+            why = (done.stderr.strip().splitlines() or [""])[-1][:160]
+            session.error(
+                f"docker pull {pinned} failed ({why}); or build a local base: nox -s base"
+            )
+        said.append(
+            f"the pinned base {pinned.partition('@')[0]} by digest (pulled from {registry})"
+        )
+    elif debian:
+        tag = explicit or _local_base_tag()
+        if not _inspect(tag):
+            if explicit:
+                session.error(
+                    f"BENCH_BASE_IMAGE={explicit} is no image on this machine: build one with"
+                    " nox -s base (bench-base:bookworm), or unset BENCH_BASE_IMAGE"
+                )
+            session.log(f"{registry} does not answer: building the Debian base {tag} here")
+            _make_base(session, tag, _base_mirror(mirror))
+        local = _inspect(tag)
+        origin = _base_origin(local)
+        args.update(BASE_IMAGE=tag, BASE_DIGEST=local.get("Id", ""), BASE_ORIGIN=origin)
+        why = "BENCH_BASE_IMAGE" if explicit else f"{registry} does not answer"
+        said.append(f"the local base {tag} ({origin or 'made here'}; {why})")
+    else:
+        session.error(
+            f"the base image {pinned} is not on this machine and {registry} does not answer:"
+            f" docker load it from an archive (nox -s save or vendor), or build bench:{image}"
+            " where that registry answers"
+        )
+    if packages:
+        said.append(packages_said)
+    bundle = os.environ.get("BENCH_CA_BUNDLE")
+    if bundle:
+        said.append(f"the CA bundle {bundle} (BENCH_CA_BUNDLE)")
+    elif _proxy_resigns_tls():
+        bundle = str(HOST_CA_BUNDLE)
+        said.append(f"the host's CA bundle {bundle} (a proxy re-signs TLS)")
+    same = "BASE_ORIGIN" not in args and (mirror is None or not packages)
+    later = (
+        "a rebuild from this commit years later gets the same base, packages and wheels"
+        if same
+        else "a rebuild years later gets what the Debian mirror holds then, not this image's"
+        f" packages: keep the image (nox -s \"save(image='{image}')\") or its downloads"
+        f" (nox -s \"vendor(image='{image}')\")"
+    )
+    session.log(f"bench:{image} from {', '.join(said)}; {later}")
+    return args, bundle
+
+
+def _public_source() -> str:
+    """The public URL of this repository for the image's source label, or "" where its
+    origin is a local path (a clone of a clone): a label never carries a local path."""
+    url = _public_url(_git("remote", "get-url", "origin"))
+    if url.lower().startswith("https://"):
+        return url
+    scp = re.fullmatch(r"[\w.-]+@([\w.-]+):([\w./-]+)", url)  # git@github.com:org/bench.git
+    return f"https://{scp[1]}/{scp[2]}" if scp else ""
+
+
+def _build_args(
+    session: nox.Session, image: str, *, choose: bool = True
+) -> tuple[dict[str, str], str | None]:
+    """The Dockerfile's arguments: the image's own (image.toml), what it is built from
+    here (`choose`: found out, else the pinned base) and its provenance; the CA bundle."""
     meta = _image(image)
     lock_file = IMAGES_DIR / image / "requirements.lock"
     epoch = os.environ.get("SOURCE_DATE_EPOCH") or _git("log", "-1", "--format=%ct") or "0"
@@ -255,17 +492,15 @@ def _build_args(session: nox.Session, image: str) -> dict[str, str]:
         "BENCH_VERSION": _pyproject()["project"]["version"],
         "BENCH_GIT_COMMIT": (_git("rev-parse", "HEAD") or "unknown") + dirty,
         "BENCH_LOCK_SHA256": archives.sha256(lock_file),
-        "BENCH_SOURCE": _public_url(_git("remote", "get-url", "origin")),
+        "BENCH_SOURCE": _public_source(),
         "SOURCE_DATE_EPOCH": epoch,
         "BUILD_DATE": dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    local_base = os.environ.get("BENCH_BASE_IMAGE")
-    if local_base and meta["base"].startswith("debian:"):  # a local stand-in for Debian's
-        args["BASE_IMAGE"], args["BASE_DIGEST"] = local_base, _inspect(local_base).get("Id", "")
-    mirror = _debian_mirror(session)
-    if mirror:
-        args["DEBIAN_MIRROR"] = mirror
-    return args
+    if not choose:  # an offline build: the archive's base, the mirror it was vendored with
+        mirror = _debian_mirror(session)
+        return {**args, **({"DEBIAN_MIRROR": mirror} if mirror else {})}, None
+    chosen, bundle = _choose(session, image)
+    return {**args, **chosen}, bundle
 
 
 # The build arguments that say where and when, not what: left out of the inputs hash.
@@ -334,10 +569,10 @@ def _ca_certificates(bundle: bytes) -> bytes:
 
 
 @contextlib.contextmanager
-def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
-    """Serve $BENCH_CA_BUNDLE's certificates to the build on the bridge's gateway while it
-    runs: the build arguments that tell install.sh where they are and their sha256."""
-    bundle = os.environ.get("BENCH_CA_BUNDLE")
+def _served_ca(session: nox.Session, bundle: str | None) -> Iterator[dict[str, str]]:
+    """Serve a CA bundle's certificates (BENCH_CA_BUNDLE, or the host's where a proxy
+    re-signs TLS) to the build on the bridge's gateway while it runs: the build arguments
+    that tell install.sh where they are and their sha256."""
     if not bundle:
         yield {}
         return
@@ -387,14 +622,52 @@ def _served_ca(session: nox.Session) -> Iterator[dict[str, str]]:
         server.server_close()
 
 
-def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: str) -> None:
-    """docker build of the common Dockerfile, with the extra CA served for the build only."""
-    with _served_ca(session) as ca:
+def _docker_build(
+    session: nox.Session, tag: str, args: dict[str, str], *flags: str, ca_bundle: str | None
+) -> None:
+    """docker build of the common Dockerfile, with the extra CA served for the build only;
+    a failed step leaves no container behind (--force-rm)."""
+    with _served_ca(session, ca_bundle) as ca:
         build_args = [f"--build-arg={k}={v}" for k, v in {**args, **ca}.items()]
         session.run(
-            "docker", "build", "-f", str(DOCKERFILE), "-t", tag, *flags, *build_args, str(ROOT),
-            external=True,
+            "docker", "build", "--force-rm", "-f", str(DOCKERFILE), "-t", tag, *flags,
+            *build_args, str(ROOT), external=True,
         )  # fmt: skip
+
+
+# Free space a build from scratch takes on Docker's disk: bench:xeon's 6.7 GB with its
+# downloaded wheels beside it until its install step's layer is committed (the disk's use
+# rose by 12.7 GiB at the peak of make quickstart from a fresh clone here, base included).
+BUILD_FREE_GIB = 14
+
+
+def _disk_problem(image: str, root: str, free_bytes: int) -> str | None:
+    """One line when Docker's disk lacks the room for a build of bench:IMAGE from scratch."""
+    if free_bytes >= BUILD_FREE_GIB * 2**30:
+        return None
+    return (
+        f"Docker's disk ({root}) has {free_bytes / 2**30:.1f} GiB free and building"
+        f" bench:{image} takes about {BUILD_FREE_GIB} GiB: free some (docker image prune,"
+        " docker builder prune), then run this again"
+    )
+
+
+def _check_disk(session: nox.Session, image: str, lock_sha256: str) -> None:
+    """Before a long build: is there room for it? Not asked where an image of this lock is
+    here (its dependency layer is in the build cache: only bench's small layer is new)."""
+    labels = _inspect(f"bench:{image}").get("Config", {}).get("Labels") or {}
+    if labels.get("dev.bench.lock.sha256") == lock_sha256:
+        return
+    done = subprocess.run(["docker", "info", "--format", "{{.DockerRootDir}}"],
+                          capture_output=True, text=True)  # fmt: skip
+    root = done.stdout.strip() or "/var/lib/docker"
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return  # not readable from here (a remote engine): Docker says it if it runs out
+    problem = _disk_problem(image, root, free)
+    if problem:
+        session.error(problem)
 
 
 @nox.session(python=False, default=False)
@@ -402,14 +675,20 @@ def _docker_build(session: nox.Session, tag: str, args: dict[str, str], *flags: 
 def build(session: nox.Session, image: str) -> None:
     """Build bench:IMAGE from its lock (classic builder or BuildKit; never pulls).
 
+    It first finds out in seconds what this machine reaches and says in one line what it
+    chose: the pinned base by digest where it is here or its registry answers (pulled by
+    digest then), else a Debian base made here with debootstrap (nox -s base); the dated
+    Debian snapshot where it answers, else deb.debian.org; the host's CA bundle where a
+    proxy re-signs TLS. The BENCH_ variables below choose instead.
+
     A bench:IMAGE already here whose label dev.bench.inputs.sha256 is the hash of what it
     would be built from now (its files and build arguments) is kept, not rebuilt
     (BENCH_REBUILD=1 rebuilds anyway); a rebuild after a change to bench alone reuses the
     cached dependency layer.
 
     Env: BENCH_BASE_IMAGE (a local Debian base instead of the pinned digest, for the
-    Debian-based images), BENCH_DEBIAN_MIRROR (default: the
-    dated Debian snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy),
+    Debian-based images), BENCH_DEBIAN_MIRROR (a Debian mirror instead of the dated
+    snapshot), BENCH_CA_BUNDLE (extra CA file for a TLS-intercepting proxy),
     BENCH_VENDOR_ARCHIVE (an archive from `nox -s vendor`: build from it alone, with
     --network none).
     """
@@ -418,14 +697,16 @@ def build(session: nox.Session, image: str) -> None:
     manifest = _vendored(session, Path(archive), image) if archive else {}
     _debian_mirror(session)
     _require_docker(session)
-    args = _build_args(session, image)
+    args, bundle = _build_args(session, image, choose=not archive)
     if not archive:
         inputs = _inputs_sha256(image, args)
         labels = _inspect(f"bench:{image}").get("Config", {}).get("Labels") or {}
         if labels.get("dev.bench.inputs.sha256") == inputs and not os.environ.get("BENCH_REBUILD"):
             session.log(f"bench:{image} is up to date (inputs {inputs[:12]}): not rebuilt")
             return
-        _docker_build(session, f"bench:{image}", {**args, "BENCH_INPUTS_SHA256": inputs})
+        _check_disk(session, image, args["BENCH_LOCK_SHA256"])
+        _docker_build(session, f"bench:{image}", {**args, "BENCH_INPUTS_SHA256": inputs},
+                      ca_bundle=bundle)  # fmt: skip
         return
     vendor = IMAGES_DIR / image / "vendor"  # copied into the image with its folder
     if vendor.exists():
@@ -444,7 +725,8 @@ def build(session: nox.Session, image: str) -> None:
         base = {"BASE_IMAGE": base_tag, "BASE_NAME": manifest["base"]["name"],
                 "BASE_DIGEST": manifest["base"]["digest"]}  # fmt: skip
         try:
-            _docker_build(session, f"bench:{image}", {**args, **base}, "--network", "none")
+            _docker_build(session, f"bench:{image}", {**args, **base}, "--network", "none",
+                          ca_bundle=None)  # fmt: skip
         finally:
             shutil.rmtree(vendor, ignore_errors=True)
             subprocess.run(["docker", "rmi", base_tag], capture_output=True)
@@ -491,7 +773,7 @@ def vendor(session: nox.Session, image: str) -> None:
     Then: BENCH_VENDOR_ARCHIVE=dist/ARCHIVE nox -s "build(image='IMAGE')". Env: as build.
     """
     _require_docker(session)
-    args = _build_args(session, image)
+    args, bundle = _build_args(session, image)
     base = _inspect(args["BASE_IMAGE"])
     if not base:  # bench never pulls
         session.error(
@@ -499,13 +781,17 @@ def vendor(session: nox.Session, image: str) -> None:
             " docker pull it, or build one with nox -s base and set BENCH_BASE_IMAGE"
         )
     tag = f"bench-vendor:{image}"
-    _docker_build(session, tag, {**args, "BENCH_VENDOR": "keep"})
+    _check_disk(session, image, "")
+    _docker_build(session, tag, {**args, "BENCH_VENDOR": "keep"}, ca_bundle=bundle)
     dist = ROOT / "dist"
     dist.mkdir(exist_ok=True)
     archive = dist / f"bench-{image}-vendor-{args['BENCH_LOCK_SHA256'][:12]}.tar"
     with tempfile.TemporaryDirectory(prefix="bench-vendor-", dir=dist) as tmp:
         work = Path(tmp)
-        cid = str(session.run("docker", "create", tag, silent=True, external=True)).strip()
+        created = session.run(
+            "docker", "create", "--pull", "never", tag, silent=True, external=True
+        )
+        cid = str(created).strip()
         try:
             session.run("docker", "cp", f"{cid}:/opt/bench/image/vendor", str(work), external=True)
         finally:
@@ -586,7 +872,8 @@ def rerun(session: nox.Session) -> None:
 
     nox -s rerun -- OLD.json [bench rerun options, e.g. --label new-driver].
 
-    The image is the one whose id OLD.json recorded: on this machine, else loaded from a
+    The image is the one whose id OLD.json recorded (for a plain `docker run`'s result, the
+    one here built from the inputs it recorded): on this machine, else loaded from a
     `nox -s save` archive in dist/ whose sha256 you hold (BENCH_ARCHIVE_SHA256). The file
     chooses no flag: devices, privileges and network are those of the image's own variant
     (its label), never the file's. Env: BENCH_RERUN_IMAGE=bench:xeon reruns in another
@@ -601,15 +888,18 @@ def rerun(session: nox.Session) -> None:
 
     try:  # bench's bounded reader: a regular file, its size, values and depth
         recorded = read_document(old)["environment"]["image"] or {}
-        recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256")}
+        recorded = {k: recorded.get(k) for k in ("digest", "name", "lock_sha256", "inputs_sha256")}
     except BenchError as error:
         session.error(str(error))
     except (KeyError, TypeError, AttributeError) as error:
         session.error(f"{old}: not a bench result ({type(error).__name__})")
     ref = os.environ.get("BENCH_RERUN_IMAGE") or recorded["digest"]
+    if not ref:  # a plain docker run's result: the image here built from the same inputs
+        ref = _built_from(recorded["inputs_sha256"])
     if not os.environ.get("BENCH_RERUN_IMAGE") and not archives.is_image_id(ref):
         session.error(
-            f"{old} names no bench image id it ran in (sha256: and 64 hex digits):"
+            f"{old} names no bench image id it ran in (sha256: and 64 hex digits), nor inputs"
+            " an image here was built from:"
             f" rerun it natively with bench rerun {old}, or name an image with BENCH_RERUN_IMAGE"
         )
     _require_docker(session)
@@ -629,6 +919,20 @@ def rerun(session: nox.Session) -> None:
         Path(tmp, "old.json").chmod(0o644)
         run = ["docker", "run", *_run_args(variant, results, ref=image_id), "-v", f"{tmp}:/old:ro"]
         session.run(*run, image_id, "rerun", "/old/old.json", *options, external=True)
+
+
+def _built_from(inputs: Any) -> str | None:
+    """The id of the bench image on this machine whose inputs hash (its label
+    dev.bench.inputs.sha256) is INPUTS, a result's record of it (64 hex digits), or None."""
+    if not isinstance(inputs, str) or not re.fullmatch(r"[0-9a-f]{64}", inputs):
+        return None
+    if _docker_problem():
+        return None
+    label = f"label=dev.bench.inputs.sha256={inputs}"
+    done = subprocess.run(["docker", "images", "-q", "--no-trunc", "--filter", label],
+                          capture_output=True, text=True)  # fmt: skip
+    found = done.stdout.split()
+    return found[0] if done.returncode == 0 and found and archives.is_image_id(found[0]) else None
 
 
 def _load_saved(session: nox.Session, image_id: str, recorded: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ memory from the measurement).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform as host
@@ -171,6 +172,33 @@ IMAGE_ENV = {
     "lock_sha256": "BENCH_LOCK_SHA256",
     "base": "BENCH_BASE_IMAGE",
 }
+# What rebuilds the image, written at its build (images/common/image-json.py): read into
+# environment.image, so that a plain `docker run` result names it too.
+IMAGE_FILE = Path("/opt/bench/image.json")
+IMAGE_FILE_KEYS = ("inputs_sha256", "base_digest", "base_origin", "debian_source")
+
+
+def image_file() -> dict[str, str | None]:
+    """IMAGE_FILE_KEYS from the image's own record, each text of at most 300 characters
+    or None; {} outside an image (or where the file is not one of ours)."""
+    try:
+        if IMAGE_FILE.stat().st_size > 64 * 1024:
+            return {}
+        data = json.loads(IMAGE_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, str | None] = {}
+    for key in IMAGE_FILE_KEYS:
+        value = data.get(key)
+        found[key] = value if isinstance(value, str) and 0 < len(value) <= 300 else None
+    return found
+
+
+def in_image() -> str | None:
+    """The bench image this process runs in (its name, bench:VARIANT), or None."""
+    return os.environ.get("BENCH_IMAGE") or None
 
 
 # Where a compiler keeps its cache is no speed setting, and bench sets it for every child
@@ -326,7 +354,8 @@ def collect(
     """Everything that identifies the software and hardware of a measurement; a rank
     passes the CPUs the run had before it took its share (`run_cores`), so that the
     machine reads the same whatever the ranks."""
-    image = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
+    image: dict[str, str | None] = {key: os.environ.get(var) for key, var in IMAGE_ENV.items()}
+    image.update(image_file())
     return {
         "bench": bench_source(),
         "host": {

@@ -160,3 +160,32 @@ def test_tensorflow_spreads_over_the_devices_its_platform_names():
     assert tf.hidden == [([], "GPU")]
     with pytest.raises(BenchError, match="bench runs TensorFlow on no mps device"):
         registry.platform("mps").tensorflow_strategy(tf)
+
+
+def _cpuinfo(vendor: str, flags: str) -> str:
+    return f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: X\nflags\t\t: {flags}\n"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "flags", "said"),
+    [
+        ("AuthenticAMD", "avx2 avx512f avx512_bf16", "not an Intel CPU (AuthenticAMD)"),
+        ("GenuineIntel", "avx2 fma", "an Intel CPU without AVX-512 or AMX"),
+        ("GenuineIntel", "avx2 avx512f amx_tile", None),
+    ],
+)
+def test_ipex_on_a_cpu_it_was_not_made_for_is_said_with_what_it_measured(
+    vendor, flags, said, tmp_path, monkeypatch
+):
+    from bench.platforms import cpu
+
+    (tmp_path / "cpuinfo").write_text(_cpuinfo(vendor, flags))
+    monkeypatch.setattr(cpu, "_CPUINFO", tmp_path / "cpuinfo")
+    torch_framework, platform = registry.framework("torch"), registry.platform("cpu")
+    note = torch_framework.optimization_note(platform, "ipex")
+    if said is None:
+        assert note is None
+    else:
+        assert note.startswith(f"--optimize ipex: this is {said}, which IPEX was not made for")
+        assert "0.91-0.93x of the same run without IPEX" in note
+    assert torch_framework.optimization_note(platform, "fused") is None

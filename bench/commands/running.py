@@ -37,7 +37,13 @@ def preflight(config: RunConfig, args: argparse.Namespace) -> dict[str, Any] | N
     registry.require_installed(config.workload, config.framework)  # timm for nasnet-large
     runtime.check(config.allocators, config.openmps)  # a missing library: one line, first
     # What the framework needs installed (torch: IPEX, for this torch), before any child.
-    registry.framework(config.framework).preflight(config.points())
+    framework = registry.framework(config.framework)
+    framework.preflight(config.points())
+    platform = registry.platform(config.device)
+    for optimize in dict.fromkeys(o for o in config.optimizations if o):  # IPEX on an AMD CPU
+        note = framework.optimization_note(platform, optimize)
+        if note:
+            print_line(console_for(args), note)
     datasets.check(config)  # a missing or malformed dataset too, before any child starts
     memory_floor.check(config)  # weights, gradients and optimizer state that cannot fit
     return pricing

@@ -34,7 +34,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import files, result
+from bench import files, provenance, result
 from bench.errors import BenchError, UsageError
 from bench.report.collect import SUITE_STATE_KIND
 from bench.report.table import console
@@ -310,10 +310,26 @@ def _run_suite(
     for key, _, _ in planned:
         summary.add_row(plain(key), plain(state.done.get(key, "not run")))
     out.print(summary)
-    out.print(
-        plain(
+    out.print(plain(_closing_hint(output_dir)))
+    return worst
+
+
+def _closing_hint(output_dir: Path | str) -> str:
+    """What to type next, where the user is. In a bench image (make quickstart, make run)
+    the host has no bench: the same command through make, whose run mounts ./results at
+    /results; the report page (its libraries are in no image) from a native install."""
+    if not provenance.in_image():
+        return (
             f"compare them: bench compare {output_dir} (with other machines' "
             f"results: --baseline MACHINE); a report: bench report {output_dir}"
         )
+    mounted = Path(output_dir)
+    here = (
+        Path("results", mounted.relative_to("/results"))
+        if mounted.is_relative_to("/results")
+        else mounted
     )
-    return worst
+    return (
+        f'compare them: make run ARGS="compare {output_dir}" (./results is the image\'s '
+        f"/results); a report needs bench here: pip install '.[report]' && bench report {here}"
+    )

@@ -151,6 +151,11 @@ class Framework(ABC):
         points need something this machine lacks (torch: IPEX, made for this torch),
         judged from package metadata without importing the framework."""
 
+    def optimization_note(self, platform: Platform, optimize: str) -> str | None:
+        """One line to say before `optimize` runs on `platform` where it runs but was not
+        made for it (torch: IPEX on a CPU that is not an Intel one with AVX-512 or AMX)."""
+        return None
+
     def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
         """The whole-model optimisations that can run on `platform` on this machine
         (installed): those bench tune tries when it is not told."""

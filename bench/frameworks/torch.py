@@ -440,6 +440,9 @@ class TorchFramework(Framework):
         if any(p.precision == "fp8" for p in points):
             registry.require("--precision fp8 (float8 training)", "torchao")
 
+    def optimization_note(self, platform: Platform, optimize: str) -> str | None:
+        return platform.torch_ipex_unfit() if optimize == _ipex.NAME else None
+
     def usable_optimizations(self, platform: Platform) -> tuple[str, ...]:
         return (_ipex.NAME,) if _ipex.runs_on(platform) and not _ipex.unavailable() else ()
 

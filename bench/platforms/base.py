@@ -119,6 +119,11 @@ class Platform(ABC):
     # the start's sweep could not use (0: the sweep is the batch's only rung).
     ladder_batch_doublings: ClassVar[int] = 0
 
+    def torch_ipex_unfit(self) -> str | None:
+        """Why IPEX's kernels were not made for this device, where it runs all the same
+        (said in one line when --optimize ipex runs here), or None."""
+        return None
+
     def ladder_rungs(self, compiler: str | None) -> tuple[tuple[str, dict[str, Any]], ...]:
         """What bench ladder climbs here after its batch sweep, in order, each tried on
         top of the best so far: (the rung's name, the point fields it sets), each a lever

@@ -13,6 +13,34 @@ from bench.numa import node_cpus
 from bench.platforms.base import MemoryReading, Platform
 
 _STATUS = Path("/proc/self/status")
+_CPUINFO = Path("/proc/cpuinfo")
+# IPEX's kernels are Intel's, for AVX-512 and AMX. Elsewhere it runs all the same, and
+# there it measured slower than the same run without it.
+IPEX_MEASURED = (
+    "on an AMD EPYC (Zen 4: AVX-512 BF16, no AMX) it trained ResNet-50 at 0.91-0.93x of the"
+    " same run without IPEX (batch 16, bf16, channels_last)"
+)
+
+
+def ipex_unfit(cpuinfo: str) -> str | None:
+    """Why IPEX was not made for the CPU /proc/cpuinfo describes (not Intel, or without
+    AVX-512 and AMX), or None."""
+    vendor, flags = "", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "vendor_id":
+            vendor = value
+        elif key == "flags":
+            flags = set(value.split())
+    if not vendor:
+        return None  # not an x86 cpuinfo: IPEX has no build there anyway
+    if vendor != "GenuineIntel":
+        what = f"not an Intel CPU ({vendor})"
+    elif not {"avx512f", "amx_tile"} & flags:
+        what = "an Intel CPU without AVX-512 or AMX"
+    else:
+        return None
+    return f"--optimize ipex: this is {what}, which IPEX was not made for; {IPEX_MEASURED}"
 
 
 def _status_kib(field: str) -> int | None:
@@ -64,6 +92,12 @@ class CpuPlatform(Platform):
     # process, five probes of cnn-s left 220 MiB more mapped, and the largest batch
     # under a 1200 MiB cap was 350, not a fresh child's 600 (forked: 600).
     probes_fork = True
+
+    def torch_ipex_unfit(self) -> str | None:
+        try:
+            return ipex_unfit(_CPUINFO.read_text())
+        except OSError:
+            return None
 
     def torch_rank_threads(self) -> int | None:
         """A CPU rank uses the cores bind_rank gave it."""

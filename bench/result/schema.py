@@ -420,7 +420,16 @@ ENVIRONMENT_SECTIONS = {
         Field("max_mhz", optional(positive), NUMBER_TEXT),
         Field("flags", optional(list_of(text)), "a list of text"),
     ),
-    "image": (Field("name", *TEXT_OR_NULL),),
+    # What rebuilds the image (bench.provenance.image_file, from the image's own record):
+    # the hash of its build's inputs, its base's digest or image id, what a local base was
+    # made from (debootstrap's suite, mirror or snapshot, date), its Debian packages' source.
+    "image": (
+        Field("name", *TEXT_OR_NULL),
+        *(
+            Field(name, *TEXT_OR_NULL, since=17)
+            for name in ("inputs_sha256", "base_digest", "base_origin", "debian_source")
+        ),
+    ),
     "host": (Field("hostname", *TEXT_OR_NULL), Field("dmi", *_SECTION)),
 }
 # The machine's price (--instance, --price-per-hour).

@@ -4,7 +4,9 @@
 # with the image's folder (images/<VARIANT>/) copied to /opt/bench/image.
 # 1. The Debian packages in its packages.txt, from a dated snapshot of the archive
 #    (DEBIAN_SNAPSHOT), or from DEBIAN_MIRROR when set (builders that cannot reach
-#    the snapshot service). No packages.txt: no apt at all (e.g. the Ubuntu ROCm base).
+#    the snapshot service); one line and a failure when apt fetched no index. Where
+#    they came from is kept in /opt/bench/debian-source. No packages.txt: no apt at all
+#    (e.g. the Ubuntu ROCm base).
 # 2. A virtual environment at VENV (kept if the base image already has one).
 # 3. The image's hash-locked requirements, without network resolution: pip
 #    --require-hashes, --no-deps. bench itself is installed by the Dockerfile's next
@@ -43,6 +45,15 @@ if [ -n "$packages" ] && [ "$offline" = no ]; then
     fi
     apt-get update
     mkdir -p "$vendor/debs/partial"
+    if [ -n "${DEBIAN_MIRROR:-}" ]; then
+        where="$DEBIAN_MIRROR $VERSION_CODENAME"
+        source="$where, fetched $(date -u +%Y-%m-%d)"
+    else
+        where="snapshot.debian.org $DEBIAN_SNAPSHOT"
+        source=$where
+    fi
+    /opt/bench/common/check-apt-index.sh "$where"
+    echo "$source" > "$vendor/debian-source"  # travels in a vendor archive too
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --download-only \
         -o Dir::Cache::archives="$vendor/debs" ca-certificates $packages
@@ -52,6 +63,8 @@ if [ -n "$packages" ] && [ "$offline" = no ]; then
 fi
 if [ -n "$packages" ]; then  # local files only: apt resolves them among themselves
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$vendor"/debs/*.deb
+    # Where they came from, for /opt/bench/image.json (image-json.py)
+    cp "$vendor/debian-source" /opt/bench/debian-source 2> /dev/null || true
 fi
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

@@ -12,6 +12,10 @@ set -eu
 tag=${1:-bench-base:bookworm}
 suite=${2:-bookworm}
 mirror=${3:-http://deb.debian.org/debian}
+command -v debootstrap > /dev/null || {
+    echo "make-base.sh: debootstrap is not installed: apt-get install debootstrap (as root), then run this again" >&2
+    exit 1
+}
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 debootstrap --variant=minbase "$suite" "$root" "$mirror"

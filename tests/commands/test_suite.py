@@ -200,3 +200,14 @@ def test_a_run_that_needs_a_missing_extra_stops_the_suite_before_its_first_run(
     assert main(["run", "tiny,nasnet-large", "--device", "cpu", "--output-dir", out]) == 2
     assert "nasnet-large (torch) needs timm" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_the_closing_hint_is_a_command_that_works_where_the_user_is(monkeypatch):
+    monkeypatch.delenv("BENCH_IMAGE", raising=False)
+    assert suite._closing_hint("results/suite-quick").startswith(
+        "compare them: bench compare results/suite-quick"
+    )
+    monkeypatch.setenv("BENCH_IMAGE", "bench:xeon")  # make quickstart: the host has no bench
+    hint = suite._closing_hint("/results/suite-quick")
+    assert hint.startswith('compare them: make run ARGS="compare /results/suite-quick"')
+    assert "bench report results/suite-quick" in hint and "bench compare" not in hint

@@ -275,7 +275,7 @@ def test_the_build_ca_is_served_to_the_build_never_put_in_its_context(tmp_path, 
     monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
     seen = []
     for _ in range(2):
-        with noxfile._served_ca(Session()) as args:
+        with noxfile._served_ca(Session(), str(bundle)) as args:
             seen.append(args)
             url = args["BENCH_CA_URL"]
             assert urllib.request.urlopen(url, timeout=10).read() == bundle.read_bytes()

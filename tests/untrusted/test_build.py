@@ -63,7 +63,7 @@ def bridge_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _serve(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict[str, str]]:
     monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
-    with _noxfile()._served_ca(Session()) as args:
+    with _noxfile()._served_ca(Session(), str(bundle)) as args:
         return urllib.request.urlopen(args["BENCH_CA_URL"], timeout=10).read(), args
 
 
@@ -79,7 +79,7 @@ def test_a_ca_bundle_with_its_private_key_is_refused_before_it_is_served(
     bundle = tmp_path / "mitmproxy-ca.pem"
     bundle.write_text(key + cert)
     monkeypatch.setenv("BENCH_CA_BUNDLE", str(bundle))
-    with pytest.raises(Refused) as refused, _noxfile()._served_ca(Session()):
+    with pytest.raises(Refused) as refused, _noxfile()._served_ca(Session(), str(bundle)):
         pass
     message = str(refused.value)
     assert str(bundle) in message and "private key" in message and "\n" not in message
@@ -196,12 +196,13 @@ def test_the_build_arguments_and_so_the_vendor_manifest_get_only_a_checked_mirro
     """`nox -s vendor` records args["DEBIAN_MIRROR"] in its manifest: refused before then."""
     monkeypatch.delenv("BENCH_BASE_IMAGE", raising=False)
     monkeypatch.setenv("BENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-    assert _noxfile()._build_args(Session(), "xeon")["DEBIAN_MIRROR"] == (
-        "http://deb.debian.org/debian"
-    )
+    args, _ = _noxfile()._build_args(Session(), "xeon", choose=False)  # an offline build's
+    assert args["DEBIAN_MIRROR"] == "http://deb.debian.org/debian"
     monkeypatch.setenv("BENCH_DEBIAN_MIRROR", f" https://host.example/{SECRET}/debian?token=abc")
     with pytest.raises(Refused):
-        _noxfile()._build_args(Session(), "xeon")
+        _noxfile()._build_args(Session(), "xeon", choose=False)
+    with pytest.raises(Refused):  # an online build's (and vendor's), before any probe
+        _noxfile()._debian_source(Session())
 
 
 def test_install_removes_the_sources_list_that_names_the_mirror_in_the_same_step():
