@@ -108,7 +108,17 @@ from bench.options_table import RUN_OPTIONS
 #     saw it, request to answer) and `step_times_s` (its steps as its child timed them);
 #     null before.
 #   17: configs gain `prefetch_factor` (--prefetch-factor: batches each DataLoader worker
-#     prepares ahead; null before and by default: PyTorch's 2).
+#     prepares ahead; null before and by default: PyTorch's 2). environment.image gains
+#     what rebuilds the image, from its own record (`inputs_sha256`, `base_digest`,
+#     `base_origin`, `debian_source`; null before). Derived: a point's `throughput.value`
+#     is the geometric mean of its repeats, the centre of its interval (the arithmetic
+#     mean before, which could lie outside it; re-derived on load, so an older file reads
+#     the new figure); `input_wait_share` is the repeats' mean share with its interval.
+#     Read by the command line's rules: a result's `label` (--label: 1 to 80 printable
+#     characters), a tune record's `budget_s` (--budget: 30 s to ten years), a config's
+#     `timeout_s` (--timeout: 1 s to ten years), a compiler's name and mode (never a
+#     leading '-'); a loss curve's tokens never go backwards. A file breaking one is
+#     refused naming the field; no file bench wrote from its own command line breaks them.
 SCHEMA_VERSION = 17
 
 STATUSES = ("ok", "oom", "error")
