@@ -1,5 +1,7 @@
 """The measurement loop, timed with a fake clock and a fake session (no framework)."""
 
+import math
+
 import pytest
 
 from bench.child.worker import measure
@@ -95,9 +97,9 @@ def test_epoch_mode_times_each_epoch_and_summarises_epochs_two_to_n():
 
 def test_point_statistics_come_from_raw_times():
     p = Point(batch_size=10, precision="fp32", step_times_s=((0.1, 0.1), (0.2, 0.2)))
-    # repeat throughputs 100 and 50 samples/s
+    # repeat throughputs 100 and 50 samples/s: their geometric mean, inside its interval
     assert p.repeat_throughputs() == [pytest.approx(100.0), pytest.approx(50.0)]
-    assert p.throughput.value == pytest.approx(75.0)
+    assert p.throughput.value == pytest.approx(math.sqrt(100.0 * 50.0))
     assert p.throughput.unit == "samples/s"
     assert p.throughput.ci95_low < 75 < p.throughput.ci95_high
     assert p.step_time.median == pytest.approx(0.15)
