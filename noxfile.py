@@ -36,8 +36,8 @@ from typing import Any
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent))
-# bench.archive is stdlib only: this checkout's, installed or not.
-from bench import archive as archives
+# bench.result.archive is stdlib only: this checkout's, installed or not.
+from bench.result import archive as archives
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -883,8 +883,8 @@ def rerun(session: nox.Session) -> None:
     if not session.posargs:
         session.error("usage: nox -s rerun -- OLD.json [bench rerun options]")
     old, options = Path(session.posargs[0]), session.posargs[1:]
-    from bench.errors import BenchError
     from bench.result.io import read_document
+    from bench.util.errors import BenchError
 
     try:  # bench's bounded reader: a regular file, its size, values and depth
         recorded = read_document(old)["environment"]["image"] or {}

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 
 import bench
-from bench import discovery, registry
+from bench import registry
 from bench.commands import (
     compare,
     diff,
@@ -34,8 +34,9 @@ from bench.commands import (
 )
 from bench.commands.options import UsageParser
 from bench.commands.running import EXIT_INTERRUPTED
-from bench.errors import BenchError, UsageError
-from bench.text import one_line
+from bench.config import discovery
+from bench.util.errors import BenchError, UsageError
+from bench.util.text import one_line
 
 COMMAND_MODULES = (run, results, rerun, compare, diff, verify, suite, ladder, tune, fleet, loader)
 # The page of the manual (docs/) that covers each command, named at the end of its --help;

@@ -1,6 +1,6 @@
-"""Name -> platform, framework and workload, typed: what bench.discovery finds (by module
+"""Name -> platform, framework and workload, typed: what bench.config.discovery finds (by module
 and folder; nothing registered by hand), for everything above the axes. The configs and
-the axes' base classes, below, ask bench.discovery itself (untyped), so no import runs in
+the axes' base classes, below, ask bench.config.discovery itself (untyped), so no import runs in
 a circle.
 
 Also the one table of optional modules and the extra of bench that brings each, with
@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-from bench import discovery
-from bench.errors import UsageError
+from bench.config import discovery
+from bench.util.errors import UsageError
 
 if TYPE_CHECKING:
     from bench.frameworks.base import Framework

@@ -28,25 +28,12 @@ REASON_WITHIN = 10  # the reason's line is among a module's first lines
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__", "cli"),
     ("commands",),
-    ("fleet", "ladder", "tune", "tune_command", "tune_outcome", "tune_record", "report"),
-    ("runner", "max_batch", "cost", "launchers", "child", "runtime", "drift"),
-    ("frameworks", "workloads", "datasets", "platforms", "trackers", "provenance", "registry"),
-    ("parallel", "mfu", "memory_floor"),
-    (
-        "discovery",
-        "config",
-        "config_checks",
-        "config_levers",
-        "config_targets",
-        "config_fields",
-        "data_ref",
-        "ranks",
-        "result",
-        "catalog",
-        "archive",
-        "stopping",
-        "integrity",
-    ),
+    ("fleet", "search", "report"),
+    ("run", "child"),
+    ("frameworks", "workloads", "datasets", "platforms", "trackers", "registry"),
+    ("parallel",),
+    ("config", "result"),
+    ("stats", "util"),
 )
 
 

@@ -101,7 +101,7 @@ class Pair:
     def peer(self) -> float:
         args = self.args
         launcher = [sys.executable]
-        if args.devices > 1:  # as bench.launchers.torchrun starts its ranks
+        if args.devices > 1:  # as bench.run.launchers.torchrun starts its ranks
             launcher += ["-m", "torch.distributed.run", f"--nproc-per-node={args.devices}",
                          "--standalone", "--local-addr=127.0.0.1", "--max-restarts=0"]  # fmt: skip
         stdout = _run(

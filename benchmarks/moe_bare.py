@@ -18,7 +18,7 @@ The driver (no --bare) alternates fresh processes of bench and the bare loop for
     python benchmarks/moe_bare.py --rounds 16 --threads 2 --allocator tcmalloc
 
 --allocator preloads the same library into both sides (bench's --allocator, and the
-same environment, from bench.runtime, for the bare loop). Under glibc's malloc this
+same environment, from bench.run.runtime, for the bare loop). Under glibc's malloc this
 model's speed is a property of each process: its steps page-fault as the heap grows
 and shrinks, and fresh processes of the same loop land 10% apart (two modes, about
 37k and 40-41k tokens/s on the 2-vCPU Xeon); under TCMalloc they land within about 3%.
@@ -270,7 +270,7 @@ def measure_bare(args: argparse.Namespace) -> float:
             *_shared(args)]  # fmt: skip
     env = None
     if args.allocator:  # the environment bench gives its child for this allocator
-        from bench.runtime import child_runtime
+        from bench.run.runtime import child_runtime
 
         env = child_runtime(args.allocator, None, None, dict(os.environ)).env
     answer = _run(argv, "the bare loop", env).strip().splitlines()[-1]

@@ -96,7 +96,7 @@ def fabricate(directory: Path, files: int, n_machines: int, seed: int = 0) -> No
     from dataclasses import replace
 
     from bench import result
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.result import Point, Result
 
     rng = random.Random(seed)

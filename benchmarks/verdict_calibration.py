@@ -7,15 +7,15 @@ choosing the repeats: a fixed count, --repeats auto, and --settle.
     python benchmarks/verdict_calibration.py --fit results/*.json   # your results' spread
     python benchmarks/verdict_calibration.py --real 12              # bench tiny, here
 
-The rules, each judged by bench.verdict over a 2% margin (bench diff's default):
-- fixed N: N repeats a side, the 95% interval of the ratio (bench.stats.ratio_interval,
+The rules, each judged by bench.stats.verdict over a 2% margin (bench diff's default):
+- fixed N: N repeats a side, the 95% interval of the ratio (bench.stats.estimate.ratio_interval,
   what bench diff and bench compare use);
 - re-looked: 3 a side, then the same fixed-sample interval judged again after every new
   repeat up to 20: what --settle must not do, shown for its error rate;
 - auto: each side repeats until its spread is at most 3.5% (--repeats auto: at least 3,
   at most 10, the Phoronix Test Suite's rule), then the fixed-sample interval;
-- settle: 3 a side, then bench.sequential's interval after every new repeat, until it
-  decides, more repeats are futile (bench.sequential.futile) or the new side holds 20
+- settle: 3 a side, then bench.stats.sequential's interval after every new repeat, until it
+  decides, more repeats are futile (bench.stats.sequential.futile) or the new side holds 20
   (bench diff --settle's default cap).
 
 Noise model (simulated): each repeat's throughput is 100 x exp(e), e normal with
@@ -51,14 +51,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import result, sequential, verdict
-from bench.stats import ratio_interval
+from bench import result
+from bench.stats import sequential, verdict
+from bench.stats.estimate import ratio_interval
 
 Draw = Callable[[random.Random], float]  # one repeat's log-throughput noise
 MARGIN = verdict.DEFAULT_MARGIN
 SLOWDOWNS = (0.05, 0.10)
 RECORDED_CPU_SPREADS = (0.0336, 0.0207, 0.0144)  # docs/performance.md, see above
-TARGET_RSD, MIN_AUTO, MAX_AUTO = 0.035, 3, 10  # bench.config's --repeats auto
+TARGET_RSD, MIN_AUTO, MAX_AUTO = 0.035, 3, 10  # bench.config.run_config's --repeats auto
 START, CAP = 3, 20  # --settle: the repeats a side it starts from, and its default cap
 MIN_REAL = 10  # --real: fewer repeats to draw from make identical draws too often
 FUTILE = "futile"  # --settle stopped: more repeats of new would very likely not decide

@@ -222,7 +222,7 @@ def test_a_workload_names_the_extra_its_implementation_needs(monkeypatch):
     import sys
 
     from bench import registry
-    from bench.errors import UsageError
+    from bench.util.errors import UsageError
 
     spec = registry.workload("nasnet-large")
     monkeypatch.setitem(sys.modules, "timm", None)

@@ -1,4 +1,4 @@
-"""What runs inside a measuring child: the parent (bench.runner, bench.launchers) starts
+"""What runs inside a measuring child: the parent (bench.run.runner, bench.run.launchers) starts
 it, this measures and reports.
 
     worker   `python -m bench.child.worker`: one point's session and one JSON response

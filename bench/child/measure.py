@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.datasets import loss_target
 from bench.frameworks.base import Session
 from bench.platforms.base import Platform

@@ -6,12 +6,12 @@ measures, and how: bench.child.measure).
 REQUEST is {"point": PointConfig as a dict, "job": "measure", "count_flops" or
 "probe"}. On the pipe the child writes 'progress PHASE DONE TOTAL' lines, then one
 'response JSON' line. Pipes, not files: bench needs no writable /tmp (read-only
-containers). A probing child (job 'probe', bench.launchers.probing) measures its point
+containers). A probing child (job 'probe', bench.run.launchers.probing) measures its point
 as 'measure' does, answers, frees what the probe held (also after an out-of-memory
 error) and reads its next request, a line on stdin, until stdin ends; an error that
 is not memory ends it.
 
-As one of torchrun's ranks (bench.launchers.torchrun) the request comes in
+As one of torchrun's ranks (bench.run.launchers.torchrun) the request comes in
 BENCH_REQUEST and the same lines go over a loopback socket (BENCH_REPORT_ADDR), with
 'ready' once the rank is set up (until then torchrun's SIGTERM ends it at once); every
 rank trains its share of the global batch, and rank 0 gathers the others' figures (as
@@ -22,7 +22,7 @@ line when a peer cannot.
 
 A fresh process per point (and per repeat) means an out-of-memory error or a crash
 cannot poison the next point, and every point starts from the same state (a probing
-child's answer is confirmed in one: bench.runner). Failures
+child's answer is confirmed in one: bench.run.runner). Failures
 come back as a status and message (with the traceback), never as a lost result.
 """
 
@@ -43,16 +43,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bench import mfu, provenance, registry
-from bench.checks import MAX_TEXT
+from bench import registry
 from bench.child.measure import Progress, measure, no_progress
-from bench.config import PointConfig
-from bench.errors import BenchError
+from bench.config.bounds import MAX_TEXT
+from bench.config.run_config import PointConfig
 from bench.frameworks.base import Session
+from bench.parallel.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
 from bench.platforms.base import Platform
-from bench.ranks import TOKEN_ENV, Rank, Secret, current, hold, merge, share
+from bench.result import mfu
 from bench.result.response import Response
+from bench.run import provenance
 from bench.trackers.energy import open_sources
+from bench.util.errors import BenchError
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_ORPHANED = 128 + signal.SIGHUP  # as if the parent had hung up
@@ -101,7 +103,7 @@ def run_point(
     """Everything the child does for one request, failures included. As a rank, each
     machine's local rank 0 speaks for the machine (provenance, power, energy) and rank
     0 answers for the point with every rank's figures. Every rank proves it knows the
-    point's secret (bench.ranks.hold) as its group forms, and a rank that meets one that
+    point's secret (bench.parallel.ranks.hold) as its group forms, and a rank that meets one that
     cannot stops before training. `on_ready`: called once the session is set up (as a
     rank: in its process group, proven), before anything is measured. `describe`: with
     the provenance (a probing child's first probe only: the parent keeps the first)."""
@@ -182,7 +184,7 @@ def _measured(
     speaks: bool,
 ) -> Response:
     """`answer` with the point measured; as a rank, rank 0's with every rank's figures
-    (bench.ranks.merge), another rank's with its own rank only."""
+    (bench.parallel.ranks.merge), another rank's with its own rank only."""
     sources, reason = open_sources(platform) if speaks else ([], "read by local rank 0")
     try:
         fields = measure(

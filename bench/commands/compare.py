@@ -5,7 +5,7 @@ pool. Without --baseline, the run labelled baseline or before, else the machine 
 shares the most rows with the others (ties: the earliest), is the baseline, and the
 first line on stderr says which and why; results set apart are one line per reason.
 The report goes to -o, else to a folder `report` beside the results: the user's own, never
-a link (bench.files.require_own_dir)."""
+a link (bench.util.files.require_own_dir)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import files
 from bench.commands.options import measure, require_extra
-from bench.errors import UsageError
 from bench.report.table import console
-from bench.text import plain, visible
+from bench.util import files
+from bench.util.errors import UsageError
+from bench.util.text import plain, visible
 
 
 def _price(text: str) -> tuple[str, float]:

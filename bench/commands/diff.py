@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import drift, registry, result
+from bench import registry, result
 from bench.commands.options import require_extra
 from bench.commands.settle import (
     DEFAULT_CAP,
@@ -28,13 +28,13 @@ from bench.commands.settle import (
     run_settle,
     settle_one,
 )
-from bench.config import PointConfig
-from bench.errors import UsageError
+from bench.config.run_config import PointConfig
 from bench.report.collect import DIFF_KIND
 from bench.report.table import console as terminal
-from bench.result import Point
-from bench.runner import Runner
-from bench.text import plain
+from bench.result import Point, drift
+from bench.run.runner import Runner
+from bench.util.errors import UsageError
+from bench.util.text import plain
 
 EXIT_DRIFT = 3  # 0: nothing drifted; 1: a point failed; 2: bad input
 
@@ -89,7 +89,7 @@ def show(
     settle: Settle | None = None,
 ) -> bool:
     """Print the verdict per point and the environment changes; True if anything drifted.
-    `settle`: judged as --settle judges (bench.sequential), and why each settle stopped."""
+    `settle`: judged as --settle judges (bench.stats.sequential), and why each settle stopped."""
     drifts = drift.compare(old, new, threshold, settle.cap if settle else None)
     table = Table(title="drift per point (new against old)", title_justify="left")
     for name in (

@@ -16,13 +16,13 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import files
 from bench.commands.options import require_extra
-from bench.errors import UsageError
 from bench.fleet import config, gather, launch, tasks
-from bench.ranks import TOKEN_ENV
+from bench.parallel.ranks import TOKEN_ENV
 from bench.report.table import console
-from bench.text import plain
+from bench.util import files
+from bench.util.errors import UsageError
+from bench.util.text import plain
 
 
 def check_command(argv: list[str]) -> None:

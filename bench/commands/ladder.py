@@ -3,7 +3,7 @@ machine it runs on. From its start (batch 128, fp32) through a batch sweep, then
 platform's rungs (on a CPU bf16, channels_last, the framework's compiler, TCMalloc with
 Intel OpenMP, IPEX; on a CUDA GPU TF32, bf16, channels_last, the compiler, CUDA graphs,
 the fused optimizer), each tried on top of the best so far and kept only when faster
-beyond noise (bench.ladder). One result
+beyond noise (bench.search.ladder). One result
 file; `bench rerun` climbs it again, `bench report` charts it; --resume FILE goes on
 with an interrupted climb.
 """
@@ -14,10 +14,10 @@ import argparse
 from typing import Any
 
 from bench.commands.options import add_resume, option_names, own_options, workload_and_run_options
-from bench.errors import UsageError
-from bench.options_table import RUN_OPTIONS
+from bench.config.options import RUN_OPTIONS
+from bench.util.errors import UsageError
 
-# The ladder sets these itself, rung by rung (bench.options_table's `ladder_sets`).
+# The ladder sets these itself, rung by rung (bench.config.options's `ladder_sets`).
 _SET_BY_THE_LADDER = tuple(flag for o in RUN_OPTIONS if o.ladder_sets for flag in o.flags)
 
 
@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 def cmd_ladder(args: argparse.Namespace) -> int:
     from bench.commands import run_options, running
-    from bench.ladder import DEFAULT_BATCHES, LadderRunner
+    from bench.search.ladder import DEFAULT_BATCHES, LadderRunner
 
     known, options = own_options("bench ladder", args, "--resume")
     given = option_names(options)

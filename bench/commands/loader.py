@@ -19,13 +19,14 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import datasets, files, registry, result
-from bench.checks import MAX_PREFETCH
+from bench import datasets, registry, result
 from bench.commands.options import require_extra
+from bench.config.bounds import MAX_PREFETCH
+from bench.config.option_types import list_of, measure, strict_int, whole
 from bench.datasets import feed
-from bench.errors import UsageError
-from bench.option_types import list_of, measure, strict_int, whole
-from bench.text import plain
+from bench.util import files
+from bench.util.errors import UsageError
+from bench.util.text import plain
 
 DEFAULT_WORKERS = (0, 1, 2)
 MAX_WORKERS = 256

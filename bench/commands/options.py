@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import registry
-from bench.checks import TUNE_BUDGET
-from bench.errors import UsageError
-from bench.option_types import bounded
-from bench.option_types import measure as measure  # the run options' types, for the
-from bench.option_types import number as number  # commands' own options too
+from bench.config.bounds import TUNE_BUDGET
+from bench.config.option_types import bounded
+from bench.config.option_types import measure as measure  # the run options' types, for the
+from bench.config.option_types import number as number  # commands' own options too
+from bench.util.errors import UsageError
 
 
 class UsageParser(argparse.ArgumentParser):

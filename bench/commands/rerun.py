@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import data_ref, drift, registry, result
+from bench import registry, result
 from bench.commands import diff, settle
 from bench.commands.options import require_extra
 from bench.commands.run_options import (
@@ -23,10 +23,12 @@ from bench.commands.run_options import (
     resolve_devices,
 )
 from bench.commands.running import console_for, print_line, run_and_print
-from bench.config import RunConfig
-from bench.errors import UsageError
-from bench.options_table import RUN_OPTIONS
-from bench.runner import Runner
+from bench.config import data_ref
+from bench.config.options import RUN_OPTIONS
+from bench.config.run_config import RunConfig
+from bench.result import drift
+from bench.run.runner import Runner
+from bench.util.errors import UsageError
 
 # What a rerun takes from its own command line, never from the file (options_table's
 # `rerun`): the ranks and machines as `bench run` declares them, and the data's paths,
@@ -173,8 +175,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     """The old config again, into a new file, then the drift verdict against the old. A
     ladder is climbed again, a tune searches again (on another machine their paths may
     differ). Ranks and machines are this command line's (rerun_config)."""
-    from bench.ladder import LadderRunner
-    from bench.tune import TuneRunner, check_file_record
+    from bench.search.ladder import LadderRunner
+    from bench.search.tune import TuneRunner, check_file_record
 
     settle.check_settle_options(args)
     if args.settle:  # its interval needs scipy: one line before anything runs

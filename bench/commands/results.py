@@ -10,13 +10,14 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from bench import files, registry
+from bench import registry
 from bench.commands.options import require_extra
 from bench.commands.running import console_for, print_line
-from bench.config import PointConfig
-from bench.errors import BenchError
+from bench.config.run_config import PointConfig
 from bench.report.table import notes, tables
-from bench.text import plain
+from bench.util import files
+from bench.util.errors import BenchError
+from bench.util.text import plain
 
 
 def register(sub: Any) -> None:
@@ -68,7 +69,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _parameters(spec: Any, missing: registry.MissingExtra | None) -> str:
-    """The workload's declared parameter count (tests/test_workloads.py checks it against
+    """The workload's declared parameter count (tests/workloads/test_workloads.py checks it against
     the model PyTorch builds), else the count of that model built on the meta device, or
     why there is none. Declared first: building every model made `bench list` take 5 s."""
     if spec.parameter_count is not None:

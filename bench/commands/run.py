@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.commands.run_options import add_run_options, config_from_args, workload_list
 from bench.commands.running import console_for, preflight, print_line, run_and_print
-from bench.errors import UsageError
+from bench.util.errors import UsageError
 
 
 def register(sub: Any) -> None:

@@ -1,6 +1,6 @@
 """The options every command that runs points shares (run, rerun, suite, tune, ladder,
 fleet), and what they become: a RunConfig with its devices resolved (config_from_args).
-The options that set a config field are declared in bench.options_table and added from
+The options that set a config field are declared in bench.config.options and added from
 it; the machine's and the output's are here. Running the config, printing and saving
 its result: bench.commands.running."""
 
@@ -12,17 +12,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench import checks, provenance, registry
+from bench import registry
 from bench.commands.options import UsageParser
-from bench.config import RunConfig
-from bench.errors import UsageError
-from bench.option_types import measure
-from bench.options_table import DEFAULT_COMPILER, RUN_OPTIONS
-from bench.run_option import RunOption
+from bench.config import bounds
+from bench.config.option import RunOption
+from bench.config.option_types import measure
+from bench.config.options import DEFAULT_COMPILER, RUN_OPTIONS
+from bench.config.run_config import RunConfig
+from bench.run import provenance
+from bench.util.errors import UsageError
 
 
 def add_options(p: argparse.ArgumentParser, options: Iterable[RunOption]) -> None:
-    """Each option as bench.options_table declares it (an environment variable that is
+    """Each option as bench.config.options declares it (an environment variable that is
     set is its default)."""
     for option in options:
         kwargs: dict[str, Any] = {"help": option.help}
@@ -47,7 +49,7 @@ def add_options(p: argparse.ArgumentParser, options: Iterable[RunOption]) -> Non
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Every option of bench.options_table, then the machine's and the output's."""
+    """Every option of bench.config.options, then the machine's and the output's."""
     add_options(p, RUN_OPTIONS)
     add_machine_options(p)
     add_output_options(p)
@@ -94,9 +96,9 @@ def add_machine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _label(text: str) -> str:
-    if not checks.label(text):  # the result reader's rule
+    if not bounds.label(text):  # the result reader's rule
         raise argparse.ArgumentTypeError(
-            f"label: {text!r} is not {checks.LABEL_WORDS}, e.g. before or new-driver"
+            f"label: {text!r} is not {bounds.LABEL_WORDS}, e.g. before or new-driver"
         )
     if provenance.redact(text) != text:  # a label is stored and shown as given
         raise argparse.ArgumentTypeError(
@@ -143,7 +145,7 @@ def resolve_device(name: str, framework_name: str = "torch") -> str:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The RunConfig the options ask for: each option's value in its field
-    (bench.options_table), then what is resolved here: the device and its ranks, the
+    (bench.config.options), then what is resolved here: the device and its ranks, the
     memory formats (--channels-last too), the compiler --compile names by default, the
     steps (not beside --epochs), where a max-batch search starts and what --eval-every
     counts."""

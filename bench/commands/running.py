@@ -12,14 +12,16 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import catalog, datasets, memory_floor, registry, result, runtime, stopping
-from bench.config import RunConfig
-from bench.errors import BenchError
+from bench import datasets, registry, result
+from bench.config.run_config import RunConfig
 from bench.report.live import LiveReporter
 from bench.report.table import console, notes, tables
-from bench.result import Result
-from bench.runner import Runner
-from bench.text import one_line, plain
+from bench.result import Result, catalog
+from bench.run import runtime, stopping
+from bench.run.runner import Runner
+from bench.util.errors import BenchError
+from bench.util.text import one_line, plain
+from bench.workloads import memory_floor
 
 EXIT_INTERRUPTED = 130
 
@@ -58,7 +60,7 @@ def run_and_print(
 ) -> tuple[int, Result | None, Path | None]:
     """Measure, print the tables, save: the exit status, and the result and its file when
     it is saved. `resume`: an interrupted result of this config to go on with;
-    `runner_class`: what decides the points (bench.ladder.LadderRunner climbs a ladder);
+    `runner_class`: what decides the points (bench.search.ladder.LadderRunner climbs a ladder);
     `preflighted`: its caller asked `preflight` of every run before the first (a
     dataset's files are not read twice)."""
     console = console_for(args)

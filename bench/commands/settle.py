@@ -1,5 +1,5 @@
 """--settle (bench diff and bench rerun): where the verdict is "cannot tell", more repeats
-of the new side, one child at a time, until bench.sequential's interval (95% however
+of the new side, one child at a time, until bench.stats.sequential's interval (95% however
 often it is looked at) decides, a point holds --max-repeats or the --budget ends. Each
 repeat is saved as a run's points are (atomically, the file complete after each), so
 Ctrl-C and SIGTERM lose only the repeat running. Its options, its bounds, the Runner that
@@ -21,16 +21,19 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import cost, data_ref, drift, launchers, provenance, result, sequential
-from bench.axes import AXES
+from bench import result
 from bench.commands.options import duration
-from bench.config import PointConfig, RunConfig
-from bench.errors import UsageError
+from bench.config import data_ref
+from bench.config.axes import AXES
+from bench.config.run_config import PointConfig, RunConfig
 from bench.report.compare import pool
-from bench.result import POINT_AXES, Point, point_axes
+from bench.result import POINT_AXES, Point, drift, point_axes
 from bench.result.response import Response
-from bench.runner import Runner
-from bench.text import plain
+from bench.run import cost, launchers, provenance
+from bench.run.runner import Runner
+from bench.stats import sequential
+from bench.util.errors import UsageError
+from bench.util.text import plain
 
 DEFAULT_CAP = 20  # --settle: repeats of a point on the new side, at most
 MAX_CAP = 1000  # past this no number of repeats is a practical answer (verdict.PRACTICAL_N)
@@ -142,7 +145,7 @@ class Settle:
         said += [f"settle: the repeats run here are in {path}" for path in self.files]
         said.append(
             f"sequential: each verdict above is a {1 - sequential.ALPHA:.0%} confidence "
-            f"sequence (bench.sequential): each has at most a {sequential.ALPHA:.0%} chance "
+            f"sequence (bench.stats.sequential): each has at most a {sequential.ALPHA:.0%} chance "
             "of being wrong, however often --settle looked (of several points, one may be); "
             "wider than a fixed-sample interval"
         )
@@ -150,7 +153,7 @@ class Settle:
 
     def to_json(self, drifts: list[drift.PointDrift]) -> dict[str, Any]:
         return {
-            "rule": "normal-mixture confidence sequence (bench.sequential)",
+            "rule": "normal-mixture confidence sequence (bench.stats.sequential)",
             "alpha": sequential.ALPHA,
             "max_repeats": self.cap,
             "budget_s": self.budget.seconds,
@@ -173,7 +176,7 @@ class SettleRunner(Runner):
     stop, round after round, until each is decided, at its cap, failed, or the budget
     ends. Each repeat joins its point as bench pools runs of one configuration
     (bench.report.compare.pool) and the file is saved after it: Ctrl-C and SIGTERM
-    (bench.stopping, through run_and_print) lose only the repeat running. `pools`: asked
+    (bench.run.stopping, through run_and_print) lose only the repeat running. `pools`: asked
     once of the first child's environment; a reason not to pool (another machine or
     other software) ends the settle, its repeat kept in the file but not counted."""
 
@@ -284,8 +287,8 @@ def _repeats(point: Point | None) -> int:
 def judge_point(
     old: Point, new: Point | None, threshold: float, cap: int
 ) -> tuple[str | None, str]:
-    """Stop when bench.sequential decides, the new side fails or holds `cap` repeats, or
-    more repeats are futile (bench.sequential.futile)."""
+    """Stop when bench.stats.sequential decides, the new side fails or holds `cap` repeats, or
+    more repeats are futile (bench.stats.sequential.futile)."""
     if new is None:
         return None, "no repeat yet"
     said = drift.settle_point(old, new, threshold, cap)

@@ -34,12 +34,14 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import files, provenance, result
-from bench.errors import BenchError, UsageError
+from bench import result
 from bench.report.collect import SUITE_STATE_KIND
 from bench.report.table import console
 from bench.result.io import MAX_RESULT_BYTES
-from bench.text import plain, visible
+from bench.run import provenance
+from bench.util import files
+from bench.util.errors import BenchError, UsageError
+from bench.util.text import plain, visible
 
 SUITES_FILE = Path(__file__).resolve().parent.parent / "data" / "suites.toml"
 MAX_STATE_BYTES = 2**20  # a suite's state: a path and a digest per run, a few KiB
@@ -241,7 +243,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
             print(f"{suite.name}: {suite.description} ({runs} run{'s' if runs != 1 else ''})")
         return 0
     if args.name not in known:
-        from bench.discovery import did_you_mean
+        from bench.config.discovery import did_you_mean
 
         raise UsageError(
             f"unknown suite {args.name!r}{did_you_mean(args.name, known)}; "

@@ -1,5 +1,5 @@
 """`bench tune WORKLOAD [--budget 20m] [RUN OPTIONS]`: the fastest configuration of a grid
-within a time budget, by successive halving with probes sized in seconds (bench.tune). The
+within a time budget, by successive halving with probes sized in seconds (bench.search.tune). The
 grid is the run options' sweep axes; an axis not given takes every value that applies here
 (batch 32 to 256, the device's reduced precisions, both memory formats, the framework's
 compiler, the compile modes and optimisations its platform's ladder climbs (on a CUDA GPU
@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.axes import ALLOCATORS, OPENMP_RUNTIMES
 from bench.commands.options import (
     add_resume,
     option_names,
@@ -25,7 +24,8 @@ from bench.commands.options import (
     tune_budget,
     workload_and_run_options,
 )
-from bench.errors import UsageError
+from bench.config.axes import ALLOCATORS, OPENMP_RUNTIMES
+from bench.util.errors import UsageError
 
 
 def register(sub: Any) -> None:
@@ -44,10 +44,10 @@ def register(sub: Any) -> None:
 
 
 def default_axes(config: Any, given: set[str]) -> dict[str, Any]:
-    """The values of every axis tune searches (bench.options_table's `tune`) that the user
+    """The values of every axis tune searches (bench.config.options's `tune`) that the user
     did not give, that apply on this device."""
     from bench import registry
-    from bench.options_table import RUN_OPTIONS, flags_of
+    from bench.config.options import RUN_OPTIONS, flags_of
 
     here = _Here(
         config,
@@ -77,7 +77,7 @@ class _Here:
 
 def _batch_sizes(here: _Here) -> tuple[int, ...]:
     from bench import registry
-    from bench.tune import DEFAULT_BATCHES
+    from bench.search.tune import DEFAULT_BATCHES
 
     low = registry.workload(here.config.workload).min_batch_size
     return tuple(b for b in DEFAULT_BATCHES if b >= low)
@@ -107,7 +107,7 @@ def _optimizations(here: _Here) -> tuple[str | None, ...] | None:
 
 
 def _installed(axis: str, values: tuple[str, ...]) -> tuple[str, ...]:
-    from bench import runtime
+    from bench.run import runtime
 
     installed = []
     for value in values:
@@ -131,7 +131,7 @@ def _openmps(here: _Here) -> tuple[str, ...] | None:
     return _installed("openmp", OPENMP_RUNTIMES)
 
 
-# The axes tune searches (bench.options_table's `tune`) whose values depend on the
+# The axes tune searches (bench.config.options's `tune`) whose values depend on the
 # machine, the workload or the framework: their values here, or None where the axis does
 # not apply (the run's value stands). Any other such axis tries every value it allows.
 GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
@@ -148,12 +148,12 @@ GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
 def _ladder_levers(config: Any) -> dict[str, list[Any]]:
     """The compile modes and optimisations the platform's ladder climbs (on a CUDA GPU
     its CUDA graphs, inductor:reduce-overhead, and the fused optimizer), where this
-    framework and machine can run them (bench.ladder.not_applicable): tune searches the
+    framework and machine can run them (bench.search.ladder.not_applicable): tune searches the
     same levers."""
     import dataclasses
 
     from bench import registry
-    from bench.ladder import not_applicable
+    from bench.search.ladder import not_applicable
 
     point = dataclasses.replace(next(iter(config.points())), compile=None, optimize=None)
     levers: dict[str, list[Any]] = {}
@@ -171,9 +171,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
     from bench.commands import run_options, running
-    from bench.options_table import flags_of
-    from bench.text import plain
-    from bench.tune import TuneRunner
+    from bench.config.options import flags_of
+    from bench.search.tune import TuneRunner
+    from bench.util.text import plain
 
     known, options = own_options("bench tune", args, "--budget", "--resume")
     given = set(option_names(options))
@@ -199,9 +199,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def conclusion(outcome: Any) -> list[str]:
     """What the search covered, then its ranking with intervals and the winner as a
     command; or, when it could not rank two configurations, why, and no command."""
-    from bench.cost import format_seconds
     from bench.report.table import takes_images
-    from bench.tune import command_line
+    from bench.run.cost import format_seconds
+    from bench.search.tune import command_line
 
     tune = outcome.tune
     lines = []
@@ -232,12 +232,12 @@ def conclusion(outcome: Any) -> list[str]:
 
 
 def versus_runner_up(best: Any, second: Any, images: bool = True) -> str:
-    """The winner against the runner-up in bench's words (bench.verdict): '1.09x faster
+    """The winner against the runner-up in bench's words (bench.stats.verdict): '1.09x faster
     (95% CI 1.07x to 1.11x) than the runner-up', 'cannot tell ...'."""
     import math
 
-    from bench.stats import ratio_interval
-    from bench.verdict import judge
+    from bench.stats.estimate import ratio_interval
+    from bench.stats.verdict import judge
 
     ratio = best.throughput.value / second.throughput.value
     a, b = best.repeat_throughputs(), second.repeat_throughputs()

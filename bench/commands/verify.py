@@ -10,8 +10,9 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import archive, integrity, result
-from bench.text import plain
+from bench import result
+from bench.result import archive, integrity
+from bench.util.text import plain
 
 _SAID = {
     integrity.OK: "ok",

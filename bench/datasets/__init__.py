@@ -24,18 +24,18 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-# What --data names (bench.data_ref), for those that open it from here:
-from bench.data_ref import KINDS as KINDS
-from bench.data_ref import TOKEN_KINDS as TOKEN_KINDS
-from bench.data_ref import DataRef as DataRef
-from bench.data_ref import parse as parse
+# What --data names (bench.config.data_ref), for those that open it from here:
+from bench.config.data_ref import KINDS as KINDS
+from bench.config.data_ref import TOKEN_KINDS as TOKEN_KINDS
+from bench.config.data_ref import DataRef as DataRef
+from bench.config.data_ref import parse as parse
 from bench.datasets.recipe import Recipe
-from bench.errors import UsageError
+from bench.util.errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from bench.config import PointConfig, RunConfig
+    from bench.config.run_config import PointConfig, RunConfig
     from bench.workloads.base import WorkloadSpec
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.stats import Summary
+from bench.stats.estimate import Summary
 
 LOADER_KIND = "bench-loader"  # the `kind` of the JSON `bench loader` writes
 

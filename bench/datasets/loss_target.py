@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench import data_ref
+from bench.config import data_ref
 from bench.datasets import DatasetError, tokens
 from bench.datasets.recipe import DECODER_RECIPES, DecoderRecipe
 from bench.datasets.tokens import TokenFile, Trained, digests
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig, RunConfig
+    from bench.config.run_config import PointConfig, RunConfig
     from bench.frameworks.base import Session
 
 DEFAULT_EVAL_SEQUENCES = 1024  # MLPerf's Llama 3.1 8B evaluates 1,024 sequences

@@ -54,7 +54,7 @@ from bench.datasets import DataRef, DatasetError
 from bench.datasets.untrusted import open_file, shown
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig, RunConfig
+    from bench.config.run_config import PointConfig, RunConfig
     from bench.workloads.base import WorkloadSpec
 
 DESCRIPTION = (

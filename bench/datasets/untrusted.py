@@ -20,8 +20,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from bench import files
 from bench.datasets import DatasetError
+from bench.util import files
 
 
 def shown(text: object) -> str:

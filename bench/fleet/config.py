@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import files
-from bench.errors import UsageError
+from bench.util import files
+from bench.util.errors import UsageError
 
 BUCKET_SCHEMES = ("s3", "gs", "r2")
 # bench options a fleet sets itself, per target: not in its commands.

@@ -17,10 +17,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench import files, result
-from bench.errors import UsageError
+from bench import result
 from bench.fleet import tasks
 from bench.fleet.config import Fleet, shown
+from bench.util import files
+from bench.util.errors import UsageError
 
 # The tool that copies a bucket down, per scheme (argv: source, then destination).
 _BUCKET_TOOLS = {

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import files
-from bench.errors import UsageError
 from bench.fleet import tasks
 from bench.fleet.config import Fleet, Target, read_bounded, shown
-from bench.ranks import TOKEN_ENV, rdzv_token
+from bench.parallel.ranks import TOKEN_ENV, rdzv_token
+from bench.util import files
+from bench.util.errors import UsageError
 
 STATE_KIND = "bench-fleet-state"
 # A managed job in one of these is left alone by a second launch.

@@ -23,10 +23,10 @@ import secrets
 import shlex
 from typing import Any
 
-from bench import catalog
-from bench.errors import UsageError
 from bench.fleet.config import Fleet, Target
-from bench.ranks import TOKEN_ENV
+from bench.parallel.ranks import TOKEN_ENV
+from bench.result import catalog
+from bench.util.errors import UsageError
 
 RESULTS = "/bench-results"  # on the machine
 BUCKET = "/bench-bucket"  # where the bucket is mounted

@@ -18,7 +18,7 @@ import importlib.metadata
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from bench.errors import UsageError
+from bench.util.errors import UsageError
 
 if TYPE_CHECKING:
     from bench.platforms.base import Platform

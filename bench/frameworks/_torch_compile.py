@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import UsageError
+from bench.util.errors import UsageError
 
 # torch.compile's modes, named after the backend (--compile inductor:reduce-overhead).
 # reduce-overhead and max-autotune replay the compiled forward and backward as CUDA graphs

@@ -11,7 +11,7 @@ from bench.datasets import pipeline
 
 if TYPE_CHECKING:
     from bench import datasets
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
     from bench.workloads.contract import TorchWorkload
 
 

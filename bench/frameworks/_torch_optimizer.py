@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
     from bench.workloads.contract import TorchWorkload
 
 # --optimize fused: bench's SGD with momentum through torch's fused kernel (one kernel for

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench import ranks
-from bench.errors import BenchError
+from bench.parallel import ranks
+from bench.util.errors import BenchError
 
 if TYPE_CHECKING:
     import torch
 
 
 def prove(rank: ranks.Rank, device: torch.device) -> None:
-    """Every rank proves it knows the point's secret (bench.ranks.authenticate), in
+    """Every rank proves it knows the point's secret (bench.parallel.ranks.authenticate), in
     messages of ranks.PROOF_BYTES each: an unproven peer can make no rank allocate
     more than world size times that."""
     secret = ranks.held()
@@ -51,7 +51,7 @@ def gather(mine: ranks.RankShare, rank: ranks.Rank, device: torch.device) -> lis
     """Every rank's share as JSON in a uint8 tensor, never a pickle (a peer's pickle
     runs its code here): the lengths first, checked against a bound before anything
     that large is allocated, then the bytes padded to the longest, then each decoded
-    as a JSON object and read as a RankShare, or refused in one line (bench.ranks)."""
+    as a JSON object and read as a RankShare, or refused in one line (bench.parallel.ranks)."""
     import torch
     import torch.distributed as dist
 

@@ -13,11 +13,11 @@ import os
 from typing import TYPE_CHECKING
 
 from bench import registry
-from bench.errors import UsageError
 from bench.platforms.base import MemoryReading, Platform, XlaFramework
+from bench.util.errors import UsageError
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
 
 
 def configure(platform: Platform) -> None:
@@ -69,7 +69,7 @@ def max_peak(peaks: list[int | None], kind: str) -> MemoryReading:
 
 def split_batch(batch_size: int, devices: int) -> int:
     """The per-device batch of a GLOBAL batch, which must split evenly."""
-    from bench.errors import BenchError
+    from bench.util.errors import BenchError
 
     if batch_size % devices:
         raise BenchError(
@@ -102,6 +102,6 @@ def reference_point(point: PointConfig) -> PointConfig:
 def table_flops(point: PointConfig) -> float | None:
     """PyTorch's count for this workload and input shape from the table bench ships
     (tests keep it equal to a live count); None for shapes it lacks."""
-    from bench import catalog
+    from bench.result import catalog
 
     return catalog.reference_flops(point.workload, point.spec.input_shape(point.seq_len))

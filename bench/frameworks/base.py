@@ -15,9 +15,9 @@ from bench.platforms.base import MemoryReading
 from bench.trackers.timing import StepTimer
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
+    from bench.parallel.ranks import RankShare
     from bench.platforms.base import Platform
-    from bench.ranks import RankShare
     from bench.workloads.base import WorkloadSpec
 
 

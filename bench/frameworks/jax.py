@@ -29,7 +29,7 @@ from bench.trackers.timing import CompletionTimer, StepTimer
 from bench.workloads.contract import JaxWorkload, WorkloadError
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
     from bench.platforms.base import Platform
     from bench.workloads.base import WorkloadSpec
 

@@ -25,7 +25,7 @@ from bench.platforms.base import MemoryReading
 from bench.workloads.contract import TensorflowWorkload
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
     from bench.platforms.base import Platform
     from bench.workloads.base import WorkloadSpec
 

@@ -10,20 +10,21 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bench import datasets, ranks, registry
+from bench import datasets, registry
 from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
 from bench.frameworks._torch_data import SyntheticSamples, prefetch, split_loader, tree_map
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
+from bench.parallel import ranks
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
 from bench.workloads.contract import TorchWorkload
 
 if TYPE_CHECKING:
     import torch
 
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
     from bench.platforms.base import Platform
     from bench.workloads.base import WorkloadSpec
 

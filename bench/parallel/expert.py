@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bench.errors import BenchError
+from bench.util.errors import BenchError
 
 if TYPE_CHECKING:
     import torch

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from bench.errors import BenchError
+from bench.util.errors import BenchError
 
 if TYPE_CHECKING:
     import torch

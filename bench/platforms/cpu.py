@@ -9,8 +9,8 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from bench.numa import node_cpus
 from bench.platforms.base import MemoryReading, Platform
+from bench.util.numa import node_cpus
 
 _STATUS = Path("/proc/self/status")
 _CPUINFO = Path("/proc/cpuinfo")

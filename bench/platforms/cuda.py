@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.errors import BenchError
 from bench.platforms.base import MemoryReading, Platform, XlaFramework, device_summary
+from bench.util.errors import BenchError
 
 if TYPE_CHECKING:
     import torch

@@ -11,8 +11,8 @@ import glob
 import importlib.util
 from typing import Any
 
-from bench.errors import BenchError
 from bench.platforms.base import MemoryReading, Platform, XlaFramework
+from bench.util.errors import BenchError
 
 NO_TPU_HINT = (
     "run on a Cloud TPU VM; in Docker with --privileged --network host "

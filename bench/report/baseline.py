@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import UsageError
 from bench.report.machines import Machine, cap_label
 from bench.result import moment
-from bench.text import visible
+from bench.util.errors import UsageError
+from bench.util.text import visible
 
 # A refusal names at most this many machines, each cut to this many characters.
 NAMED_AT_MOST, NAME_CHARS = 10, 80

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import catalog, units
 from bench.report.machines import Machine, image_name
 from bench.report.pooling import ok_throughput, pool
 from bench.report.rows import Run
-from bench.result import Point, Result
-from bench.stats import Estimate, ratio_interval
-from bench.verdict import Verdict, judge
+from bench.result import Point, Result, catalog
+from bench.stats.estimate import Estimate, ratio_interval
+from bench.stats.verdict import Verdict, judge
+from bench.util import units
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Cell:
     relative: float | None = None  # throughput / the baseline's
     relative_ci95: tuple[float, float] | None = None  # of `relative` (stats.ratio_interval)
     mark: str = ""  # "~": the ratio's 95% interval holds 1; "?": a single run, untestable
-    verdict: Verdict | None = None  # bench.verdict's words on `relative` and its interval
+    verdict: Verdict | None = None  # bench.stats.verdict's words on `relative` and its interval
     energy_ratio: float | None = None  # samples per joule / the baseline's
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import files, integrity, result, text
+from bench import result
 from bench.datasets.feed import LOADER_KIND
-from bench.errors import UsageError
-from bench.result import Result
+from bench.result import Result, integrity
+from bench.util import files, text
+from bench.util.errors import UsageError
 
 COMPARISON_KIND = "bench-comparison"  # what `bench compare --format json` writes
 DIFF_KIND = "bench-diff"  # bench diff --format json

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import catalog, registry
-from bench.errors import UsageError
+from bench import registry
 from bench.report.baseline import (
     BASELINE_LABELS,
     NAME_CHARS,
@@ -44,8 +43,9 @@ from bench.report.rows import ROW_KEYS, RowKey, Run, row_key, row_runs, sequence
 from bench.report.set_apart import SetApart, copies, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
 from bench.report.steps import HistoryStep, history_steps
-from bench.result import MaxBatch, Point, Result
-from bench.text import visible
+from bench.result import MaxBatch, Point, Result, catalog
+from bench.util.errors import UsageError
+from bench.util.text import visible
 
 # What this module has always given: the row, the cell and their pooling live apart.
 __all__ = [

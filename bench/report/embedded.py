@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.result import Result
-from bench.text import visible
+from bench.util.text import visible
 
 NO_COMMAND = "not recorded in the result (bench rerun FILE runs its config again)"
 

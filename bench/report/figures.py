@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import files
 from bench.report import vega
 from bench.report.tidy import Tidy
 from bench.report.views import View, coloured
+from bench.util import files
 
 CHART_MACHINES = 10  # machines a chart draws at most, as the page's script
 ALL = "report.html and report.md hold all."

@@ -15,8 +15,8 @@ from bench.report.moe import FORMULA, Experts
 from bench.report.rows import RowKey
 from bench.report.to_target import of as to_target
 from bench.result import Point
-from bench.text import csv_cell, markdown
-from bench.units import format_bytes, human
+from bench.util.text import csv_cell, markdown
+from bench.util.units import format_bytes, human
 
 
 def legend() -> str:
@@ -133,7 +133,7 @@ def throughput_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]
 
 
 # The throughput table's caption: the figure is the repeats' geometric mean, the interval
-# around it (bench.stats.Estimate).
+# around it (bench.stats.estimate.Estimate).
 THROUGHPUT_CAPTION = "Throughput (samples/s, global): geometric mean of repeats [95% interval]"
 LLM_CAPTION = (
     "LLM training: tokens/s per device, MFU, peak memory per device (and USD per million "
@@ -175,7 +175,7 @@ def _rows_of(
 
 def llm_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """The figures LLM training is chosen by, per machine: the rows whose workload
-    counts its FLOPs by formula in tokens (bench/mfu.py: the decoders)."""
+    counts its FLOPs by formula in tokens (bench/result/mfu.py: the decoders)."""
     return _rows_of(comparison, lambda p: "mfu" in p.details and _in_tokens(p), _llm_cell)
 
 

@@ -4,9 +4,9 @@ format is named only where it does)."""
 from __future__ import annotations
 
 from bench import registry
-from bench.errors import UsageError
+from bench.config.option import RunOption
 from bench.result import Result
-from bench.run_option import RunOption
+from bench.util.errors import UsageError
 
 
 def title(result: Result) -> str:

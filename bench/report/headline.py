@@ -15,8 +15,8 @@ from bench.report.like import differences, families
 from bench.report.rows import RowKey
 from bench.report.words import config_label, efficiency, verdict_words
 from bench.result import Point
-from bench.stats import ratio_interval
-from bench.verdict import Verdict, judge
+from bench.stats.estimate import ratio_interval
+from bench.stats.verdict import Verdict, judge
 
 
 def _in_own_unit(point: Point) -> tuple[float, list[float]] | None:
@@ -32,7 +32,7 @@ def _in_own_unit(point: Point) -> tuple[float, list[float]] | None:
 
 def _verdict(point: Point, base: Point) -> tuple[float, tuple[float, float] | None, Verdict | None]:
     """The ratio of two points' throughputs in their workload's unit (two decoders' best
-    points may differ in tokens a sample), its 95% interval and bench.verdict's words
+    points may differ in tokens a sample), its 95% interval and bench.stats.verdict's words
     (compare's rule: the interval's centre in log space is the ratio judged)."""
     own, other = _in_own_unit(point), _in_own_unit(base)
     if own is None or other is None:  # _best keeps points that trained only

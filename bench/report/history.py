@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from bench.changepoint import Step
 from bench.report.compare import Comparison
 from bench.report.embedded import Commands, clean, command_text
 from bench.report.words import config_label
 from bench.result import moment
+from bench.stats.changepoint import Step
 
 HISTORY_ROWS = 3000  # the most history rows the page embeds
 DAILY_AFTER = 60  # a series with more runs than this is embedded as one row a day

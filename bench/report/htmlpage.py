@@ -22,15 +22,15 @@ import math
 import re
 from typing import Any
 
-from bench import units
 from bench.report import views as vega_views
 from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
 from bench.report.script import SCRIPT
 from bench.report.tidy import Tidy
 from bench.report.views import View
-from bench.text import visible
-from bench.units import human
+from bench.util import units
+from bench.util.text import visible
+from bench.util.units import human
 
 # Scripts and styles inline only; nothing fetched (no network, no fonts, no images).
 CSP = (

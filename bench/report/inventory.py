@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.report.compare import Comparison, Machine
 from bench.report.words import config_label
-from bench.text import visible
+from bench.util.text import visible
 
 CHARS, DISTINCT, NAMES = 80, 4, 6
 

@@ -14,7 +14,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from bench.text import plain, visible
+from bench.util.text import plain, visible
 
 _MARK = {
     "ok": "[green]✓[/]",

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.result import Result, moment
-from bench.text import visible
-from bench.units import format_bytes
+from bench.util.text import visible
+from bench.util.units import format_bytes
 
 # A product name that is a cloud instance type (AWS Nitro: 'm7i.2xlarge'), not a
 # generic one ('Google Compute Engine', 'Virtual Machine', 'Standard PC (Q35 ...)').

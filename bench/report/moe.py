@@ -6,7 +6,7 @@ moe_report) with every type and bound checked: a result file is anyone's to writ
 a value outside what bench writes reads as not measured (None), never as a number.
 
 Tokens/s per device and MFU are the LLM figures (Point.unit_throughput_per_device,
-Point.mfu); a MoE's MFU counts its active parameters only (bench.mfu.MOE_FORMULA), which
+Point.mfu); a MoE's MFU counts its active parameters only (bench.result.mfu.MOE_FORMULA), which
 the point's `details.mfu.formula` says.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.checks import MAX_INT, fraction, number, whole
-from bench.mfu import MOE_FORMULA
+from bench.config.bounds import MAX_INT, fraction, number, whole
 from bench.result import Point
+from bench.result.mfu import MOE_FORMULA
 
 # The MFU formula's short name ('6N_active+12LHQT'), for captions.
 FORMULA = MOE_FORMULA.split(":", 1)[0]

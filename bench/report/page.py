@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from bench import files, registry
+from bench import registry
 from bench.report import figures, htmlpage, tidy, views
 from bench.report.compare import Cell, Comparison, training_cost
 from bench.report.grids import (
@@ -36,8 +36,9 @@ from bench.report.grids import (
     throughput_grid,
 )
 from bench.report.rows import RowKey
-from bench.text import markdown, visible
-from bench.units import human
+from bench.util import files
+from bench.util.text import markdown, visible
+from bench.util.units import human
 
 
 def _html(text: str) -> str:

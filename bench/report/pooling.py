@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from bench.result import Point
-from bench.stats import Estimate
+from bench.stats.estimate import Estimate
 
 # A point's fields that hold one entry per repeat, with what a run that did not record
 # the field holds for each of its repeats when runs pool (bench.result.point.Point).

@@ -13,7 +13,7 @@ from bench.report.rows import ROW_KEYS, RowKey
 from bench.report.to_target import of as to_target
 from bench.report.words import ratio_sentence
 from bench.result import Point, Result
-from bench.text import visible
+from bench.util.text import visible
 
 if TYPE_CHECKING:
     from bench.report.cell import Cell

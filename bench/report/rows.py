@@ -8,16 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from bench import axes, registry
-from bench.errors import UsageError
+from bench import registry
+from bench.config import axes
 from bench.report.machines import Machine, image_name
 from bench.result import Point, Result
+from bench.util.errors import UsageError
 
 
 class RowKey(NamedTuple):
     """A comparison's row: the configuration a point measured. Its own places (the
     workload, batch, precision, layout, compiler) are the columns every view shows;
-    `setup` names the rest, built from the option table (bench.axes.settings: every
+    `setup` names the rest, built from the option table (bench.config.axes.settings: every
     option declared compared=ROW, away from its neutral value) with the sequence length,
     a swept device count and, where one machine ran several, the software stack."""
 
@@ -50,7 +51,7 @@ def row_key(res: Result, p: Point) -> RowKey:
     sequence length of a workload that takes one, the device count where the result
     swept it (a machine's 8 GPUs and another's 4 stay one row when each just used all of
     its own), then every option of the table declared compared=ROW that the point did not
-    leave at its neutral value, named by its flag (bench.axes.settings: 'loss=chunked',
+    leave at its neutral value, named by its flag (bench.config.axes.settings: 'loss=chunked',
     'expert-parallel=2', 'train-to-loss=3.5'): a new option is kept apart with no edit
     here, and an older result, which reads the neutral value, joins today's rows."""
     swept = len(set(res.config.devices)) > 1

@@ -10,9 +10,9 @@ from rich.table import Table
 from bench import registry
 from bench.report.headings import takes_images, title
 from bench.result import MaxBatch, Point, Result, point_axes
-from bench.stats import Estimate
-from bench.text import plain
-from bench.units import format_bytes, human
+from bench.stats.estimate import Estimate
+from bench.util.text import plain
+from bench.util.units import format_bytes, human
 
 
 def max_batch_table(result: Result) -> Table:

@@ -47,7 +47,7 @@ _TEXTS = r"""
     if (Math.abs(v) >= 100 || v === 0) return Math.round(v).toLocaleString("en-US");
     return v.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(v)))));
   }
-  // bench.units.human: '5,437', '84.3 M', '0.0123'; past the prefixes or below 0.0001,
+  // bench.util.units.human: '5,437', '84.3 M', '0.0123'; past the prefixes or below 0.0001,
   // three digits in scientific notation ('8.00e-21', not 21 zeros).
   function human(v) {
     if (!finite(v)) return "n/a";
@@ -67,7 +67,7 @@ _TEXTS = r"""
     return human(v) + (unit ? " " + unit : "") + ci;
   }
   // Two decimals, or two significant digits below 0.1 (a CPU at 0.0036x of a GPU); a
-  // digit more where the interval would print as a point (bench.units.ratio_with_interval).
+  // digit more where the interval would print as a point (bench.util.units.ratio_with_interval).
   function times(v, extra = 0) {
     if (!finite(v)) return "n/a";
     return (v >= 0.1 ? v.toFixed(2 + extra) : v.toPrecision(2 + extra)) + "x";

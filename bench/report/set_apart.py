@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import axes, datasets
+from bench import datasets
+from bench.config import axes
 from bench.report.machines import machine_label
 from bench.result import Result
-from bench.text import visible
+from bench.util.text import visible
 
 # Config fields that must agree between results compared in one row: how a number was
 # measured (the options declared compared=MATCH). The options declared compared=ROW are

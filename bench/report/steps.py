@@ -1,6 +1,6 @@
 """Steps in history: for each configuration of each machine measured on several dates
 (a comparison's cell whose runs pooled), where its throughput stepped, by how much and
-with what interval (bench.changepoint); none where it is noise. What `bench compare`
+with what interval (bench.stats.changepoint); none where it is noise. What `bench compare`
 lists and the report's history view marks.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.changepoint import MIN_RUNS, Step, steps
 from bench.report.words import config_label
 from bench.result import moment
-from bench.text import visible
+from bench.stats.changepoint import MIN_RUNS, Step, steps
+from bench.util.text import visible
 
 if TYPE_CHECKING:
     from bench.report.cell import Cell

@@ -6,14 +6,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench import axes
+from bench.config import axes
 from bench.report.headings import option_header, takes_images, title
 from bench.report.run_tables import ladder_rows, ladder_table, max_batch_table, tune_table
 from bench.report.table_notes import energy_note, notes, scaling_notes
 from bench.report.target_tables import accuracy_table, loss_table, to_target_table
 from bench.result import Point, Result, point_axes
-from bench.text import plain
-from bench.units import format_bytes, human
+from bench.util.text import plain
+from bench.util.units import format_bytes, human
 
 # Each table's name stays importable here, where bench's commands and the page read it.
 __all__ = [

@@ -11,8 +11,8 @@ from bench.report.to_target import of as to_target
 from bench.result import Point, Result
 from bench.result.derive import percent_interval
 from bench.result.point import ToLoss
-from bench.text import plain
-from bench.units import human
+from bench.util.text import plain
+from bench.util.units import human
 
 
 def accuracy_table(result: Result) -> Table:

@@ -1,6 +1,6 @@
 """A point trained to a target over several runs (its repeats, and the runs of one
 configuration that a comparison pools): each run's time, tokens or epochs, energy and
-final figure, MLPerf's score of the times (bench.scoring) and, for a target loss, the
+final figure, MLPerf's score of the times (bench.stats.scoring) and, for a target loss, the
 speedrun's test that the recipe reaches it; the words the tables say them in.
 
 Nothing here is stored: the result file holds each repeat's loss or accuracy record
@@ -18,7 +18,7 @@ from typing import Any
 from bench.result import Point
 from bench.result.derive import ToAccuracy
 from bench.result.point import ToLoss
-from bench.scoring import (
+from bench.stats.scoring import (
     FAR_FASTER,
     FEWEST_RUNS,
     MLPERF_RUNS,
@@ -28,7 +28,7 @@ from bench.scoring import (
     numbered,
     reaches_target,
 )
-from bench.units import human
+from bench.util.units import human
 
 
 @dataclass(frozen=True)

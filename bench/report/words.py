@@ -1,9 +1,9 @@
 """A ratio to the baseline in words, one way for the page, report.md and compare's JSON.
 
-The figure leads, rounded once from the raw ratio (bench.units.ratio_with_interval, as
+The figure leads, rounded once from the raw ratio (bench.util.units.ratio_with_interval, as
 the tables print it), with its interval in the same direction; the verdict follows. A
 slower machine's ratio stays below 1 beside its interval ('0.442x [0.434x–0.449x], 2.26x
-slower'): bench.verdict's own sentence turned the ratio over and not its interval, and
+slower'): bench.stats.verdict's own sentence turned the ratio over and not its interval, and
 took the interval's centre for the ratio, so that a row read '2.263x slower (95% CI
 0.434x to 0.449x)' beside a table's 0.44x. Without an interval the sentence says which
 side ran once: 'one run a side' only where both did.
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench import units
-from bench.text import visible
-from bench.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
+from bench.stats.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
+from bench.util import units
+from bench.util.text import visible
 
 if TYPE_CHECKING:  # types only: compare imports this module
     from bench.report.machines import Machine

@@ -16,9 +16,9 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.checks import MAX_WHOLE, positive
-from bench.stats import Estimate, Summary, relative_stdev
-from bench.stats import throughput as samples_per_s
+from bench.config.bounds import MAX_WHOLE, positive
+from bench.stats.estimate import Estimate, Summary, relative_stdev
+from bench.stats.estimate import throughput as samples_per_s
 
 if TYPE_CHECKING:
     from bench.result.measured import Measured
@@ -221,7 +221,7 @@ def input_wait_shares(point: Measured) -> list[float]:
 
 def input_wait_share(point: Measured) -> Estimate | None:
     """The input-bound share: the mean over repeats of each repeat's share, with its 95%
-    t-interval (bench.stats.Estimate), the interval held inside [0, 1] (a share is
+    t-interval (bench.stats.estimate.Estimate), the interval held inside [0, 1] (a share is
     neither negative nor above the whole step). None without waits (synthetic data)."""
     shares = input_wait_shares(point)
     if not shares:
@@ -339,7 +339,7 @@ def achieved_flops(point: Measured) -> float | None:
 
 def mfu(point: Measured) -> float | None:
     """Model FLOPs utilisation over every repeat: achieved FLOP/s over the peak of the
-    devices that trained, where the child recorded one (details.mfu, bench/mfu.py;
+    devices that trained, where the child recorded one (details.mfu, bench/result/mfu.py;
     a peak outside what a device can hold reads as none)."""
     record = point.details.get("mfu")
     peak = record.get("peak_flops") if isinstance(record, dict) else None

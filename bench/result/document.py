@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bench import integrity
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
+from bench.result import integrity
 from bench.result.point import Point, point_axes, variant_label
 from bench.result.schema import SCHEMA_VERSION
 
@@ -119,7 +119,7 @@ class Result:
     # `bench ladder`: its rungs in order, {"rung", "point" (a PointConfig), "kept", "why"}.
     ladder: list[dict[str, Any]] = field(default_factory=list)
     # `bench tune`: {"budget_s", "eta", "seed", "stopped", "rounds": [{"round", "steps",
-    # "warmup_steps", "repeats", "of", "points": [Point JSON]}]} (bench.tune).
+    # "warmup_steps", "repeats", "of", "points": [Point JSON]}]} (bench.search.tune).
     tune: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     # Set on load, never written: integrity.OK, EDITED or ABSENT (an older file).

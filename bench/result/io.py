@@ -13,15 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import files, integrity
-from bench.checks import MAX_DEPTH, MAX_INT, MAX_TEXT
-from bench.config import RunConfig
-from bench.errors import BenchError, UsageError
+from bench.config.bounds import MAX_DEPTH, MAX_INT, MAX_TEXT
+from bench.config.run_config import RunConfig
+from bench.result import integrity
 from bench.result.document import Result
 from bench.result.migrations import migrate
 from bench.result.schema import SCHEMA_VERSION
 from bench.result.validate import InvalidField, brief, validate
-from bench.text import visible
+from bench.util import files
+from bench.util.errors import BenchError, UsageError
+from bench.util.text import visible
 
 # Read no more than this: a measured run of 90 epochs at thousands of steps each, with
 # its input waits, stays well below it; memory for the parsed file is a few times this.

@@ -45,7 +45,7 @@ class Measured:
     # Why the figure is noisier than asked (--repeats auto that missed its target).
     noise: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    # The child's memory allocator, OpenMP runtime and NUMA binding (bench.runtime);
+    # The child's memory allocator, OpenMP runtime and NUMA binding (bench.run.runtime);
     # None: as bench was launched. `runtime`: what was applied.
     allocator: str | None = None
     openmp: str | None = None

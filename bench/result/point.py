@@ -17,7 +17,7 @@ from bench.result.derive import EnergySummary, ToAccuracy
 from bench.result.measured import Measured
 from bench.result.response import Response
 from bench.result.schema import POINT_AXES
-from bench.stats import Estimate, Summary
+from bench.stats.estimate import Estimate, Summary
 
 
 @dataclass(frozen=True)

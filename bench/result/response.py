@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
 
-from bench.checks import (
+from bench.config.bounds import (
     MAX_TEXT,
     Check,
     an_object,
@@ -27,10 +27,10 @@ from bench.checks import (
     positive,
     whole,
 )
-from bench.errors import BenchError
 from bench.result import schema
 from bench.result.schema import STATUSES
 from bench.result.validate import InvalidField, check_fields
+from bench.util.errors import BenchError
 
 _POINT = {f.name: f for f in schema.POINT}
 
@@ -82,7 +82,8 @@ class Response:
     rank: int | None = field(default=None, metadata=_check(optional(whole(0)), "a rank or null"))
     devices: int = field(default=1, metadata=_as_point("devices"))
     binding: dict[str, Any] | None = field(default=None, metadata=_OBJECT)  # a rank's CPUs, device
-    environment: dict[str, Any] | None = field(default=None, metadata=_OBJECT)  # bench.provenance
+    # bench.result.provenance
+    environment: dict[str, Any] | None = field(default=None, metadata=_OBJECT)
     power_before: dict[str, Any] | None = field(
         default=None, metadata=_one_repeat("power_before", "{device: {draw_w, limit_w}} or null")
     )
@@ -121,7 +122,7 @@ class Response:
         default=None,
         metadata=_one_repeat("loss", "{target, curve: [{step, tokens, loss, ...}]} or null"),
     )
-    # What the launcher applied (bench.runtime), never the child: the Point's `runtime`.
+    # What the launcher applied (bench.run.runtime), never the child: the Point's `runtime`.
     runtime: dict[str, Any] | None = field(default=None, metadata=_as_point("runtime"))
 
     def __post_init__(self) -> None:

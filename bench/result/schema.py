@@ -1,7 +1,7 @@
 """The layout of a result file: its version, its history, and one table of its fields.
 
 Each field a file stores is declared once here: its name, what it may hold (the check
-load applies, with bounds: bench/checks.py), the schema version that added it,
+load applies, with bounds: bench/config/bounds.py), the schema version that added it,
 and what files older than that version hold in its place. The validator
 (bench/result/validate.py) and the steps that bring an older file up to date
 (bench/result/migrations.py) are derived from these tables; the dataclasses that hold
@@ -17,9 +17,9 @@ from typing import Any
 
 # POINT_AXES: what tells one point of a run from another, the device count aside (the
 # sweep axes' names in a Point, a PointConfig and a PointConfig's dict, a ladder rung);
-# MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.axes).
-from bench.axes import POINT_AXES
-from bench.checks import (
+# MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.config.axes).
+from bench.config.axes import POINT_AXES
+from bench.config.bounds import (
     COUNT,
     LABEL_WORDS,
     NUMBER_OF,
@@ -45,19 +45,19 @@ from bench.checks import (
     text,
     whole,
 )
-from bench.option_types import MAX_TOKENS
-from bench.options_table import RUN_OPTIONS
+from bench.config.option_types import MAX_TOKENS
+from bench.config.options import RUN_OPTIONS
 
 # Bump on any change to the stored layout, with a line below and a fixture file
 # tests/data/result-v<N>.json that must keep loading; a new field is an entry of a
 # table below with `since` the new version (and `older`, what older files hold), or, for
-# a run option, its `stored` in bench.options_table (the CONFIG and POINT entries follow).
+# a run option, its `stored` in bench.config.options (the CONFIG and POINT entries follow).
 # History:
 #   1 (bench 0.1.0): first version.
 #   2 (bench 0.1.0): points gain `energy` (per repeat) and `energy_unavailable`;
 #     results gain `pricing` and `peak_tflops`.
 #   3 (bench 0.1.0): points gain `power_before` (per repeat); results gain `integrity`
-#     (the sha256 of the rest: bench/integrity.py); max-batch searches gain
+#     (the sha256 of the rest: bench/result/integrity.py); max-batch searches gain
 #     `resolution` (1 before: they bisected to the exact batch); results gain `label`.
 #   4 (bench 0.1.0): points gain `ranks` (per repeat, data-parallel ranks through
 #     torchrun: each rank's mean step, the slowest rank's steps); configs gain
@@ -196,7 +196,7 @@ def record(fields: tuple[Field, ...], rule: Rule | None = None) -> Check:
     return record
 
 
-# What bench show reads of a tune record (its points are checked as points; bench.tune_record
+# What bench show reads of a tune record (its points are checked as points; bench.search.tune_record
 # checks the rest before --resume reads it): the budget by --budget's own rule.
 TUNE_ROUND = (
     Field("round", whole(1), WHOLE_TEXT, required=True),
@@ -348,7 +348,7 @@ ENERGY = (
 # How a probe ran: the first in its child (as a process of its own), after other probes
 # in the same child, in a fork of a probing child that had imported the framework and
 # run nothing (as a fresh child, on the CPU), or the search's answer again in a fresh
-# child (bench.runner).
+# child (bench.run.runner).
 PROBE_KINDS = ("fresh", "in-process", "forked", "confirm")
 # One probe of a max-batch search (Probe).
 PROBE = (
@@ -394,13 +394,13 @@ RESULT = (
     Field("pricing", optional(an_object), "an object or null", since=2, older=None),
     Field("peak_tflops", optional(positive), NUMBER_TEXT, since=2),
     Field("label", optional(label), LABEL_WORDS + ", or null", since=3),
-    Field("integrity", None, since=3),  # bench/integrity.py checks it, before migrations
+    Field("integrity", None, since=3),  # bench/result/integrity.py checks it, before migrations
     Field("ladder", list_of(_rung), "a list of ladder rungs {rung, point, kept, why}", since=5),
     Field("tune", optional(record(TUNE)), "null or {budget_s, rounds: [{round, steps, points}]}",
           since=6, older=None),
     Field("environment", optional(an_object), "an object or null"),
 )  # fmt: skip
-# The config (RunConfig, bench/config.py): types and numbers (what they mean RunConfig
+# The config (RunConfig, bench/config/run_config.py): types and numbers (what they mean RunConfig
 # checks itself), whole numbers as the command line takes them, so that `bench rerun` of
 # a crafted file asks nothing absurd (a sweep of billions of points RunConfig refuses).
 # The run config: every run option's (above), and the search's settings no option sets.
@@ -430,7 +430,7 @@ ENVIRONMENT_SECTIONS = {
         Field("max_mhz", optional(positive), NUMBER_TEXT),
         Field("flags", optional(list_of(text)), "a list of text"),
     ),
-    # What rebuilds the image (bench.provenance.image_file, from the image's own record):
+    # What rebuilds the image (bench.run.provenance.image_file, from the image's own record):
     # the hash of its build's inputs, its base's digest or image id, what a local base was
     # made from (debootstrap's suite, mirror or snapshot, date), its Debian packages' source.
     "image": (

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from bench.checks import MAX_ITEMS, Check
+from bench.config.bounds import MAX_ITEMS, Check
 from bench.result import schema
 from bench.result.schema import Field
 

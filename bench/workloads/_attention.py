@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-# --attention's names (bench.options_table.ATTENTION_KERNELS but "auto") -> the backend.
+# --attention's names (bench.config.options.ATTENTION_KERNELS but "auto") -> the backend.
 BACKENDS = {
     "flash": SDPBackend.FLASH_ATTENTION,
     "efficient": SDPBackend.EFFICIENT_ATTENTION,

@@ -69,10 +69,12 @@ class WorkloadSpec:
     # Bytes of training state that live on the devices whatever the batch (weights,
     # gradients, optimizer state) and what they are, by formula of the parameter count:
     # () -> (bytes, "fp32 weights, gradients and AdamW's two moments (16 B x N)").
-    # bench.memory_floor refuses a point whose share per rank cannot fit. None: not checked.
+    # bench.workloads.memory_floor refuses a point whose share per rank cannot fit. None: not
+    # checked.
     model_state: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
     # Trainable parameters of its PyTorch model, each shared tensor once, as counted
-    # (tests/test_workloads.py builds the model and checks it; docs/workloads.md shows it).
+    # (tests/workloads/test_workloads.py builds the model and checks it; docs/workloads.md
+    # shows it).
     parameter_count: int | None = None
     # Set by discovery: the package whose submodules implement this workload per framework.
     package: str = field(default="", compare=False)
@@ -112,7 +114,7 @@ class WorkloadSpec:
 
     def frameworks(self) -> tuple[str, ...]:
         """Frameworks that implement this workload: the framework modules in its folder."""
-        from bench import discovery
+        from bench.config import discovery
 
         return tuple(
             name
@@ -123,7 +125,7 @@ class WorkloadSpec:
     def defines(self, framework: str, name: str) -> bool:
         """Whether this workload's `framework` module defines `name` at its top level
         (an optional function of its contract), read from its source: nothing imported."""
-        from bench import discovery
+        from bench.config import discovery
 
         defined = discovery.defined_names(f"{self.package}.{framework}")
         return defined is not None and name in defined
@@ -132,7 +134,7 @@ class WorkloadSpec:
         """Refuse in one line (WorkloadError) a framework module of this workload that
         lacks a function its framework's contract requires: read from the module's
         source, nothing imported (discovery calls it for every workload)."""
-        from bench import discovery
+        from bench.config import discovery
 
         for framework in self.frameworks():
             module = f"{self.package}.{framework}"

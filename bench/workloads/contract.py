@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, cast
 
-from bench.errors import BenchError
+from bench.util.errors import BenchError
 
 if TYPE_CHECKING:
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
 
 
 class Spec(Protocol):

@@ -1,6 +1,6 @@
 """What rebuilds this image, written once at the end of `docker build` from its build
 arguments to /opt/bench/image.json; bench reads it at run time into a result's
-environment.image (bench/provenance.py), so a plain `docker run` names its image."""
+environment.image (bench/run/provenance.py), so a plain `docker run` names its image."""
 
 import json
 import os

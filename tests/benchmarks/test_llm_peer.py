@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.workloads import llama3
 from tests.conftest import ROOT, needs_two_cores
 

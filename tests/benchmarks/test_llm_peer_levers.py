@@ -5,7 +5,7 @@ written plainly: with each, on bench's weights, it computes bench's loss and gra
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from tests.benchmarks.test_llm_peer import _peer
 
 torch = pytest.importorskip("torch")

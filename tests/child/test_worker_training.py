@@ -252,8 +252,8 @@ def test_compile_arguments_name_the_backend_and_the_mode():
 
 
 def test_a_child_past_its_timeout_is_stopped_and_reported():
-    from bench.config import PointConfig
-    from bench.launchers.process import spawn_worker
+    from bench.config.run_config import PointConfig
+    from bench.run.launchers.process import spawn_worker
 
     point = PointConfig(workload="tiny", steps=100_000)
     response = spawn_worker(point, "measure", lambda *a: None, timeout_s=0.5)

@@ -1,15 +1,15 @@
 """The commands' own option types: each number a user types is checked by the rule of the
-file field that will hold it (bench.checks.Bound), so nothing the command line takes is
+file field that will hold it (bench.config.bounds.Bound), so nothing the command line takes is
 refused when read back, and nothing too small to run anything is taken."""
 
 import argparse
 
 import pytest
 
-from bench.checks import TIMEOUT, TUNE_BUDGET
 from bench.cli import main
 from bench.commands.options import tune_budget
-from bench.option_types import bounded
+from bench.config.bounds import TIMEOUT, TUNE_BUDGET
+from bench.config.option_types import bounded
 
 
 @pytest.mark.parametrize("text", ["0.0001s", "29s", "100000h", "87601h"])

@@ -1,9 +1,10 @@
 """A run's end as bench says it: a search stopped after some of its probes finished says
 they are saved ("no point had finished" though the probe was saved)."""
 
-from bench import launchers, result
+from bench import result
 from bench.cli import main
-from tests.test_runner import ok_response
+from bench.run import launchers
+from tests.run.test_runner import ok_response
 
 
 def test_a_tune_interrupted_after_a_probe_says_the_probe_is_saved(tmp_path, monkeypatch, capsys):

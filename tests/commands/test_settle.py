@@ -1,6 +1,6 @@
 """--settle (bench diff, bench rerun): more repeats of the new side, one child each, until
-bench.sequential decides, at a cap or at a budget, on a fake machine and a fake clock (as
-tests/test_tune.py fakes its children); every finished repeat saved, Ctrl-C or not."""
+bench.stats.sequential decides, at a cap or at a budget, on a fake machine and a fake clock (as
+tests/search/test_tune.py fakes its children); every finished repeat saved, Ctrl-C or not."""
 
 import dataclasses
 import importlib.util
@@ -9,13 +9,14 @@ import signal
 
 import pytest
 
-from bench import launchers, provenance, result, stopping
+from bench import result
 from bench.cli import main
 from bench.commands import settle
 from bench.commands.diff import EXIT_DRIFT
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
 from bench.result import POINT_AXES, Point, Result, point_axes
-from tests.test_runner import ok_response
+from bench.run import launchers, provenance, stopping
+from tests.run.test_runner import ok_response
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("scipy") is None, reason="bench[report] (scipy) is not installed"
@@ -348,7 +349,7 @@ def test_crafted_repeats_that_overflow_or_hold_no_throughput_are_a_verdict_not_a
     """Valid files, found by review: a second and a million seconds a step (one degree of
     freedom: exp() of the interval overflowed), and an epoch-mode point with more epochs
     than steps (no per-repeat throughput: fmean([]) raised)."""
-    from bench import drift
+    from bench.result import drift
 
     wild = Point(batch_size=16, precision="fp32", step_times_s=((1e-6,), (1e6,)))
     new = Point(batch_size=16, precision="fp32", step_times_s=((0.16,),))

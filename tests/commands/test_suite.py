@@ -131,8 +131,8 @@ def test_an_output_folder_is_made_with_every_missing_parent_none_writable_by_all
 ):
     import os
 
-    from bench import files
-    from bench.errors import UsageError
+    from bench.util import files
+    from bench.util.errors import UsageError
 
     monkeypatch.chdir(tmp_path)
     old = os.umask(0)
@@ -155,7 +155,7 @@ def test_a_second_suite_of_one_name_in_one_folder_is_refused_while_the_first_run
     import subprocess
     import sys
 
-    from bench import files
+    from bench.util import files
 
     two_runs.mkdir(parents=True)
     state = two_runs / "suite-mini.json"

@@ -19,11 +19,11 @@ import pytest
 
 from bench import datasets, result
 from bench.commands.run_options import config_from_args, parse_run
-from bench.config import PointConfig, RunConfig
+from bench.config.run_config import PointConfig, RunConfig
 from bench.datasets import DatasetError, loss_target, tokens
 from bench.datasets.recipe import DECODER_RECIPES, LLMC_GPT2
-from bench.errors import UsageError
 from bench.result import Point
+from bench.util.errors import UsageError
 from tests.conftest import DATA
 from tests.fake_data import periodic_tokens, write_tokens
 
@@ -283,7 +283,7 @@ def test_the_terminal_shows_time_tokens_energy_and_cost_to_the_loss_or_that_it_w
 _EVALUATE = """
 import json, sys, torch, torch.distributed as dist
 from types import SimpleNamespace
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.datasets import loss_target
 rank, world, store, val = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 if world > 1:
@@ -429,8 +429,8 @@ def test_a_stopped_child_answers_with_the_curve_it_measured(tmp_path):
 
 
 def test_the_config_declares_the_evaluators_and_recipes_the_datasets_implement():
-    from bench import config
+    from bench.config import run_config
     from bench.datasets import loss_target, recipe
 
-    assert tuple(loss_target.EVALUATORS) == config.LOSS_FRAMEWORKS
-    assert tuple(recipe.DECODER_RECIPES) == config.DECODER_RECIPES
+    assert tuple(loss_target.EVALUATORS) == run_config.LOSS_FRAMEWORKS
+    assert tuple(recipe.DECODER_RECIPES) == run_config.DECODER_RECIPES

@@ -8,9 +8,9 @@ import pytest
 
 from bench import result
 from bench.commands.tune import default_axes
-from bench.config import PointConfig, RunConfig
-from bench.errors import UsageError
+from bench.config.run_config import PointConfig, RunConfig
 from bench.frameworks import _ipex
+from bench.util.errors import UsageError
 from tests.conftest import make_fake_ipex, only_result, run_bench
 
 
@@ -99,7 +99,7 @@ def test_the_table_and_comparisons_tell_ipex_points_apart():
 
     from bench.report.compare import row_key
     from bench.report.table import tables
-    from tests.test_drift import machine, noisy_point
+    from tests.result.test_drift import machine, noisy_point
 
     bare = noisy_point(64, 0.1)
     ipex = dataclasses.replace(noisy_point(64, 0.08), optimize="ipex")

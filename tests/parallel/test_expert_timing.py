@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.parallel import expert
 
 pytest.importorskip("torch")

@@ -4,9 +4,9 @@ GPUs with float8 tensor cores; refused in one line everywhere else."""
 import pytest
 
 from bench import registry
-from bench.config import PointConfig, RunConfig
-from bench.errors import UsageError
+from bench.config.run_config import PointConfig, RunConfig
 from bench.platforms import cuda
+from bench.util.errors import UsageError
 
 torch = pytest.importorskip("torch")
 
@@ -83,7 +83,7 @@ def test_float8_swaps_every_linear_but_the_output_and_the_tiny_llama_trains():
 
 
 def test_an_fp8_run_s_mfu_divides_by_the_dense_bf16_peak_as_torchtitan_reports_it():
-    from bench import mfu
+    from bench.result import mfu
 
     h100 = {"accelerator": {"accelerator": "NVIDIA H100 80GB HBM3", "accelerator_count": 8}}
     fp8 = PointConfig(workload="llama3-8b", batch_size=8, precision="fp8", seq_len=8192)

@@ -44,7 +44,7 @@ AUDIT: dict[str, tuple[list[str], int, str]] = {
              "bench diff needs scipy: pip install 'bench[report]'"),
     "verify": (["verify", "{result}"], 0, ": ok"),
     "suite": (["suite", "list"], 0, "quick: "),  # bench suite quick: tests/project/test_readme.py
-    # The climb skips each rung whose library is missing (bench.ladder); its torch.compile
+    # The climb skips each rung whose library is missing (bench.search.ladder); its torch.compile
     # rung takes minutes on 2 cores: the parse and checks only here.
     "ladder": (["ladder", "tiny", "--compile"], 2, "--compile: the ladder sets it"),
     "tune": (["tune", "tiny", "--budget", "30s", "--device", "cpu"], 0, "not ranked: could not"),

@@ -26,7 +26,7 @@ import yaml
 from bench import cli, registry
 from bench.commands import run_options, suite
 from bench.commands.options import own_options
-from bench.errors import BenchError
+from bench.util.errors import BenchError
 from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"

@@ -328,7 +328,7 @@ def test_no_label_carries_a_local_path(monkeypatch):
 
 
 def test_the_image_writes_every_key_bench_reads_from_it():
-    from bench import provenance
+    from bench.run import provenance
 
     written = set(re.findall(r'^    "(\w+)":', (ROOT / "images/common/image-json.py").read_text(),
                              re.MULTILINE))  # fmt: skip

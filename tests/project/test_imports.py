@@ -168,8 +168,8 @@ def _import_graph():
 
 def test_no_runtime_import_runs_up_a_room():
     """The rooms of docs/architecture.md (LAYERS in benchmarks/imports.py): a lower room
-    that needs something of a higher one at run time gets it moved down, as bench/ranks.py
-    and bench/data_ref.py were."""
+    that needs something of a higher one at run time gets it moved down, as bench/parallel/ranks.py
+    and bench/config/data_ref.py were."""
     graph = _import_graph()
     types: dict[str, set[str]] = {}
     edges = graph.graph(types)
@@ -254,7 +254,7 @@ def test_a_long_modules_reason_is_a_line_of_its_own_at_its_top(tmp_path):
 
 def test_what_the_noxfile_imports_of_bench_needs_the_standard_library_only():
     """nox runs the noxfile in its own Python, without bench's dependencies: an import
-    of bench.files in bench.archive pulled rich in, and every nox session failed."""
+    of bench.util.files in bench.result.archive pulled rich in, and every nox session failed."""
     import subprocess
     import sys
 

@@ -66,11 +66,11 @@ SCHEMA = f"SCHEMA_VERSION = {NOW + 1}  # {NOW + 1}: points gain `widget`, config
 PROBE = """
 import json, sys
 from pathlib import Path
-from bench import axes
+from bench.config import axes
 from bench.commands import tune
 from bench.commands.options import UsageParser
 from bench.commands.run_options import add_run_options, config_from_args, parse_run
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
 from bench.result import POINT_AXES, io
 parser = UsageParser(prog="bench run")
 add_run_options(parser)

@@ -12,10 +12,11 @@ from types import ModuleType
 import pytest
 
 import bench
-from bench import discovery, registry
+from bench import registry
 from bench.cli import main
-from bench.config import PointConfig
-from bench.errors import BenchError
+from bench.config import discovery
+from bench.config.run_config import PointConfig
+from bench.util.errors import BenchError
 from bench.workloads.contract import JaxWorkload, TorchWorkload, WorkloadError
 from tests.conftest import run_bench
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import catalog, result
-from bench.config import RunConfig
-from bench.errors import UsageError
+from bench import result
+from bench.config.run_config import RunConfig
 from bench.report import compare as cmp
 from bench.report import grids
-from bench.result import MaxBatch, Point, Result
+from bench.result import MaxBatch, Point, Result, catalog
+from bench.util.errors import UsageError
 from tests.conftest import DATA
 
 STEPS = 10
@@ -444,7 +444,7 @@ def test_cpu_machines_are_told_apart_by_cores_and_instance_type(cpu, dmi, pricin
 
 
 def test_provenance_records_the_machine_type_and_never_a_serial():
-    from bench import provenance
+    from bench.run import provenance
 
     host = provenance.collect()["host"]
     assert "dmi" in host

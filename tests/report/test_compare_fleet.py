@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from bench import result
-from bench.config import RunConfig
-from bench.errors import UsageError
+from bench.config.run_config import RunConfig
 from bench.report import compare as cmp
 from bench.report import grids
-from bench.stats import geometric_mean, ratio_interval
+from bench.stats.estimate import geometric_mean, ratio_interval
+from bench.util.errors import UsageError
 from tests.conftest import ROOT
 from tests.report.test_compare import A100, V100, machine, point
 

@@ -198,7 +198,7 @@ def test_the_static_figures_draw_the_baseline_and_the_fastest_machines_only():
 def test_a_decoders_best_is_ranked_and_shown_in_tokens_per_second():
     # One 8,192-token sequence is four of 2,048: 6 samples/s at 8,192 tokens (49 k
     # tokens/s) beats 20 samples/s at 2,048 (41 k tokens/s), as LLM users count.
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.result import Result
 
     def run(seq_len, samples_per_s):

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import integrity, result
+from bench import result
 from bench.report import compare as cmp
+from bench.result import integrity
 from tests.conftest import DATA
 from tests.report.test_compare import A100, V100, machine, point
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import axes
+from bench.config import axes
+from bench.config.option import COMPARED, KEY
 from bench.report import compare as cmp
 from bench.report.rows import RowKey, row_key
 from bench.report.table import points_table
 from bench.result import io
-from bench.run_option import COMPARED, KEY
 from tests.conftest import DATA
 
 DECODER = io.load(DATA / "moe-tiny-cpu.json")  # a decoder, its levers left neutral

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import UsageError
 from bench.report import compare as cmp
 from bench.result import MaxBatch
+from bench.util.errors import UsageError
 from tests.report.test_compare import A100, H100, machine, point
 from tests.report.test_page import _data, _report
 

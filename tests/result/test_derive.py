@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.report import compare as cmp
 from bench.report.table_notes import notes
 from bench.result import io
-from bench.verdict import CANNOT_TELL
+from bench.stats.verdict import CANNOT_TELL
 from tests.conftest import DATA
 
 TINY = io.load(DATA / "tiny-cpu.json")

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from bench import launchers
 from bench.result import Point
 from bench.result.response import FIELDS, InvalidResponse, Response
+from bench.run import launchers
 
 MEASURED = {
     "status": "ok",
@@ -92,7 +92,7 @@ def test_a_refused_answer_is_the_point_s_error_and_the_others_are_kept():
 
 
 def test_a_point_of_answers_saves_as_a_result_file_loads_it():
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.result import Result, dumps, from_document
 
     answers = [Response.from_json(MEASURED), Response.from_json({**MEASURED, "loss_last": 1.0})]

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from bench import result
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
 from bench.result import schema
 from bench.result.schema import UNSET, Field
 from tests.conftest import DATA
 from tests.report.test_compare import machine
-from tests.test_drift import noisy_point
+from tests.result.test_drift import noisy_point
 
 
 def _version(path: Path) -> int:

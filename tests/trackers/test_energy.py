@@ -7,7 +7,7 @@ import pytest
 
 from bench import registry
 from bench.child.worker import measure
-from bench.config import PointConfig, RunConfig
+from bench.config.run_config import PointConfig, RunConfig
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
 from bench.trackers.energy import CounterSource, EnergyTracker, PowerPollSource, open_sources

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from bench.child.worker import measure
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.frameworks.base import Session
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point

@@ -12,9 +12,9 @@ import pytest
 
 from bench.cli import main
 from bench.commands.fleet import load
-from bench.errors import UsageError
 from bench.fleet import gather, launch
-from tests.test_fleet import GOOD, FakeSky, write
+from bench.util.errors import UsageError
+from tests.fleet.test_fleet import GOOD, FakeSky, write
 
 OWN = "pair-c7i-0a1b2c"  # a cluster of the fleet's own launch pattern, for target c7i
 

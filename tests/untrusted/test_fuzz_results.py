@@ -29,7 +29,7 @@ import pytest
 
 from bench import cli
 from bench.commands import rerun
-from bench.text import visible
+from bench.util.text import visible
 from tests.conftest import DATA
 
 FIXTURES = sorted(DATA.glob("result-v*.json"))

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import files, provenance, result
+from bench import result
 from bench.cli import main
 from bench.commands import rerun, running, suite
-from bench.config import RunConfig
-from bench.errors import BenchError
+from bench.config.run_config import RunConfig
 from bench.report import collect
 from bench.result import Result, ResultError
+from bench.run import provenance
+from bench.util import files
+from bench.util.errors import BenchError
 from tests.commands.test_suite import two_runs  # noqa: F401  (a fixture: a preset 'mini' of two runs)
 from tests.conftest import DATA, ROOT, run_bench
 

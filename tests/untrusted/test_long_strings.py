@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench import result
-from bench.checks import LABEL_MOST, MAX_TEXT
 from bench.cli import main
 from bench.commands import run_options
-from bench.errors import UsageError
+from bench.config.bounds import LABEL_MOST, MAX_TEXT
 from bench.result import ResultError
+from bench.util.errors import UsageError
 from tests.conftest import DATA
 
 LONG = 240_000  # under MAX_TEXT, as a hostile file is built to pass the reader's bounds

@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, files, ranks, result
+from bench import cli, result
 from bench.commands import rerun
-from bench.config import RunConfig
-from bench.errors import BenchError, UsageError
-from bench.launchers import process, torchrun
-from bench.ranks import TOKEN_ENV, Rank, RankShare
-from bench.runner import Runner
+from bench.config.run_config import RunConfig
+from bench.parallel import ranks
+from bench.parallel.ranks import TOKEN_ENV, Rank, RankShare
+from bench.run.launchers import process, torchrun
+from bench.run.runner import Runner
+from bench.util import files
+from bench.util.errors import BenchError, UsageError
 from tests.conftest import free_port, needs_two_cores, only_result, two_nodes
-from tests.test_runner import FakeChild, ok_response
+from tests.run.test_runner import FakeChild, ok_response
 
 TOKEN = "0123456789abcdef" * 4  # 64 hex digits, as secrets.token_hex(32) makes
 
@@ -145,7 +147,7 @@ if dist.get_rank() == 1:  # a hostile peer speaking all_gather_object's own wire
 else:
     from types import SimpleNamespace
     from bench.frameworks.torch import TorchSession
-    from bench.ranks import Rank, RankShare
+    from bench.parallel.ranks import Rank, RankShare
     from bench.result.response import Response
     me = SimpleNamespace(rank=Rank(0, 0, 2, 2, 0), device=torch.device("cpu"))
     mine = RankShare(0, 0, "x" * 200, Response(status="ok", step_times_s=(0.1,) * 400))
@@ -292,7 +294,7 @@ def test_one_machine_needs_no_secret_and_its_children_never_see_one(monkeypatch)
 
     monkeypatch.setattr(process.subprocess, "Popen", popen)
     monkeypatch.setattr(torchrun.subprocess, "Popen", popen)
-    from bench.config import PointConfig
+    from bench.config.run_config import PointConfig
 
     for spawn, point in [
         (process.spawn_worker, PointConfig("tiny")),

@@ -17,10 +17,10 @@ import time
 import psutil
 import pytest
 
-from bench import ranks
-from bench.errors import BenchError
-from bench.launchers import torchrun
-from bench.ranks import Rank
+from bench.parallel import ranks
+from bench.parallel.ranks import Rank
+from bench.run.launchers import torchrun
+from bench.util.errors import BenchError
 from tests.conftest import free_port, needs_two_cores, only_result
 from tests.untrusted.test_peers import TOKEN
 
@@ -299,8 +299,9 @@ if os.environ["RANK"] == "1":  # a peer without the secret, speaking the share p
                         torch.tensor(sent, dtype=torch.long))
     os._exit(0)
 
-from bench import ranks, registry
-from bench.config import PointConfig
+from bench.parallel import ranks
+from bench import registry
+from bench.config.run_config import PointConfig
 from bench.frameworks.torch import TorchSession
 
 built = []

@@ -11,9 +11,9 @@ import pytest
 from bench import result
 from bench.cli import main
 from bench.commands import rerun
-from bench.config import RunConfig
-from bench.errors import UsageError
+from bench.config.run_config import RunConfig
 from bench.result import Result
+from bench.util.errors import UsageError
 from tests.untrusted.test_local import _one_line
 
 

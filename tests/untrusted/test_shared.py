@@ -15,11 +15,12 @@ from typing import ClassVar
 
 import pytest
 
-from bench import compiler_cache, result
+from bench import result
 from bench.cli import main
-from bench.config import RunConfig
-from bench.errors import UsageError
-from bench.launchers import process, torchrun
+from bench.config.run_config import RunConfig
+from bench.run import compiler_cache
+from bench.run.launchers import process, torchrun
+from bench.util.errors import UsageError
 from tests.untrusted.test_local import OTHER_UID, _one_line, as_root
 
 # --- item 1: compiler caches ------------------------------------------------------------
@@ -299,7 +300,7 @@ def test_a_link_at_a_report_file_s_name_is_replaced_not_written_through(
 
 def test_the_compiler_cache_folder_bench_sets_is_not_recorded_as_a_speed_setting():
     """It holds the user's home path and differs between users, not between speeds."""
-    from bench import provenance
+    from bench.run import provenance
 
     env = {"TORCHINDUCTOR_CACHE_DIR": "/home/alice/.cache/bench/compile/inductor",
            "TORCHINDUCTOR_FREEZING": "1"}  # fmt: skip

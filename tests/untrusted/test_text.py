@@ -8,10 +8,11 @@ import re
 
 import pytest
 
-from bench import provenance, result
+from bench import result
 from bench.cli import main
 from bench.result import ResultError
-from bench.text import csv_cell, markdown, plain
+from bench.run import provenance
+from bench.util.text import csv_cell, markdown, plain
 from tests.conftest import DATA, run_bench
 from tests.report.test_compare import V100, machine, point
 from tests.untrusted.test_fuzz_results import _inert_page
@@ -324,10 +325,10 @@ def test_a_files_words_in_headers_labels_and_progress_never_reach_a_terminal_raw
 
     from rich.console import Console
 
-    from bench.checks import MAX_TEXT
-    from bench.config import RunConfig
-    from bench.errors import UsageError
+    from bench.config.bounds import MAX_TEXT
+    from bench.config.run_config import RunConfig
     from bench.report.live import LiveReporter
+    from bench.util.errors import UsageError
 
     for unit in (HOSTILE, "[/x]tokens"):
         hostile = machine(V100, [point(64, [100])])

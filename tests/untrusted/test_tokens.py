@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bench import datasets, registry
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
 from bench.datasets import DatasetError, tokens
 from tests.fake_data import write_tokens
 
@@ -36,7 +36,7 @@ def _run(script: str, *args: str) -> dict:
 _MANY_SHARDS = """
 import json, os, resource, sys
 from bench import datasets, registry
-from bench.config import PointConfig, RunConfig
+from bench.config.run_config import PointConfig, RunConfig
 from bench.datasets import DatasetError, tokens
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 pattern = sys.argv[1]

@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from bench import launchers, result
+from bench import result
 from bench.cli import main
 from bench.commands import run_options
 from bench.commands.options import option_names
 from bench.commands.tune import default_axes
-from bench.config import RunConfig
+from bench.config.run_config import RunConfig
 from bench.result import ResultError
-from bench.tune import TuneRunner
-from tests.test_runner import FakeChild, ok_response
+from bench.run import launchers
+from bench.search.tune import TuneRunner
+from tests.run.test_runner import FakeChild, ok_response
 from tests.untrusted.test_local import _one_line
 
 CONFIG = RunConfig(workload="tiny", steps=20, repeats=3, batch_sizes=(32, 64),

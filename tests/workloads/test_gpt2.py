@@ -9,7 +9,7 @@ import math
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.workloads import gpt2
 
 torch = pytest.importorskip("torch")

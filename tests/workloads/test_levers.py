@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from bench.config import PointConfig, RunConfig
-from bench.errors import UsageError
+from bench.config.run_config import PointConfig, RunConfig
+from bench.util.errors import UsageError
 from bench.workloads import _loss
 from bench.workloads._torch import next_token_loss
 from bench.workloads.gpt2 import Size as Gpt2Size
@@ -194,7 +194,7 @@ def test_the_levers_sweep_and_a_gpu_has_every_kernel():
 
 
 def test_a_gpus_ladder_tries_the_levers_where_they_change_something():
-    from bench.ladder import not_applicable, steps
+    from bench.search.ladder import not_applicable, steps
 
     rungs = dict(steps("torch", "cuda"))
     assert list(rungs)[-3:] == ["flash attention", "chunked loss", "vocabulary padded to 64"]

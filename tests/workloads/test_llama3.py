@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
-from bench.errors import UsageError
+from bench.config.run_config import PointConfig
+from bench.util.errors import UsageError
 from bench.workloads import llama3
 
 torch = pytest.importorskip("torch")
@@ -83,7 +83,7 @@ H100 = {"accelerator": {"accelerator": "NVIDIA H100 80GB HBM3", "accelerator_cou
 
 
 def test_mfu_is_the_formula_over_the_peak_of_the_devices_that_trained():
-    from bench import mfu
+    from bench.result import mfu
 
     point = PointConfig(workload="llama3-8b", batch_size=8, precision="bf16", seq_len=8192)
     record = mfu.record(point, [2.0, 2.0], H100)  # one device of the eight: 8192 x 8 tokens
@@ -96,7 +96,7 @@ def test_mfu_is_the_formula_over_the_peak_of_the_devices_that_trained():
 
 
 def test_mfu_of_one_process_over_several_devices_divides_by_all_of_their_peaks():
-    from bench import mfu
+    from bench.result import mfu
 
     # JAX spreads one process (one rank) over every local device: 8 GPUs trained it.
     point = PointConfig(workload="llama3-8b", batch_size=8, precision="bf16", seq_len=8192)
@@ -108,7 +108,7 @@ def test_mfu_of_one_process_over_several_devices_divides_by_all_of_their_peaks()
 
 
 def test_mfu_is_null_with_the_reason_on_a_cpu_without_a_known_peak():
-    from bench import mfu
+    from bench.result import mfu
 
     point = PointConfig(workload="llama3-tiny", batch_size=4, precision="bf16")
     cpu = {"cpu": {"flags": ["sse2"], "physical_cores": 2, "max_mhz": 3000}}
@@ -119,8 +119,8 @@ def test_mfu_is_null_with_the_reason_on_a_cpu_without_a_known_peak():
 
 
 def test_the_runner_takes_the_formula_and_starts_no_child_to_count(tmp_path):
-    from bench.config import RunConfig
-    from bench.runner import Runner
+    from bench.config.run_config import RunConfig
+    from bench.run.runner import Runner
 
     def spawn(point, job, progress):
         raise AssertionError(f"no {job} child for a formula workload")
@@ -237,7 +237,7 @@ def test_an_unknown_checkpointing_mode_is_named():
 
 
 def test_activation_checkpointing_is_a_sweep_axis_of_the_llama3_workloads():
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.result import Point
 
     config = RunConfig(workload="llama3-tiny", activation_checkpointings=("none", "full"))
@@ -311,7 +311,7 @@ def test_a_tied_llama_trains_under_fsdp2_with_its_embedding_sharded(tmp_path):
 
 
 def test_the_table_shows_mfu_over_every_repeat_where_a_peak_is_known():
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.report.table import points_table
     from bench.result import Point, Result
 
@@ -330,7 +330,7 @@ def test_the_table_shows_mfu_over_every_repeat_where_a_peak_is_known():
 
 
 def test_without_a_catalogue_peak_the_table_reads_mfu_from_peak_tflops():
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.report.table import points_table
     from bench.result import Point, Result
 
@@ -351,7 +351,7 @@ def test_the_table_shows_tokens_per_s_per_device_beside_the_global_figure():
     """LLM figures are quoted per GPU (torchtitan's TPS/GPU): over several devices the
     table adds the column, each point's tokens/s over the devices that trained it (the
     ranks, or the count a one-process JAX run records)."""
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
     from bench.report.table import points_table
     from bench.result import Point, Result
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 from bench.parallel import jax_fsdp
 from bench.workloads.llama3 import Size
 from tests.conftest import only_result, run_bench
@@ -119,7 +119,7 @@ SHARDED_SESSION = """
 import json, math
 import jax
 from bench import registry
-from bench.config import PointConfig
+from bench.config.run_config import PointConfig
 
 point = PointConfig(workload="llama3-tiny", framework="jax", batch_size=4, seq_len=32)
 session = registry.framework("jax").prepare(point, registry.platform("cpu"))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import mfu, registry
-from bench.config import PointConfig
-from bench.errors import UsageError
+from bench import registry
+from bench.config.run_config import PointConfig
+from bench.result import mfu
+from bench.util.errors import UsageError
 from bench.workloads import moe
 from tests.conftest import needs_two_cores
 
@@ -212,7 +213,7 @@ def test_expert_parallelism_on_a_dense_workload_is_one_line(capsys):
 
 
 def test_expert_parallelism_that_does_not_divide_the_experts_is_one_line():
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
 
     with pytest.raises(
         UsageError,
@@ -228,7 +229,7 @@ def test_expert_parallelism_that_does_not_divide_the_ranks_is_one_line(capsys):
 
 @pytest.mark.parametrize("value", ["2", True, 0, 10**9, 2.0])
 def test_a_files_expert_parallel_of_the_wrong_type_or_range_is_one_line(value):
-    from bench.config import RunConfig
+    from bench.config.run_config import RunConfig
 
     with pytest.raises(UsageError, match=r"^expert_parallel: .* must be a whole number from 1"):
         RunConfig.from_dict({"workload": "moe-tiny", "expert_parallel": value})
@@ -370,8 +371,8 @@ def test_bench_runs_expert_parallel_over_two_cpu_ranks_and_records_the_all_to_al
 def test_a_peer_announcing_more_rows_than_a_rank_routes_is_stopped_in_one_line(monkeypatch):
     import torch.distributed as dist
 
-    from bench.errors import BenchError
     from bench.parallel import expert
+    from bench.util.errors import BenchError
 
     def crafted(output, tensor, *args, **kwargs):  # a peer claims 10**9 rows for expert 0
         output.copy_(torch.tensor([10**9, 0, 0, 0, 0, 0, 0, 0]))

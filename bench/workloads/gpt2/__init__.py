@@ -1,7 +1,7 @@
 import functools
 from typing import NamedTuple
 
-from bench.mfu import decoder_flops
+from bench.result.mfu import decoder_flops
 from bench.workloads._levers import DecoderSpec
 from bench.workloads.base import Task
 
@@ -30,7 +30,7 @@ def non_embedding_parameters(size: Size) -> int:
 
 
 def flops(size: Size, seq_len: int) -> dict:
-    """Training FLOPs by bench.mfu's decoder formula (6N + 12LHQT), as for llama3."""
+    """Training FLOPs by bench.result.mfu's decoder formula (6N + 12LHQT), as for llama3."""
     head_dim = size.hidden // size.heads
     return decoder_flops(non_embedding_parameters(size), size.layers, size.heads, head_dim,
                          seq_len)  # fmt: skip

@@ -10,7 +10,7 @@ the same for every size and framework.
 import functools
 from typing import NamedTuple
 
-from bench.mfu import decoder_flops
+from bench.result.mfu import decoder_flops
 from bench.workloads._levers import DecoderSpec
 from bench.workloads.base import Task
 
@@ -80,7 +80,7 @@ def _model_state(name: str):
 
 
 def flops(size: Size, seq_len: int) -> dict:
-    """Training FLOPs by bench.mfu's decoder formula (6N + 12LHQT)."""
+    """Training FLOPs by bench.result.mfu's decoder formula (6N + 12LHQT)."""
     n = non_embedding_parameters(size)
     return decoder_flops(n, size.layers, size.heads, size.head_dim, seq_len)
 

@@ -12,9 +12,9 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from bench.errors import UsageError
-from bench.mfu import moe_flops
-from bench.units import format_bytes
+from bench.result.mfu import moe_flops
+from bench.util.errors import UsageError
+from bench.util.units import format_bytes
 from bench.workloads.base import Task, WorkloadSpec
 
 
@@ -125,7 +125,7 @@ def _model_state(name: str):
 
 
 def flops(size: Size, seq_len: int) -> dict:
-    """Training FLOPs by bench.mfu's MoE formula (6 x active N + 12LHQT)."""
+    """Training FLOPs by bench.result.mfu's MoE formula (6 x active N + 12LHQT)."""
     return moe_flops(active_non_embedding(size), size.layers, size.heads, size.head_dim,
                      seq_len)  # fmt: skip
 
@@ -143,7 +143,7 @@ for _name, _size in SIZES.items():
 @dataclass(frozen=True)
 class MoESpec(WorkloadSpec):
     """A workload spec that says how many experts each block has and how many a token
-    goes to (what --expert-parallel is checked against, bench.config)."""
+    goes to (what --expert-parallel is checked against, bench.config.run_config)."""
 
     experts: int = 0
     top_k: int = 0

@@ -1,6 +1,6 @@
 """NASNet-A Large from timm (pip install timm, or bench[zoo]); nothing is downloaded."""
 
-from bench.errors import UsageError
+from bench.util.errors import UsageError
 from bench.workloads._torch import loss, make_batch
 
 __all__ = ["build_model", "loss", "make_batch"]

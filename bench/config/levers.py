@@ -1,0 +1,128 @@
+"""What a model's levers take, checked for a run and for each of its points: a decoder's
+attention kernel, loss and padded vocabulary (bench.workloads._levers), a mixture's
+expert parallelism, float8 training and activation checkpointing, each on a framework,
+a workload and a device that apply it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.config import discovery
+from bench.config.axes import CHECKPOINTING_MODES
+from bench.config.fields import Config, choice, positive, values
+from bench.config.options import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
+from bench.util.errors import UsageError
+from bench.util.text import visible
+
+# Each lever's RunConfig field, its PointConfig field and its value that changes nothing.
+_LEVERS = (("attentions", "attention", "auto"), ("cross_entropies", "cross_entropy", "plain"),
+           ("pad_vocabs", "pad_vocab", 0))  # fmt: skip
+
+
+def check_levers(cfg: Config, framework: Any, spec: Any) -> None:
+    """The decoders' levers (bench.workloads._levers): known values, on a framework and a
+    workload that take them, the attention kernel one the device has
+    (Platform.attention_unsupported). A workload that takes them declares `llm_levers`
+    (bench.workloads._levers.DecoderSpec, as the mixtures' spec declares `experts`)."""
+    platform = discovery.platform(cfg.device)
+    for many, one, off in _LEVERS:
+        for value in values(cfg, many, one):
+            if one == "pad_vocab":
+                positive(one, value, zero_ok=True, most=MAX_PAD_VOCAB)
+            else:
+                choice(one, value, ATTENTION_KERNELS if one == "attention" else LOSSES)
+            if value == off:
+                continue
+            if not framework.llm_levers:
+                able = [n for n in discovery.framework_names() if discovery.framework(n).llm_levers]
+                raise UsageError(
+                    f"{one}: {value!r} is not available with {framework.name}; it applies to "
+                    f"{' and '.join(able)}"
+                )
+            if not getattr(spec, "llm_levers", False):
+                able = [n for n, s in discovery.workloads().items() if getattr(s, "llm_levers", 0)]
+                raise UsageError(
+                    f"{one}: {spec.name!r} does not take it; it applies to {', '.join(able)}"
+                )
+            dropout = getattr(spec, "attention_dropout", 0.0) > 0
+            why = platform.attention_unsupported(value, dropout) if one == "attention" else None
+            if why:
+                raise UsageError(why)
+
+
+MAX_EXPERT_PARALLEL = 4096  # ranks the experts split over, at most
+
+
+def check_expert_parallel(cfg: Config, spec: Any) -> None:
+    """--expert-parallel N: a mixture of experts (its spec's `experts`) whose experts and
+    every point's ranks N divides. A workload's experts: its spec's `experts` (the
+    mixtures' WorkloadSpec subclass, bench.workloads.moe.MoESpec; 0 elsewhere)."""
+    parallel = cfg.expert_parallel
+    if type(parallel) is not int or not 1 <= parallel <= MAX_EXPERT_PARALLEL:
+        raise UsageError(
+            f"expert_parallel: {visible(repr(parallel))[:40]} must be a whole number from 1 to "
+            f"{MAX_EXPERT_PARALLEL}"
+        )
+    if parallel == 1:
+        return
+    experts = getattr(spec, "experts", 0)
+    if not experts:
+        mixtures = [n for n, s in discovery.workloads().items() if getattr(s, "experts", 0)]
+        raise UsageError(
+            f"expert_parallel: {spec.name!r} has no experts to split; it applies to the "
+            f"mixtures of experts: {', '.join(mixtures)}"
+        )
+    if experts % parallel:
+        raise UsageError(
+            f"expert_parallel: {parallel} does not divide {spec.name}'s {experts} "
+            f"experts; use a divisor of {experts}"
+        )
+    for count in values(cfg, "devices", "devices"):
+        ranks = (count or 1) * cfg.nnodes
+        if ranks % parallel:
+            raise UsageError(
+                f"expert_parallel: {parallel} does not divide the {ranks} rank(s) of a point "
+                f"(--devices {count or 1} x --nnodes {cfg.nnodes}); give a multiple of "
+                f"{parallel} ranks"
+            )
+
+
+def check_float8(cfg: Config, framework: Any, spec: Any) -> None:
+    """fp8 (bench.parallel.float8): float8 training of a decoder's linear layers, on a
+    framework that applies it; the device's own support is the platform's question."""
+    if "fp8" not in values(cfg, "precisions", "precision"):
+        return
+    if not framework.float8:
+        raise UsageError(
+            f"precision: fp8 is not available with {framework.name}; float8 training "
+            "applies to torch (torchao)"
+        )
+    if spec.sharding != "fsdp":
+        raise UsageError(
+            f"precision: fp8 applies to the decoders bench shards with FSDP2 (gpt2, llama3); "
+            f"{spec.name} trains in fp32, tf32, fp16 or bf16"
+        )
+
+
+def check_checkpointing(cfg: Config, framework: Any, spec: Any) -> None:
+    """Activation checkpointing (bench.parallel.checkpoint): a known mode, on a framework
+    that applies it, for a workload whose model keeps its blocks where it can find them."""
+    for mode in values(cfg, "activation_checkpointings", "activation_checkpointing"):
+        choice("activation_checkpointing", mode, CHECKPOINTING_MODES)
+        if mode == "none":
+            continue
+        if not framework.activation_checkpointing:
+            able = [
+                n
+                for n in discovery.framework_names()
+                if discovery.framework(n).activation_checkpointing
+            ]
+            raise UsageError(
+                f"activation_checkpointing: {mode!r} is not available with {framework.name}; "
+                f"it applies to {' and '.join(able)}"
+            )
+        if not spec.checkpointable:
+            raise UsageError(
+                f"activation_checkpointing: {spec.name!r} has no transformer blocks to "
+                "checkpoint; it applies to the decoders (gpt2, llama3)"
+            )
