@@ -30,7 +30,7 @@ from bench.result import drift
 from bench.run.runner import Runner
 from bench.util.errors import UsageError
 
-# What a rerun takes from its own command line, never from the file (options_table's
+# What a rerun takes from its own command line, never from the file (the option table's
 # `rerun`): the ranks and machines as `bench run` declares them, and the data's paths,
 # declared here (a path of the file's kind).
 FROM_HERE = tuple(o for o in RUN_OPTIONS if o.rerun)

@@ -24,7 +24,7 @@ from bench.commands.options import (
     tune_budget,
     workload_and_run_options,
 )
-from bench.config.axes import ALLOCATORS, OPENMP_RUNTIMES
+from bench.config.sweep import ALLOCATORS, OPENMP_RUNTIMES
 from bench.util.errors import UsageError
 
 

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 from bench.config import data_ref, discovery
-from bench.config.axes import MEMORY_FORMATS, NAMES, RUNTIME
 from bench.config.bounds import MAX_PREFETCH
 from bench.config.fields import Config, choice, positive, values
 from bench.config.levers import (
@@ -21,6 +20,7 @@ from bench.config.levers import (
     check_float8,
     check_levers,
 )
+from bench.config.sweep import MEMORY_FORMATS, NAMES, RUNTIME
 from bench.config.targets import check_dataset, check_loss_target
 from bench.util.errors import UsageError
 from bench.util.text import visible

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.config import discovery
-from bench.config.axes import CHECKPOINTING_MODES
 from bench.config.fields import Config, choice, positive, values
 from bench.config.options import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
+from bench.config.sweep import CHECKPOINTING_MODES
 from bench.util.errors import UsageError
 from bench.util.text import visible
 

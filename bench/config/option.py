@@ -1,5 +1,5 @@
 """One run option and how a result stores its value: the types of bench.config.options's
-declarations (RunOption, Stored). bench.config.axes, the parser, the config's mapping and the
+declarations (RunOption, Stored). bench.config.sweep, the parser, the config's mapping and the
 result's schema read them."""
 
 from __future__ import annotations

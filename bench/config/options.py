@@ -3,7 +3,7 @@ help and default, the RunConfig field it sets, and, for a sweep axis, the PointC
 field of one value, its allowed values and how the max-batch search and tune treat it.
 
 The parser (bench.commands.run_options), the mapping from options to a config
-(`config_from_args`), the sweep axes (bench.config.axes, in SWEEP_ORDER), the point axes of the
+(`config_from_args`), the sweep axes (bench.config.sweep, in SWEEP_ORDER), the point axes of the
 result schema (bench.result.schema.POINT_AXES), tune's grid (bench.commands.tune) and
 what `bench rerun` takes from its own command line (bench.commands.rerun) are read from
 RUN_OPTIONS, and so are the result schema's entries for them (each option's `stored`:
@@ -468,7 +468,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 # The sweep's order, slowest-varying first: a sweep's points run in this order, the
 # batch size varying fastest, as in the published tables, and the device count just
 # above it (a scaling table reads down one config). A sweep axis not named here varies
-# slowest of all (bench.config.axes.in_sweep_order): a new one needs no place here.
+# slowest of all (bench.config.sweep.in_sweep_order): a new one needs no place here.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
                "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
                "compilers", "devices", "batch_sizes")  # fmt: skip

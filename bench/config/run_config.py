@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from bench.config import data_ref, discovery
-from bench.config.axes import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
 from bench.config.bounds import TIMEOUT
 from bench.config.checks import (
     DATA_SOURCES,
@@ -28,6 +27,7 @@ from bench.config.checks import (
 )
 from bench.config.fields import choice, positive
 from bench.config.levers import MAX_EXPERT_PARALLEL
+from bench.config.sweep import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
 from bench.config.targets import DECODER_RECIPES, EVAL_UNITS, LOSS_FRAMEWORKS, LOSS_TARGET_FIELDS
 from bench.util.errors import UsageError
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench.config.axes import CHECKPOINTING_MODES
+from bench.config.sweep import CHECKPOINTING_MODES
 from bench.parallel import block_container
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench import registry
-from bench.config import axes
+from bench.config import sweep
 from bench.report.machines import Machine, image_name
 from bench.result import Point, Result
 from bench.util.errors import UsageError
@@ -18,7 +18,7 @@ from bench.util.errors import UsageError
 class RowKey(NamedTuple):
     """A comparison's row: the configuration a point measured. Its own places (the
     workload, batch, precision, layout, compiler) are the columns every view shows;
-    `setup` names the rest, built from the option table (bench.config.axes.settings: every
+    `setup` names the rest, built from the option table (bench.config.sweep.settings: every
     option declared compared=ROW, away from its neutral value) with the sequence length,
     a swept device count and, where one machine ran several, the software stack."""
 
@@ -51,14 +51,14 @@ def row_key(res: Result, p: Point) -> RowKey:
     sequence length of a workload that takes one, the device count where the result
     swept it (a machine's 8 GPUs and another's 4 stay one row when each just used all of
     its own), then every option of the table declared compared=ROW that the point did not
-    leave at its neutral value, named by its flag (bench.config.axes.settings: 'loss=chunked',
+    leave at its neutral value, named by its flag (bench.config.sweep.settings: 'loss=chunked',
     'expert-parallel=2', 'train-to-loss=3.5'): a new option is kept apart with no edit
     here, and an older result, which reads the neutral value, joins today's rows."""
     swept = len(set(res.config.devices)) > 1
     length = sequence_length(res)
     tokens = f"{length} tokens" if length else ""
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
-    setup = " · ".join(part for part in (tokens, devices, *axes.settings(res.config, p)) if part)
+    setup = " · ".join(part for part in (tokens, devices, *sweep.settings(res.config, p)) if part)
     # A memory format is an image tensor's layout; token inputs have none, so a decoder
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
     layout = p.memory_format if length is None else "n/a"

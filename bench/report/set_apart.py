@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import datasets
-from bench.config import axes
+from bench.config import sweep
 from bench.report.machines import machine_label
 from bench.result import Result
 from bench.util.text import visible
@@ -20,7 +20,7 @@ from bench.util.text import visible
 # Config fields that must agree between results compared in one row: how a number was
 # measured (the options declared compared=MATCH). The options declared compared=ROW are
 # rows of their own, the key's are its places; the device is the machine itself.
-MUST_MATCH = axes.MUST_MATCH
+MUST_MATCH = sweep.MUST_MATCH
 # A max-batch search's probes run their own steps (RunConfig.probe_steps, no warm-up) at
 # any --steps: only what they train on must agree, and the memory cap is what a memory
 # ladder compares (each card a labelled column).

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench.config import axes
+from bench.config import sweep
 from bench.report.headings import option_header, takes_images, title
 from bench.report.run_tables import ladder_rows, ladder_table, max_batch_table, tune_table
 from bench.report.table_notes import energy_note, notes, scaling_notes
@@ -82,8 +82,8 @@ def points_table(result: Result, width: int | None = None) -> Table:
     layouts = takes_images(result) and any(p.memory_format != "contiguous" for p in points)
     column("memory format", [p.memory_format for p in points], layouts)
     column("compile", [p.compile or "none" for p in points], any(p.compile for p in points))
-    for option in axes.ROW_OPTIONS:  # every other lever a point set, named by its option
-        values = [axes.setting(option, result.config, p) for p in points]
+    for option in sweep.ROW_OPTIONS:  # every other lever a point set, named by its option
+        values = [sweep.setting(option, result.config, p) for p in points]
         column(option_header(option), [str(v) if v is not None else "none" for v in values],
                any(not option.neutral(v) for v in values))  # fmt: skip
     column("status", [p.status for p in points])  # why it failed: a note under the table
@@ -149,7 +149,7 @@ def points_table(result: Result, width: int | None = None) -> Table:
         caption=plain(caption) if caption else None, caption_justify="left",
     )  # fmt: skip
     text_columns = ("precision", "memory format", "compile", "status",
-                    *(option_header(o) for o in axes.ROW_OPTIONS))  # fmt: skip
+                    *(option_header(o) for o in sweep.ROW_OPTIONS))  # fmt: skip
     for header in columns:  # a header may hold a file's unit: text, never markup
         table.add_column(plain(header), justify="left" if header in text_columns else "right")
     for i, p in enumerate(points):

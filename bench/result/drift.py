@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.config import data_ref
-from bench.config.axes import NAMES as AXIS_NAMES
 from bench.config.run_config import RunConfig
+from bench.config.sweep import NAMES as AXIS_NAMES
 from bench.result import Point, Result, point_axes
 from bench.stats import sequential, verdict
 from bench.stats.estimate import geometric_mean, ratio_interval

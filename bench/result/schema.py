@@ -15,10 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# POINT_AXES: what tells one point of a run from another, the device count aside (the
-# sweep axes' names in a Point, a PointConfig and a PointConfig's dict, a ladder rung);
-# MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.config.axes).
-from bench.config.axes import POINT_AXES
 from bench.config.bounds import (
     COUNT,
     LABEL_WORDS,
@@ -47,6 +43,11 @@ from bench.config.bounds import (
 )
 from bench.config.option_types import MAX_TOKENS
 from bench.config.options import RUN_OPTIONS
+
+# POINT_AXES: what tells one point of a run from another, the device count aside (the
+# sweep axes' names in a Point, a PointConfig and a PointConfig's dict, a ladder rung);
+# MAX_TOKENS: the most tokens a run trains on. Both are the run options' (bench.config.sweep).
+from bench.config.sweep import POINT_AXES
 
 # Bump on any change to the stored layout, with a line below and a fixture file
 # tests/data/result-v<N>.json that must keep loading; a new field is an entry of a
@@ -275,7 +276,7 @@ _SECONDS = list_of(list_of(positive))
 
 def _from_options() -> tuple[tuple[Field, ...], tuple[Field, ...]]:
     """The run options' CONFIG and POINT entries, from how each says a result stores it
-    (options_table's `stored`): a sweep axis's POINT entry is one point's value and its
+    (the option table's `stored`): a sweep axis's POINT entry is one point's value and its
     CONFIG entry the list of them; any other option's CONFIG entry is its value."""
     config, point = [], []
     for option in RUN_OPTIONS:

@@ -51,8 +51,7 @@ from bench.config.run_config import PointConfig
 from bench.result import POINT_AXES, Point, point_axes
 from bench.run import cost, launchers
 from bench.run.runner import Response, Runner
-from bench.search.tune_command import command_line
-from bench.search.tune_outcome import coverage, why_not_ranked
+from bench.search.tune_outcome import command_line, coverage, why_not_ranked
 from bench.search.tune_record import (
     MAX_ROUNDS,
     MAX_SECONDS,

@@ -1,11 +1,14 @@
 """How a `bench tune` search ended, in its record: what of the grid it measured, left out
 or did not reach (`coverage`), and, when it could not rank, why in words and what budget
-would let it (`not_ranked`)."""
+would let it (`not_ranked`); and the winner as the command that measures it again
+(`command_line`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from bench import registry
+from bench.config.options import RUN_OPTIONS
 from bench.result import Point
 from bench.run import cost
 
@@ -70,3 +73,24 @@ def why_not_ranked(
         f"{cost.format_seconds(budget_s)} budget; a budget of about "
         f"{cost.format_seconds(need)} would let it"
     )
+
+
+def command_line(point: Point, config: Any) -> str:
+    """`bench run ...` for one configuration: what to paste to measure the winner again.
+    Each axis of the point as its option (bench.config.options), in their order, but
+    those that are off (no value, 'none'); a decoder's sequence length in place of a
+    memory format (an image tensor's layout)."""
+    words = ["bench", "run", config.workload, "--framework", config.framework,
+             "--device", config.device]  # fmt: skip
+    decoder = registry.workload(config.workload).takes_seq_len
+    for axis in RUN_OPTIONS:
+        if not (axis.sweeps and axis.point_axis):
+            continue
+        value = getattr(point, axis.one)
+        if axis.one == "memory_format" and decoder:  # its tokens, no layout
+            words += ["--seq-len", str(config.seq_len)] if config.seq_len else []
+        elif value and value not in ("none", axis.off):
+            words += [axis.flag, str(value)]
+    if config.threads:
+        words += ["--threads", str(config.threads)]
+    return " ".join(words)

@@ -12,8 +12,8 @@ import pytest
 from bench.commands import rerun, tune
 from bench.commands.options import UsageParser
 from bench.commands.run_options import add_run_options, config_from_args, parse_run
-from bench.config import axes
 from bench.config import options as options_table
+from bench.config import sweep
 from bench.config.option import RunOption
 from bench.config.options import COUNT, RUN_OPTIONS
 from bench.config.run_config import PointConfig, RunConfig
@@ -39,16 +39,16 @@ def test_point_config_declares_each_axis_value_and_every_field_a_child_needs():
 
 def test_a_sweep_axis_is_a_tuple_of_run_config_and_the_rest_are_not():
     tuples = {f.name for f in dataclasses.fields(RunConfig) if str(f.type).startswith("tuple[")}
-    assert tuples == {o.field for o in RUN_OPTIONS if o.sweeps} == set(axes.NAMES)
+    assert tuples == {o.field for o in RUN_OPTIONS if o.sweeps} == set(sweep.NAMES)
 
 
 def test_an_axis_left_out_of_the_sweep_order_varies_slowest_and_a_wrong_name_is_refused():
     order = tuple(name for name in options_table.SWEEP_ORDER if name != "numas")
-    assert [a.many for a in axes.in_sweep_order(RUN_OPTIONS, order)] == ["numas", *order]
+    assert [a.many for a in sweep.in_sweep_order(RUN_OPTIONS, order)] == ["numas", *order]
     with pytest.raises(ValueError, match="SWEEP_ORDER names each sweep axis at most once"):
-        axes.in_sweep_order(RUN_OPTIONS, (*options_table.SWEEP_ORDER, "numas"))
+        sweep.in_sweep_order(RUN_OPTIONS, (*options_table.SWEEP_ORDER, "numas"))
     with pytest.raises(ValueError, match="at most once"):
-        axes.in_sweep_order(RUN_OPTIONS, (*options_table.SWEEP_ORDER, "widgets"))
+        sweep.in_sweep_order(RUN_OPTIONS, (*options_table.SWEEP_ORDER, "widgets"))
 
 
 def test_the_result_tells_points_apart_by_every_axis_but_the_device_count():

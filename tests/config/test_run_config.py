@@ -131,15 +131,15 @@ def test_probe_points_are_short():
 
 
 def test_the_sweep_axes_are_declared_once_and_every_config_reads_them():
-    """bench.config.axes reads each axis's RunConfig tuple, PointConfig field and option from
+    """bench.config.sweep reads each axis's RunConfig tuple, PointConfig field and option from
     bench.config.options (tests/config/test_options.py checks the dataclasses against it);
     the sweep runs in its order, the batch size fastest."""
-    from bench.config import axes
+    from bench.config import sweep
 
     point_fields = {f.name for f in dataclasses.fields(PointConfig)}
-    for axis in axes.AXES:
+    for axis in sweep.AXES:
         assert axis.one in point_fields and axis.flag.startswith("--")
-    assert axes.NAMES[-1] == "batch_sizes"
+    assert sweep.NAMES[-1] == "batch_sizes"
     config = RunConfig(workload="tiny", batch_sizes=(1, 2), precisions=("fp32", "bf16"))
     assert [(p.precision, p.batch_size) for p in config.points()] == [
         ("fp32", 1), ("fp32", 2), ("bf16", 1), ("bf16", 2)]  # fmt: skip

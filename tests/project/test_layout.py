@@ -78,8 +78,8 @@ def test_the_rule_places_a_module_s_tests_and_refuses_a_stray():
     assert _subject(report, "page_browser") == "page"
     assert _subject(report, "compare_fleet") == "compare"
     assert _subject(TESTS / "frameworks", "ipex") == "ipex"  # bench/frameworks/_ipex.py
-    assert _subject(TESTS, "max_batch_probes") == "max_batch"
+    assert _subject(TESTS / "run", "max_batch_probes") == "max_batch"
     assert _subject(TESTS, "datasets") == "datasets"  # a package, one folder up
     assert _subject(TESTS / "benchmarks", "llm_peer_levers") == "llm_peer"
     assert _subject(report, "report_page") is None  # the old flat name
-    assert _subject(TESTS, "zoo") is None
+    assert _subject(TESTS / "workloads", "zoo") is None

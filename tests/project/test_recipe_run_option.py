@@ -66,7 +66,7 @@ SCHEMA = f"SCHEMA_VERSION = {NOW + 1}  # {NOW + 1}: points gain `widget`, config
 PROBE = """
 import json, sys
 from pathlib import Path
-from bench.config import axes
+from bench.config import sweep
 from bench.commands import tune
 from bench.commands.options import UsageParser
 from bench.commands.run_options import add_run_options, config_from_args, parse_run
@@ -87,7 +87,7 @@ print(json.dumps({
     "help": "--widget" in parser.format_help(),
     "widgets": list(config.widgets),
     "points": [p.widget for p in config.points()],
-    "sweep_first": axes.NAMES[0],
+    "sweep_first": sweep.NAMES[0],
     "point_axis": "widget" in POINT_AXES,
     "grid": list(tune.default_axes(RunConfig(workload="tiny"), set()).get("widgets", ())),
     "old_config": list(old.config.widgets),
@@ -100,8 +100,8 @@ def _copy_with_the_recipe(tmp_path: Path, *, point_field: bool = True) -> Path:
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     bench = copy / "bench"
-    _edit(bench / "options_table.py", ("RUN_OPTIONS", OPTION, None))
-    _edit(bench / "config.py", ("", RUN_FIELD, "RunConfig"),
+    _edit(bench / "config" / "options.py", ("RUN_OPTIONS", OPTION, None))
+    _edit(bench / "config" / "run_config.py", ("", RUN_FIELD, "RunConfig"),
           *((("", POINT_FIELD, "PointConfig"),) if point_field else ()))  # fmt: skip
     _edit(bench / "result" / "schema.py", ("SCHEMA_VERSION", SCHEMA, None))
     _edit(bench / "result" / "measured.py", ("", POINT_FIELD, "Measured"))

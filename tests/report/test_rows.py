@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import axes
+from bench.config import sweep
 from bench.config.option import COMPARED, KEY
 from bench.report import compare as cmp
 from bench.report.rows import RowKey, row_key
@@ -73,10 +73,10 @@ def test_an_older_file_reads_its_neutral_values_and_joins_todays_row():
 def test_every_option_says_how_a_comparison_treats_it():
     """The row key reads its KEY options by name; every other option is ROW, MATCH or
     FREE in the table, so a new one is a row of its own unless it says otherwise."""
-    assert {o.compared for o in axes.RUN_OPTIONS} <= set(COMPARED)
-    keyed = {o.field for o in axes.RUN_OPTIONS if o.field and o.compared == KEY}
+    assert {o.compared for o in sweep.RUN_OPTIONS} <= set(COMPARED)
+    keyed = {o.field for o in sweep.RUN_OPTIONS if o.field and o.compared == KEY}
     assert keyed == {"workload", "framework", "device", "batch_sizes", "precisions",
                      "memory_formats", "compilers", "devices", "nnodes", "seq_len"}  # fmt: skip
     assert {"attentions", "cross_entropies", "pad_vocabs", "threads"} <= {
-        o.field for o in axes.ROW_OPTIONS
+        o.field for o in sweep.ROW_OPTIONS
     }

@@ -2,7 +2,7 @@
 what a run sweeps over, a tuple on RunConfig; what one point takes, a field of
 PointConfig; the option that sets it; and the values allowed where they are fixed: a
 framework's memory formats and compilers, a workload's batch sizes are checked where
-they are known), in the sweep's order (options_table.SWEEP_ORDER, slowest-varying
+they are known), in the sweep's order (options.SWEEP_ORDER, slowest-varying
 first). The config, the max-batch search, settle, drift and the result schema read
 them from here.
 """
@@ -51,7 +51,7 @@ def in_sweep_order(options: tuple[RunOption, ...], order: tuple[str, ...]) -> tu
     swept = {o.many: o for o in options if o.sweeps}
     if not set(order) <= set(swept) or len(set(order)) != len(order):
         raise ValueError(
-            f"options_table.SWEEP_ORDER names each sweep axis at most once, of "
+            f"options.SWEEP_ORDER names each sweep axis at most once, of "
             f"{sorted(swept)}; not {list(order)}"
         )
     return (*(o for name, o in swept.items() if name not in order),

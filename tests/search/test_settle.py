@@ -6,12 +6,12 @@ import dataclasses
 import importlib.util
 import json
 import signal
+import time
 
 import pytest
 
 from bench import result
 from bench.cli import main
-from bench.commands import settle
 from bench.commands.diff import EXIT_DRIFT
 from bench.config.run_config import RunConfig
 from bench.result import POINT_AXES, Point, Result, point_axes
@@ -86,7 +86,7 @@ def machine(monkeypatch):
     def install(rate, **kwargs):
         fake = Machine(rate, **kwargs)
         monkeypatch.setattr(launchers, "spawn", fake)
-        monkeypatch.setattr(settle.time, "monotonic", lambda: fake.clock)
+        monkeypatch.setattr(time, "monotonic", lambda: fake.clock)
         return fake
 
     return install
