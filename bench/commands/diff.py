@@ -19,11 +19,8 @@ from bench import registry, result
 from bench.commands.options import require_extra
 from bench.commands.settle import (
     DEFAULT_CAP,
-    Budget,
-    Settle,
     add_settle_options,
     check_settle_options,
-    judge_point,
     not_here,
     run_settle,
     settle_one,
@@ -33,6 +30,7 @@ from bench.report.collect import DIFF_KIND
 from bench.report.table import console as terminal
 from bench.result import Point, drift
 from bench.run.runner import Runner
+from bench.search.settle import Budget, Settle, judge_point
 from bench.util.errors import UsageError
 from bench.util.text import plain
 
