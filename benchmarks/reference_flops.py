@@ -4,7 +4,7 @@ workload that TensorFlow or JAX also implements, at its default input shape.
 TensorFlow and JAX use PyTorch's count of the same workload as their model FLOPs (one
 definition for MFU in every framework). Where PyTorch is installed they count it live
 in a PyTorch child; the TPU and the TensorFlow/JAX CUDA images have no PyTorch, so
-they read this table. tests/frameworks/test_frameworks.py keeps it equal to a live count.
+they read this table. tests/test_frameworks.py keeps it equal to a live count.
 
     python benchmarks/reference_flops.py      # needs bench[torch]
 """

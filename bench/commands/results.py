@@ -69,7 +69,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _parameters(spec: Any, missing: registry.MissingExtra | None) -> str:
-    """The workload's declared parameter count (tests/workloads/test_workloads.py checks it against
+    """The workload's declared parameter count (tests/test_workloads.py checks it against
     the model PyTorch builds), else the count of that model built on the meta device, or
     why there is none. Declared first: building every model made `bench list` take 5 s."""
     if spec.parameter_count is not None:

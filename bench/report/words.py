@@ -3,10 +3,8 @@
 The figure leads, rounded once from the raw ratio (bench.util.units.ratio_with_interval, as
 the tables print it), with its interval in the same direction; the verdict follows. A
 slower machine's ratio stays below 1 beside its interval ('0.442x [0.434x–0.449x], 2.26x
-slower'): bench.stats.verdict's own sentence turned the ratio over and not its interval, and
-took the interval's centre for the ratio, so that a row read '2.263x slower (95% CI
-0.434x to 0.449x)' beside a table's 0.44x. Without an interval the sentence says which
-side ran once: 'one run a side' only where both did.
+slower'), so the words and the table's 0.44x say one figure. Without an interval the
+sentence says which side ran once: 'one run a side' only where both did.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class WorkloadSpec:
     # checked.
     model_state: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
     # Trainable parameters of its PyTorch model, each shared tensor once, as counted
-    # (tests/workloads/test_workloads.py builds the model and checks it; docs/workloads.md
+    # (tests/test_workloads.py builds the model and checks it; docs/workloads.md
     # shows it).
     parameter_count: int | None = None
     # Set by discovery: the package whose submodules implement this workload per framework.

@@ -1,7 +1,7 @@
 """Where a module's tests are: tests/ mirrors bench/, so the tests of bench/report/page.py
 are tests/report/test_page.py and tests/report/test_page_<aspect>.py (a module's leading
 underscore dropped: bench/frameworks/_ipex.py's are tests/frameworks/test_ipex.py), and a
-package's own tests are named after it one folder up (tests/datasets/test_datasets.py). Three
+package's own tests are named after it one folder up (tests/test_datasets.py). Three
 folders mirror no package of bench, each for a stated reason (OTHER_FOLDERS)."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from bench.cli import main
 from bench.commands.fleet import load
 from bench.fleet import gather, launch
 from bench.util.errors import UsageError
-from tests.fleet.test_fleet import GOOD, FakeSky, write
+from tests.test_fleet import GOOD, FakeSky, write
 
 OWN = "pair-c7i-0a1b2c"  # a cluster of the fleet's own launch pattern, for target c7i
 

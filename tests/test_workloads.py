@@ -78,7 +78,7 @@ def test_docs_table_has_a_row_for_every_workload_with_its_declared_count():
 def test_reference_flops_table_has_a_row_for_every_workload_it_should():
     """bench/data/reference_flops.json holds exactly the workloads that TensorFlow or JAX
     run and whose FLOPs PyTorch counts, at their default shape (the values themselves:
-    tests/frameworks/test_frameworks.py, against a live count)."""
+    tests/test_frameworks.py, against a live count)."""
     table = json.loads(files("bench").joinpath("data/reference_flops.json").read_text())
     rows = {(row["workload"], tuple(row["input_shape"])) for row in table["workloads"]}
     wanted = {(n, s.input_shape()) for n, s in WORKLOADS.items() if catalog.in_reference_flops(s)}
