@@ -54,6 +54,51 @@ def _cost_flops(compiled) -> float | None:
     return float(flops) if flops else None
 
 
+def _train_step(model: Any, tx: Any, loss_of: Any, key: Any, fp16: bool) -> Any:
+    """One training step over a state dict, pure, to be jitted: the loss scaled where fp16
+    (the update skipped on overflow and the scale halved, as PyTorch's GradScaler)."""
+    import jax
+    import optax
+
+    def train_step(state, x, y):
+        dropout = jax.random.fold_in(key, state["step"])
+
+        def scaled_loss(params):
+            variables = {"params": params, "batch_stats": state["batch_stats"]}
+            logits, updates = model.apply(
+                variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": dropout}
+            )
+            loss = loss_of(logits.astype(jax.numpy.float32), y)
+            return loss * state["loss_scale"], (loss, updates.get("batch_stats", {}))
+
+        grads, (loss, batch_stats) = jax.grad(scaled_loss, has_aux=True)(state["params"])
+        grads = jax.tree.map(lambda g: g / state["loss_scale"], grads)
+        updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+        new = {
+            **state,
+            "params": optax.apply_updates(state["params"], updates),
+            "opt_state": opt_state,
+            "batch_stats": batch_stats,
+            "step": state["step"] + 1,
+        }
+        if fp16:  # skip the update on overflow and halve the scale, as GradScaler
+            finite = jax.numpy.stack(
+                [jax.numpy.isfinite(g).all() for g in jax.tree.leaves(grads)]
+            ).all()
+            new = jax.tree.map(lambda n, o: jax.numpy.where(finite, n, o), new, state)
+            grown = state["good_steps"] + 1 >= _SCALE_GROWTH_INTERVAL
+            new["loss_scale"] = jax.numpy.where(
+                finite,
+                jax.numpy.where(grown, state["loss_scale"] * 2, state["loss_scale"]),
+                state["loss_scale"] / 2,
+            )
+            new["good_steps"] = jax.numpy.where(finite & ~grown, state["good_steps"] + 1, 0)
+            new["step"] = state["step"] + 1
+        return new, loss
+
+    return train_step
+
+
 class JaxSession(Session):
     def __init__(self, point: PointConfig, platform: Platform) -> None:
         import jax
@@ -77,12 +122,7 @@ class JaxSession(Session):
         inputs, targets = self.impl.make_batch(point.spec, point, point.batch_size, point.seed)
         key = jax.random.key(point.seed)
         self.training = datasets.training(point) if point.dataset else None
-        loss_of = self.impl.loss
-        tx, optimizer = optax.sgd(learning_rate=0.01, momentum=0.9), "SGD(lr=0.01, momentum=0.9)"
-        if self.training is not None:
-            (tx, loss_of), optimizer = self._recipe(optax), "SGD(recipe)"
-        elif self.impl.optimizer is not None:  # the workload's own (AdamW for LLMs)
-            tx, optimizer = self.impl.optimizer()
+        tx, loss_of, optimizer = self._optimizer(optax)
         fp16 = point.precision == "fp16"
 
         def initial_state(key):
@@ -106,41 +146,7 @@ class JaxSession(Session):
 
             state_sharding, self.sharding = jax_fsdp.apply_fsdp(shapes, mesh, "data")
 
-        def train_step(state, x, y):
-            dropout = jax.random.fold_in(key, state["step"])
-
-            def scaled_loss(params):
-                variables = {"params": params, "batch_stats": state["batch_stats"]}
-                logits, updates = model.apply(
-                    variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": dropout}
-                )
-                loss = loss_of(logits.astype(jax.numpy.float32), y)
-                return loss * state["loss_scale"], (loss, updates.get("batch_stats", {}))
-
-            grads, (loss, batch_stats) = jax.grad(scaled_loss, has_aux=True)(state["params"])
-            grads = jax.tree.map(lambda g: g / state["loss_scale"], grads)
-            updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-            new = {
-                **state,
-                "params": optax.apply_updates(state["params"], updates),
-                "opt_state": opt_state,
-                "batch_stats": batch_stats,
-                "step": state["step"] + 1,
-            }
-            if fp16:  # skip the update on overflow and halve the scale, as GradScaler
-                finite = jax.numpy.stack(
-                    [jax.numpy.isfinite(g).all() for g in jax.tree.leaves(grads)]
-                ).all()
-                new = jax.tree.map(lambda n, o: jax.numpy.where(finite, n, o), new, state)
-                grown = state["good_steps"] + 1 >= _SCALE_GROWTH_INTERVAL
-                new["loss_scale"] = jax.numpy.where(
-                    finite,
-                    jax.numpy.where(grown, state["loss_scale"] * 2, state["loss_scale"]),
-                    state["loss_scale"] / 2,
-                )
-                new["good_steps"] = jax.numpy.where(finite & ~grown, state["good_steps"] + 1, 0)
-                new["step"] = state["step"] + 1
-            return new, loss
+        train_step = _train_step(model, tx, loss_of, key, fp16)
 
         # Synthetic data, made once and placed on the devices: each holds its slice (on a
         # dataset, its shapes are those of every batch).
@@ -149,15 +155,8 @@ class JaxSession(Session):
         self.batch = jax.device_put((inputs, targets), sharded)
         # A token file (checked whole in the parent): each step reads its windows on the
         # host, checks them again, and places them, as a training loop reads its batch.
-        self.token_file: tokens.TokenFile | None = None
+        self.token_file = self._token_file()
         self.token_step = 0
-        if point.tokens is not None:
-            if self.impl.token_batch is None:
-                raise datasets.DatasetError(
-                    f"data: {point.workload} has no token_batch in jax; it trains on "
-                    "synthetic tokens only"
-                )
-            self.token_file = tokens.for_point(point)
         jitted = jax.jit(
             train_step,
             in_shardings=(state_sharding, sharded, sharded),
@@ -169,36 +168,73 @@ class JaxSession(Session):
         compile_s = time.perf_counter() - started
         xla_flops = _cost_flops(self.compiled)
         self.last_loss: Any = None
-        self.details = {
+        self.details = self._describe(optimizer, per_device, dtype, compile_s, xla_flops)
+
+    def _optimizer(self, optax: Any) -> tuple[Any, Any, str]:
+        """The optimizer, the loss and the optimizer's name: the dataset's recipe, else the
+        workload's own (AdamW for LLMs), else SGD with momentum."""
+        if self.training is not None:
+            tx, loss_of = self._recipe(optax)
+            return tx, loss_of, "SGD(recipe)"
+        if self.impl.optimizer is not None:
+            tx, optimizer = self.impl.optimizer()
+            return tx, self.impl.loss, optimizer
+        return (
+            optax.sgd(learning_rate=0.01, momentum=0.9),
+            self.impl.loss,
+            ("SGD(lr=0.01, momentum=0.9)"),
+        )
+
+    def _token_file(self) -> tokens.TokenFile | None:
+        """A token file (checked whole in the parent): each step reads its windows on the
+        host, checks them again, and places them, as a training loop reads its batch."""
+        if self.point.tokens is None:
+            return None
+        if self.impl.token_batch is None:
+            raise datasets.DatasetError(
+                f"data: {self.point.workload} has no token_batch in jax; it trains on "
+                "synthetic tokens only"
+            )
+        return tokens.for_point(self.point)
+
+    def _describe(
+        self, optimizer: str, per_device: int, dtype: Any, compile_s: float, xla_flops: Any
+    ) -> dict[str, Any]:
+        """The session's details for the result."""
+        import numpy as np
+
+        fp16 = self.point.precision == "fp16"
+        details: dict[str, Any] = {
             "optimizer": optimizer,
             "per_device_batch": per_device,
             "mesh": {"data": self.devices},
             "sharding": self.sharding["kind"] if self.sharding else None,  # else replicated
             "compute_dtype": str(np.dtype(dtype)),
             "param_dtype": "float32",
-            "matmul_precision": _MATMUL[point.precision],
+            "matmul_precision": _MATMUL[self.point.precision],
             "loss_scaling": "dynamic" if fp16 else None,
-            "layout": "NHWC" if point.spec.sample_shape else None,
+            "layout": "NHWC" if self.point.spec.sample_shape else None,
             "compile_s": compile_s,  # ahead of time, outside every timed step
             # XLA's count for the whole compiled step (optimizer and elementwise work
             # included), a cross-check on the reference model FLOPs.
-            "xla_flops_per_sample": xla_flops / point.batch_size if xla_flops else None,
+            "xla_flops_per_sample": xla_flops / self.point.batch_size if xla_flops else None,
         }
         if self.sharding:
-            self.details["fsdp"] = self.sharding
+            details["fsdp"] = self.sharding
         if self.token_file is not None:
-            self.details["dataset"] = self.token_file.describe()
-        if point.activation_checkpointing != "none":  # as the PyTorch session records it
+            details["dataset"] = self.token_file.describe()
+        if self.point.activation_checkpointing != "none":  # as the PyTorch session records it
             blocks = self.impl.checkpointed_blocks
             if blocks is None:
                 raise WorkloadError(
-                    f"workload {point.workload!r}: its jax.py has no checkpointed_blocks, "
+                    f"workload {self.point.workload!r}: its jax.py has no checkpointed_blocks, "
                     "which activation checkpointing needs"
                 )
-            self.details["activation_checkpointing"] = {
-                "mode": point.activation_checkpointing,
-                "blocks": blocks(point.spec, point),
+            details["activation_checkpointing"] = {
+                "mode": self.point.activation_checkpointing,
+                "blocks": blocks(self.point.spec, self.point),
             }
+        return details
 
     def _recipe(self, optax):
         """The dataset's recipe: SGD with L2 weight decay (added to the gradient, as
