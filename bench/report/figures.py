@@ -2,7 +2,7 @@
 the page's views, its own Vega-Lite spec with its rows inside, drawn as the page first
 draws it (no filter chosen) and rendered by vl-convert without a browser.
 
-The rows are those the page's script (bench.report.script, drawChart) gives a chart:
+The rows are those the page's script (bench/report/page.js, drawChart) gives a chart:
 the fields its encodings read that the script derives (a panel's name, peak memory in
 GiB, a rung's 'kept'), the rows that hold the view's figure, only the panels a line
 crosses, at most CHART_MACHINES machines, its panels and its rows capped, each cut said

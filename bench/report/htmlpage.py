@@ -7,7 +7,7 @@ made it.
 
 Made of: the tidy data (bench.report.tidy) as JSON, the Vega-Lite specs
 (bench.report.views), Vega + Vega-Lite + vega-embed inlined from vl-convert, and a
-small script (bench.report.script) for filters and sortable tables. A content
+small script (bench/report/page.js) for filters and sortable tables. A content
 security policy forbids every request: nothing leaves the file. Text from result files
 is escaped for HTML where Python writes it, set with textContent where the script
 does, and the JSON it travels in escapes '<', '>', '&' and U+2028/2029, so no
@@ -16,16 +16,17 @@ does, and the JSON it travels in escapes '<', '>', '&' and U+2028/2029, so no
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
 import re
+from importlib import resources
 from typing import Any
 
 from bench.report import views as vega_views
 from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
-from bench.report.script import SCRIPT
 from bench.report.tidy import Tidy
 from bench.report.views import View
 from bench.util import units
@@ -63,6 +64,15 @@ body{padding:0 .5em}table{display:block;overflow-x:auto;max-width:100%}
 }
 """
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\x7f-\x9f]")
+
+
+@functools.cache
+def page_script() -> str:
+    """The page's own script, bench/report/page.js (shipped with the package): the filters,
+    the sortable tables and the rows each Vega-Lite view draws. It draws no chart itself
+    (vega-embed does) and writes text with textContent only: labels from result files never
+    become markup."""
+    return resources.files("bench.report").joinpath("page.js").read_text(encoding="utf-8")
 
 
 def compact(value: Any) -> Any:
@@ -372,5 +382,5 @@ def page(
         + (static if figures else "")
         + "</section>"
         f"<script type='application/json' id='bench-data'>{script_json(data)}</script>"
-        f"<script>{vega_views.bundle()}</script><script>{SCRIPT}</script></body></html>"
+        f"<script>{vega_views.bundle()}</script><script>{page_script()}</script></body></html>"
     )

@@ -202,12 +202,12 @@ setTimeout(() => console.log(JSON.stringify({ ready: document.body.dataset.ready
 def run_script(html: str) -> dict:
     """The page's script over the page's data in Node: whether it finished, what it said
     failed, the rows it handed each chart and every text it set."""
-    from bench.report.script import SCRIPT
+    from bench.report.htmlpage import page_script
 
     if NODE is None:
         pytest.skip("no node (apt-get install nodejs)")
     done = subprocess.run(
-        [NODE, "-e", _DOM + SCRIPT], input=json.dumps(_data(html)), capture_output=True,
+        [NODE, "-e", _DOM + page_script()], input=json.dumps(_data(html)), capture_output=True,
         text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
