@@ -9,14 +9,19 @@ from typing import Any
 
 from bench.config import discovery
 from bench.config.fields import Config, choice, positive, values
-from bench.config.options import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB
+from bench.config.options import ATTENTION_KERNELS, LOSSES, MAX_PAD_VOCAB, RUN_OPTIONS
 from bench.config.sweep import CHECKPOINTING_MODES
 from bench.util.errors import UsageError
 from bench.util.text import visible
 
 # Each lever's RunConfig field, its PointConfig field and its value that changes nothing.
-_LEVERS = (("attentions", "attention", "auto"), ("cross_entropies", "cross_entropy", "plain"),
-           ("pad_vocabs", "pad_vocab", 0))  # fmt: skip
+# The decoders' levers: (RunConfig's field, PointConfig's, the value that leaves it off),
+# from the option table.
+_LEVERS = tuple(
+    (o.many, o.one, o.stored.older)
+    for o in RUN_OPTIONS
+    if o.sweeps and o.many in ("attentions", "cross_entropies", "pad_vocabs") and o.stored
+)
 
 
 def check_levers(cfg: Config, framework: Any, spec: Any) -> None:

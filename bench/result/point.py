@@ -12,6 +12,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from bench.config.bounds import UNSET
+from bench.config.options import RUN_OPTIONS
 from bench.result import derive
 from bench.result.derive import EnergySummary, ToAccuracy
 from bench.result.measured import Measured
@@ -122,8 +124,12 @@ def to_loss(point: Point) -> ToLoss | None:
 
 
 # An axis whose absence means a value other than None (rungs of older ladders).
-_AXIS_DEFAULTS = {"activation_checkpointing": "none", "attention": "auto",
-                  "cross_entropy": "plain", "pad_vocab": 0}  # fmt: skip
+# What a file from before an axis existed holds for it (its declaration's `older`).
+_AXIS_DEFAULTS = {
+    option.one: option.stored.older
+    for option in RUN_OPTIONS
+    if option.sweeps and option.stored is not None and option.stored.older not in (UNSET, None)
+}
 
 
 def point_axes(point: Any) -> tuple[Any, ...]:
