@@ -29,6 +29,7 @@ EXTRAS = {
     "torch": "torch", "torchvision": "torch",
     "tensorflow": "tensorflow", "keras": "tensorflow",
     "jax": "jax", "flax": "jax", "optax": "jax",
+    "mlx": "mlx",
     "pandas": "report", "tabulate": "report", "scipy": "report",
     "altair": "report", "vl_convert": "report",
     "timm": "zoo",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform as host
 from typing import Any
 
+from bench.errors import BenchError
 from bench.platforms.base import MemoryReading, Platform
 
 
@@ -13,6 +14,8 @@ class MpsPlatform(Platform):
     precisions = frozenset({"fp32", "fp16", "bf16"})
     auto_priority = 10
     torch_device = "mps"
+    mlx_device = "gpu"  # Metal, in the mlx wheel for macOS
+    mlx_install = "MLX's Metal backend needs macOS on Apple Silicon: pip install 'bench[mlx]'"
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -33,6 +36,12 @@ class MpsPlatform(Platform):
 
         torch.mps.set_per_process_memory_fraction(
             min(1.0, nbytes / torch.mps.recommended_max_memory())
+        )
+
+    def mlx_limit_memory(self, nbytes: int) -> None:
+        raise BenchError(
+            "bench cannot cap MLX's memory on mps: MLX's own limit (mx.set_memory_limit) "
+            "is a guideline its allocator may exceed"
         )
 
     def reset_peak_memory(self) -> None:
