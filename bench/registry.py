@@ -34,7 +34,7 @@ EXTRAS = {
     "altair": "report", "vl_convert": "report",
     "timm": "zoo",
     "torchao": "float8",
-    "zeus": "energy", "pynvml": "energy",
+    "zeus": "energy", "pynvml": "energy", "zeus_apple_silicon": "apple",
     "sky": "fleet", "yaml": "fleet",
 }  # fmt: skip
 

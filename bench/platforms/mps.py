@@ -14,6 +14,8 @@ class MpsPlatform(Platform):
     precisions = frozenset({"fp32", "fp16", "bf16"})
     auto_priority = 10
     torch_device = "mps"
+    # Apple Silicon's IOReport energy (CPU, GPU, DRAM, ANE) through zeus-apple-silicon.
+    energy_counter = "ioreport_counter"
     mlx_device = "gpu"  # Metal, in the mlx wheel for macOS
     mlx_install = "MLX's Metal backend needs macOS on Apple Silicon: pip install 'bench[mlx]'"
 
