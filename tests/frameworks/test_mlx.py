@@ -13,7 +13,8 @@ from tests.conftest import ROOT, only_result, run_bench
 
 needs_mlx = pytest.mark.skipif(importlib.util.find_spec("mlx") is None, reason="no mlx")
 # Parameters of each workload's PyTorch model, as counted (the MLX one must equal them).
-TORCH_PARAMETERS = {"cnn-s": 122_570, "llama3-tiny": 164_160, "gpt2": 124_439_808}
+TORCH_PARAMETERS = {"cnn-s": 122_570, "llama3-tiny": 164_160, "gpt2": 124_439_808,
+                    "resnet50": 25_557_032, "resnet50-cifar": 23_528_522}  # fmt: skip
 
 # bench as a user runs it where MLX is not installed: the module hidden from the import system.
 WITHOUT_MLX = (
@@ -82,6 +83,7 @@ def test_each_mlx_model_has_the_torch_parameter_count(workload):
 @needs_mlx
 @pytest.mark.parametrize(("workload", "args"), [
     ("cnn-s", ["--batch-size", "16", "--steps", "30"]),
+    ("resnet50-cifar", ["--batch-size", "4", "--steps", "8"]),  # batch norm's running state
     ("llama3-tiny", ["--steps", "30"]),
     ("llama3-tiny", ["--steps", "30", "--compile", "mlx", "--precision", "bf16"]),
 ])  # fmt: skip
@@ -92,7 +94,8 @@ def test_mlx_trains_its_loss_falls_and_each_step_is_kept(tmp_path, workload, arg
     saved = only_result(tmp_path)
     point = saved["points"][0]
     assert point["status"] == "ok", point["error"]
-    assert len(point["warmup_times_s"][0]) == 2 and len(point["step_times_s"][0]) == 30
+    steps = int(args[args.index("--steps") + 1])
+    assert len(point["warmup_times_s"][0]) == 2 and len(point["step_times_s"][0]) == steps
     assert point["loss_last"][0] < 0.9 * point["loss_first"][0]
     assert point["parameters"] == TORCH_PARAMETERS[workload]
     assert point["peak_memory_bytes"][0] > 0
