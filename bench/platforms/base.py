@@ -208,8 +208,10 @@ class Platform(ABC):
         """Why MLX cannot train on this platform's device here (its backend missing from
         the MLX installed), or None. Asked only where mlx_device is set; imports MLX,
         which opens no device."""
-        import mlx.core as mx
-
+        try:
+            import mlx.core as mx
+        except ImportError as error:  # on Linux, mlx without mlx[cpu] or mlx[cuda]
+            return f"MLX cannot load here ({error}): {self.mlx_install}"
         if mx.is_available(mx.Device(getattr(mx.DeviceType, self.mlx_device or "cpu"))):
             return None
         return f"this MLX has no {self.mlx_device} backend for {self.name} ({self.mlx_install})"

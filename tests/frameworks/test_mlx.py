@@ -105,3 +105,12 @@ def test_mlx_trains_its_loss_falls_and_each_step_is_kept(tmp_path, workload, arg
     assert details["compiled"] == ("--compile" in args)
     assert details["param_dtype"] == ("bfloat16" if "bf16" in args else "float32")
     assert saved["environment"]["framework"]["mlx"]
+
+
+def test_an_mlx_that_cannot_load_is_one_line_naming_the_install(monkeypatch):
+    """On Linux `pip install mlx` without its [cpu] backend: mlx.core fails to import."""
+    monkeypatch.setitem(sys.modules, "mlx.core", None)  # importing it raises ImportError
+    reason = registry.platform("cpu").mlx_unavailable()
+    assert reason.startswith("MLX cannot load here (") and reason.endswith(
+        ": pip install 'bench[mlx]'"
+    )
