@@ -380,3 +380,29 @@ def test_on_a_mac_without_zeus_apple_silicon_energy_names_the_apple_extra(monkey
     assert sources == [] and reason == (
         "zeus-apple-silicon is not installed (pip install 'bench[apple]')"
     )
+
+
+def test_an_epoch_the_counter_did_not_cover_leaves_the_epochs_null_not_the_window():
+    clock = FakeClock()
+    published = [0.0]
+    source = BatchedCounterSource("ioreport_counter", {"gpu": lambda: published[0]},
+                                  clock=clock, poll=False)  # fmt: skip
+
+    def run(seconds: float) -> None:  # the counter publishes 30 W every whole second
+        for _ in range(round(seconds / 0.25)):
+            clock.now += 0.25
+            if clock.now % 1 == 0:
+                published[0] = 30.0 * clock.now
+            source.read()
+
+    run(5.0)  # warm-up: the period is learnt
+    tracker = EnergyTracker([source], lambda: None, None, clock)
+    with tracker:
+        for seconds in (12.0, 0.5, 12.0):  # the second epoch is shorter than 10 periods
+            run(seconds)
+            tracker.lap()
+    energy = tracker.fields()["energy"]
+    assert energy["per_device_j"]["gpu"] == pytest.approx(30.0 * 24.0)  # 24.5 s, 1 s stale
+    assert energy["epoch_j"] is None
+    said = tracker.details()["energy_counter"]["epoch_unavailable"]
+    assert said.startswith("the counter updated 0 times in 0.5 s; it updates about every 1 s")
