@@ -175,7 +175,7 @@ def _require_docker(session: nox.Session) -> None:
 # The fast tier's install is the README's: PyTorch, plus what the reading commands and the
 # checks need. The full tier adds every framework and optional library bench can drive.
 FAST_EXTRAS = ".[torch,report,dev,xeon]"
-FULL_EXTRAS = ".[torch,jax,report,dev,xeon,zoo,fleet,float8]"
+FULL_EXTRAS = ".[torch,jax,mlx,report,dev,xeon,zoo,fleet,float8]"
 
 
 # The tests' children each import PyTorch: uv installs no bytecode, so where the shell
@@ -197,7 +197,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def tests_full(session: nox.Session) -> None:
-    """The full tier (CI): real training, TensorFlow, JAX, SkyPilot and the zoo's timm."""
+    """The full tier (CI): real training, TensorFlow, JAX, MLX, SkyPilot and the zoo's timm."""
     # tensorflow-cpu, not the [tensorflow] extra: the same TensorFlow without 600 MB of
     # CUDA libraries that a CPU test run never loads.
     session.install("-e", FULL_EXTRAS, "tensorflow-cpu", "keras", "playwright", *CONSTRAINTS)

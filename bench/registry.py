@@ -29,11 +29,12 @@ EXTRAS = {
     "torch": "torch", "torchvision": "torch",
     "tensorflow": "tensorflow", "keras": "tensorflow",
     "jax": "jax", "flax": "jax", "optax": "jax",
+    "mlx": "mlx",
     "pandas": "report", "tabulate": "report", "scipy": "report",
     "altair": "report", "vl_convert": "report",
     "timm": "zoo",
     "torchao": "float8",
-    "zeus": "energy", "pynvml": "energy",
+    "zeus": "energy", "pynvml": "energy", "zeus_apple_silicon": "apple",
     "sky": "fleet", "yaml": "fleet",
 }  # fmt: skip
 

@@ -14,18 +14,18 @@ needs_two_cores = pytest.mark.skipif(
 
 # What only the full tier (nox -s tests_full) installs. A test the fast tier would skip
 # for want of one of these must be marked full, or it would run in neither tier.
-FULL_ONLY = ("tensorflow", "keras", "jax", "flax", "optax", "sky", "timm")
+FULL_ONLY = ("tensorflow", "keras", "jax", "flax", "optax", "mlx", "sky", "timm")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The full tier: every slow test, and every test parametrized on TensorFlow or JAX.
+    """The full tier: every slow test, and every test parametrized on TensorFlow, JAX or MLX.
     The README's verbatim install (minutes, mostly pip unpacking PyTorch) goes first, so
     that under pytest-xdist (nox -s tests) one worker starts it while the others take the
     rest, rather than the suite ending on it alone."""
     for item in items:
         params = getattr(item, "callspec", None)
         ids = params.id if params is not None else ""
-        if item.get_closest_marker("slow") or any(f in ids for f in ("tensorflow", "jax")):
+        if item.get_closest_marker("slow") or any(f in ids for f in ("tensorflow", "jax", "mlx")):
             item.add_marker(pytest.mark.full)
     items.sort(key=lambda item: item.get_closest_marker("readme") is None)  # stable
 

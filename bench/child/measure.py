@@ -68,7 +68,10 @@ def measure(
     if units:
         record["details"]["per_sample"] = {"unit": units[0], "count": units[1]}
     sources, unavailable = energy_sources
-    energy = EnergyTracker(sources, session.synchronize, unavailable, clock)
+    counted = point.epochs * (point.steps_per_epoch or 0) if point.epochs else point.steps
+    plain = point.dataset is None and point.train_to_loss is None  # a known step count
+    energy = EnergyTracker(sources, session.synchronize, unavailable, clock,
+                           counted if plain else None)  # fmt: skip
     # bench's own processes: the parent and everything under it (ranks, workers).
     root = int(os.environ.get("BENCH_PARENT_PID", os.getpid()))
     busy = BusyTracker(root, platform.throttle_reasons)
@@ -100,6 +103,7 @@ def measure(
         record["synthetic_step_times_s"] = synthetic_reference(session, timer, progress)
     record.update(memory.fields())
     record.update(energy.fields())
+    record["details"].update(energy.details())
     record.update(busy.fields())
     if first_loss is None and losses:
         first_loss = losses[0]

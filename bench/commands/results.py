@@ -129,8 +129,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     devices = Table(title="devices: available here, per framework", title_justify="left")
     devices.add_column("device")
     frameworks = [registry.framework(name) for name in registry.framework_names()]
-    for framework in frameworks:
-        devices.add_column(framework.name)
+    for framework in frameworks:  # five frameworks at 80 columns: long words fold, never cut
+        devices.add_column(framework.name, overflow="fold")
     for platform in registry.platforms().values():
         devices.add_row(
             platform.name, *(plain(f.unavailable_reason(platform) or "yes") for f in frameworks)

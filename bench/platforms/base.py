@@ -85,6 +85,11 @@ class Platform(ABC):
     # XLA's kind of device for this platform, as TensorFlow and JAX name it ("cpu":
     # the host, "gpu", "tpu"), or None where bench runs neither of them.
     xla_device: ClassVar[str | None] = None
+    # MLX's device for this platform ("cpu", "gpu": Metal on a Mac, CUDA through
+    # mlx[cuda]), or None where bench runs no MLX; and how to install the MLX backend
+    # it needs, said when that backend is missing.
+    mlx_device: ClassVar[str | None] = None
+    mlx_install: ClassVar[str] = "pip install 'bench[mlx]'"
     # What bench tune tries here when it is not told: the reduced precisions worth a
     # try (among `precisions`), and whether the host runtimes (allocator, OpenMP
     # runtime) are an axis, as where the CPU itself trains.
@@ -198,6 +203,22 @@ class Platform(ABC):
     def xla_describe(self, framework: XlaFramework) -> dict[str, Any]:
         """Accelerator facts for provenance, from a TensorFlow or JAX child."""
         return self.describe()
+
+    def mlx_unavailable(self) -> str | None:
+        """Why MLX cannot train on this platform's device here (its backend missing from
+        the MLX installed), or None. Asked only where mlx_device is set; imports MLX,
+        which opens no device."""
+        try:
+            import mlx.core as mx
+        except ImportError as error:  # on Linux, mlx without mlx[cpu] or mlx[cuda]
+            return f"MLX cannot load here ({error}): {self.mlx_install}"
+        if mx.is_available(mx.Device(getattr(mx.DeviceType, self.mlx_device or "cpu"))):
+            return None
+        return f"this MLX has no {self.mlx_device} backend for {self.name} ({self.mlx_install})"
+
+    def mlx_limit_memory(self, nbytes: int) -> None:
+        """Cap the memory MLX may train in; here, as for PyTorch, the platform's."""
+        self.limit_memory(nbytes)
 
     def tensorflow_strategy(self, tf: Any) -> Any:
         """The tf.distribute strategy over every local device of this platform."""

@@ -88,6 +88,7 @@ class CpuPlatform(Platform):
     # Keep JAX off any GPU or TPU here (it would also reserve their memory).
     jax_platforms = "cpu"
     xla_memory_stats = False  # XLA's CPU device keeps none: the process's own memory
+    mlx_device = "cpu"  # on Linux, the mlx[cpu] wheel
     # RLIMIT_DATA counts glibc's heap, which keeps what a probe fragmented: in one
     # process, five probes of cnn-s left 220 MiB more mapped, and the largest batch
     # under a 1200 MiB cap was 350, not a fresh child's 600 (forked: 600).

@@ -165,6 +165,8 @@ class CudaPlatform(Platform):
     distributed_backend = "nccl"  # RCCL on ROCm, under the same name
     energy_counter = "nvml_counter"  # Volta and newer; older GPUs are polled for power
     xla_device: ClassVar[str | None] = "gpu"
+    mlx_device: ClassVar[str | None] = "gpu"  # MLX's CUDA backend (mlx[cuda], Linux)
+    mlx_install: ClassVar[str] = "pip install 'mlx[cuda]'"
     # Fixed shapes: cuDNN (MIOpen on ROCm) times its algorithms once, in warm-up, and
     # keeps the fastest, as every published GPU training benchmark does.
     torch_autotunes_convolutions = True

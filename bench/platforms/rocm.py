@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.platforms.cuda import CudaPlatform
 
@@ -13,6 +13,7 @@ class RocmPlatform(CudaPlatform):
     auto_priority = 20
     energy_counter = "amdsmi_counter"
     xla_device = None  # bench's TensorFlow and JAX images are CUDA's and TPU's
+    mlx_device: ClassVar[str | None] = None  # MLX has no ROCm backend
     torch_attention_kernels = ("flash", "efficient", "math")  # AOTriton's; no cuDNN
 
     def _runtime_missing(self, torch) -> str | None:

@@ -15,6 +15,7 @@ from bench.result import Point, Result, catalog
 from bench.stats.estimate import Estimate, ratio_interval
 from bench.stats.verdict import Verdict, judge
 from bench.util import units
+from bench.result.derive import samples_per_joule_by_repeat
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Cell:
     mark: str = ""  # "~": the ratio's 95% interval holds 1; "?": a single run, untestable
     verdict: Verdict | None = None  # bench.stats.verdict's words on `relative` and its interval
     energy_ratio: float | None = None  # samples per joule / the baseline's
+    energy_ratio_ci95: tuple[float, float] | None = None  # over the repeats' samples per joule
     cost_ratio: float | None = None  # samples per dollar / the baseline's
     samples_per_dollar: float | None = None
     mfu: float | None = None
@@ -133,6 +135,10 @@ def cell_of(
     base_energy = base_figures.energy if energy else None
     if energy and base_energy:
         made.energy_ratio = energy.samples_per_joule / base_energy.samples_per_joule
+        if machine is not base and base_figures.point is not None:
+            made.energy_ratio_ci95 = ratio_interval(
+                samples_per_joule_by_repeat(point), samples_per_joule_by_repeat(base_figures.point)
+            )
     made.samples_per_dollar = _per_dollar(tp, machine)
     made.cost_ratio = _ratio(made.samples_per_dollar, _per_dollar(base_tp, base))
     achieved = point.achieved_flops

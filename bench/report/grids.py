@@ -107,7 +107,7 @@ def grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         row = _axes_cells(key, with_setup)
         row += [cell.text for cell in row_cells]
         by_machine = dict(zip((m.label for m in comparison.machines), row_cells, strict=True))
-        row += [_fmt(getattr(by_machine[m.label], attr)) for _, attr in ratios for m in others]
+        row += [_ratio_text(by_machine[m.label], attr) for _, attr in ratios for m in others]
         body.append(row)
     return headers, body
 
@@ -319,6 +319,14 @@ def max_batch_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def _ratio_text(cell: Cell, attr: str) -> str:
+    """A ratio column's cell: the energy-efficiency ratio with its 95% interval over the
+    repeats where both sides have two or more (the M2 Max vs V100 study's figure)."""
+    text = _fmt(getattr(cell, attr))
+    interval = cell.energy_ratio_ci95 if attr == "energy_ratio" else None
+    return f"{text} [{interval[0]:.2f}-{interval[1]:.2f}]" if interval else text
 
 
 def without_empty_columns(

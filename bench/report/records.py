@@ -58,6 +58,8 @@ def records(rows: Rows, machines: list[Machine], baseline: Machine) -> list[dict
                     "samples_per_joule": energy.samples_per_joule if energy else None,
                     "energy_per_epoch_j": energy.per_epoch_j if energy else None,
                     "energy_ratio": cell.energy_ratio,
+                    "energy_ratio_ci95_low": _low(cell.energy_ratio_ci95),
+                    "energy_ratio_ci95_high": _high(cell.energy_ratio_ci95),
                     "samples_per_dollar": cell.samples_per_dollar,
                     "cost_ratio": cell.cost_ratio,
                     "usd_per_hour": machine.price_per_hour,
@@ -152,3 +154,11 @@ def _to_loss_record(point: Point | None, machine: Machine) -> dict[str, Any]:
         "energy_to_target_j": reached.energy_to_target_j,
         "cost_to_target_usd": reached.cost_to_target(machine.price_per_hour),
     }
+
+
+def _low(interval: tuple[float, float] | None) -> float | None:
+    return interval[0] if interval else None
+
+
+def _high(interval: tuple[float, float] | None) -> float | None:
+    return interval[1] if interval else None

@@ -303,6 +303,16 @@ def energy_summary(point: Measured) -> EnergySummary | None:
     )
 
 
+def samples_per_joule_by_repeat(point: Measured) -> list[float]:
+    """Each repeat's samples per joule over its measured window (those that read energy):
+    the values an energy-efficiency ratio's interval is taken over."""
+    return [
+        point.batch_size * len(steps) / joules
+        for e, steps in zip(point.energy, point.step_times_s, strict=False)
+        if e and steps and (joules := sum(e["per_device_j"].values())) > 0
+    ]
+
+
 def _power_check(point: Measured) -> str | None:
     """Each device's mean power over each window must lie between its draw before
     the child's work and its enforced power limit (5% over it allowed for the

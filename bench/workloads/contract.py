@@ -1,6 +1,6 @@
 """What a workload's framework module provides: one typed contract per framework.
 
-A workload folder's `torch.py`, `jax.py` or `tensorflow.py` defines functions that the
+A workload folder's `torch.py`, `jax.py`, `tensorflow.py` or `mlx.py` defines functions that the
 framework's session calls. Each contract below names them with their signatures: a
 field without a default is required, one that defaults to None is optional (a model
 that brings its own optimiser, a decoder that reads token files), and `ONE_OF` names
@@ -160,7 +160,21 @@ class TensorflowWorkload(Contract):
     optimizer: Callable[[], tuple[Any, str]] | None = None  # () -> (Keras, its description)
 
 
+@dataclass
+class MlxWorkload(Contract):
+    """`mlx.py`: mlx.nn modules taking NHWC images; shared pieces in bench.workloads._mlx
+    and _numpy."""
+
+    FRAMEWORK: ClassVar[str] = "mlx"
+
+    build_model: BuildModel  # (spec, point) -> mlx.nn.Module, float32 parameters
+    make_batch: Callable[[Spec, PointConfig, int, int], Batch]  # NumPy arrays, as jax.py's
+    loss: Callable[[Any, Any], Any]  # (logits, targets) -> scalar mean loss
+    # () -> (an mlx.optimizers optimizer, its description) where not SGD with momentum.
+    optimizer: Callable[[], tuple[Any, str]] | None = None
+
+
 # Framework module name -> its contract. A framework without one here runs no workload.
 CONTRACTS: dict[str, type[Contract]] = {
-    c.FRAMEWORK: c for c in (TorchWorkload, JaxWorkload, TensorflowWorkload)
+    c.FRAMEWORK: c for c in (TorchWorkload, JaxWorkload, TensorflowWorkload, MlxWorkload)
 }

@@ -142,7 +142,8 @@ def test_energy_and_cost_ratios(two_machines):
     comparison = cmp.compare(two_machines, baseline="v100")
     headers, body = grids.grid(comparison)
     assert headers[-2:] == [f"samples/J vs baseline: {A100}", f"samples/$ vs baseline: {A100}"]
-    assert body[0][-2:] == ["4.00", "2.24"]  # (300 / 4.10) / (100 / 3.06)
+    # (300 / 4.10) / (100 / 3.06); every repeat drew the same joules: a zero-width interval
+    assert body[0][-2:] == ["4.00 [4.00-4.00]", "2.24"]
     rows = cells_by_batch(comparison)
     a, b = rows[64]
     # samples per joule: 640/1280 = 0.5 vs 640/320 = 2.0
@@ -152,6 +153,29 @@ def test_energy_and_cost_ratios(two_machines):
     # samples per dollar: throughput x 3600 / price
     assert a.samples_per_dollar == pytest.approx(100 * 3600 / 3.06, rel=1e-3)
     assert b.cost_ratio == pytest.approx((300 / 4.10) / (100 / 3.06), rel=1e-3)
+
+
+def test_the_energy_efficiency_ratio_has_its_interval_over_the_repeats():
+    """The M2 Max vs V100 study's figure: samples per joule of one machine over the
+    other's, with a 95% interval from each repeat's own samples per joule."""
+
+    def drawing(joules: tuple[int, ...]) -> Point:
+        made = point(64, [100, 100, 100], joules=0)
+        windows = tuple({**e, "per_device_j": {"gpu0": j}}
+                        for e, j in zip(made.energy, joules, strict=True))  # fmt: skip
+        return dataclasses.replace(made, energy=windows)
+
+    base, other = drawing((1250, 1280, 1310)), drawing((310, 320, 330))
+    comparison = cmp.compare(
+        [(Path("a"), machine(V100, [base])), (Path("b"), machine(A100, [other]))], "v100"
+    )
+    _, cell = cells_by_batch(comparison)[64]
+    low, high = cell.energy_ratio_ci95
+    assert cell.energy_ratio == pytest.approx(4.0, rel=0.01)
+    assert low < cell.energy_ratio < high and high / low < 1.3
+    record = next(r for r in comparison.to_records() if not r["baseline"])
+    assert (record["energy_ratio_ci95_low"], record["energy_ratio_ci95_high"]) == (low, high)
+    assert grids.grid(comparison)[1][0][-2] == f"4.00 [{low:.2f}-{high:.2f}]"
 
 
 def test_mfu_against_the_catalogue_peak(two_machines):

@@ -190,7 +190,7 @@ def test_only_torch_says_its_probes_may_share_a_process():
     from bench import registry
 
     said = {name: registry.framework(name).probes_in_process for name in registry.framework_names()}
-    assert said == {"jax": False, "tensorflow": False, "torch": True}
+    assert said == {"jax": False, "mlx": False, "tensorflow": False, "torch": True}
 
 
 def test_a_probing_child_goes_on_after_an_error_of_memory_and_ends_after_another(monkeypatch):

@@ -10,7 +10,15 @@ from bench.child.worker import measure
 from bench.config.run_config import PointConfig, RunConfig
 from bench.platforms.cpu import CpuPlatform
 from bench.result import Point
-from bench.trackers.energy import CounterSource, EnergyTracker, PowerPollSource, open_sources
+from bench.trackers.energy import (
+    BatchedCounterSource,
+    CounterSource,
+    EnergyTracker,
+    PowerPollSource,
+    apple_counters,
+    counter_coverage,
+    open_sources,
+)
 from tests.trackers.test_timing import FakeClock, FakeSession
 
 WATTS = 250.0
@@ -283,3 +291,118 @@ def test_no_nvml_means_no_facts_and_no_readings(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     assert cuda._nvml_facts() is None
     assert cuda.PLATFORM.power_readings() == {}
+
+
+# Apple Silicon's IOReport counters (bench.trackers.energy.counter_coverage), as recorded
+# readings: (seconds, cumulative joules) polled every 0.1 s while a device draws 20 W.
+def _polled(seconds: float, publish_every: float | None) -> list[tuple[float, float]]:
+    """What a poll every 0.1 s reads of a 20 W device's counter that publishes every
+    `publish_every` s (0: on every read; None: never in these seconds)."""
+    readings = []
+    for i in range(round(seconds / 0.1) + 1):
+        t = i * 0.1
+        if publish_every is None:
+            published = 0.0
+        elif publish_every == 0:
+            published = t
+        else:
+            published = (t // publish_every) * publish_every
+        readings.append((t, 20.0 * published))
+    return readings
+
+
+def test_a_counter_that_moves_on_every_read_covers_even_a_short_window():
+    coverage = counter_coverage(_polled(3.0, 0), 1.0, 1.5)
+    assert coverage.reason is None and coverage.updates == 5
+    assert coverage.period_s == pytest.approx(0.1)
+
+
+def test_a_counter_publishing_every_2_s_needs_ten_periods_and_says_how_many_steps():
+    readings = _polled(40.0, 2.0)
+    short = counter_coverage(readings, 10.3, 11.7, steps=14)  # 1.4 s: no update inside
+    assert short.updates == 0 and short.period_s == pytest.approx(2.0)
+    assert short.reason == (
+        "the counter updated 0 times in 1.4 s; it updates about every 2 s here: "
+        "measure at least 200 steps (20 s)"
+    )
+    assert counter_coverage(readings, 3.1, 9.1).reason is not None  # 6 s: 3 periods
+    long = counter_coverage(readings, 10.3, 31.7)  # 21.4 s: over 10 periods
+    assert long.reason is None and long.updates == 10  # at 12, 14, ..., 30 s
+
+
+def test_a_counter_that_never_moves_in_the_window_gives_no_energy():
+    coverage = counter_coverage(_polled(5.0, None), 1.0, 4.0, steps=30)
+    assert coverage.updates == 0 and coverage.period_s is None
+    assert coverage.reason.startswith("the counter updated 0 times in 3 s and no update period")
+
+
+def test_the_tracker_gives_null_energy_with_the_reason_never_zero():
+    clock = FakeClock()
+    published = [0.0]
+    source = BatchedCounterSource("ioreport_counter", {"gpu": lambda: published[0]},
+                                  clock=clock, poll=False)  # fmt: skip
+    for _ in range(20):  # warm-up: the counter publishes every 2 s
+        clock.now += 0.5
+        if clock.now % 2 == 0:
+            published[0] = 40.0 * clock.now
+        source.read()
+    tracker = EnergyTracker([source], lambda: None, None, clock, steps=3)
+    with tracker:
+        for _ in range(3):
+            clock.now += 0.3
+            source.read()
+    assert tracker.fields()["energy"] is None
+    assert tracker.fields()["energy_unavailable"].startswith("the counter updated 0 times in 0.9 s")
+    assert tracker.details()["energy_counter"]["period_s"] == pytest.approx(2.0)
+
+
+def test_apple_counters_read_joules_of_the_fields_this_chip_has():
+    class Metrics:  # zeus-apple-silicon's AppleEnergyMetrics: millijoules, None where absent
+        cpu_total_mj, gpu_mj, dram_mj, ane_mj = 1500, 2500, None, 0
+
+    counters = apple_counters(Metrics)
+    assert sorted(counters) == ["ane", "cpu", "gpu"]
+    assert counters["gpu"]() == pytest.approx(2.5) and counters["cpu"]() == pytest.approx(1.5)
+
+
+def test_on_a_mac_without_zeus_apple_silicon_energy_names_the_apple_extra(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def without(name, *args, **kwargs):
+        if name == "zeus_apple_silicon":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without)
+    sources, reason = open_sources(registry.platform("mps"))
+    assert sources == [] and reason == (
+        "zeus-apple-silicon is not installed (pip install 'bench[apple]')"
+    )
+
+
+def test_an_epoch_the_counter_did_not_cover_leaves_the_epochs_null_not_the_window():
+    clock = FakeClock()
+    published = [0.0]
+    source = BatchedCounterSource("ioreport_counter", {"gpu": lambda: published[0]},
+                                  clock=clock, poll=False)  # fmt: skip
+
+    def run(seconds: float) -> None:  # the counter publishes 30 W every whole second
+        for _ in range(round(seconds / 0.25)):
+            clock.now += 0.25
+            if clock.now % 1 == 0:
+                published[0] = 30.0 * clock.now
+            source.read()
+
+    run(5.0)  # warm-up: the period is learnt
+    tracker = EnergyTracker([source], lambda: None, None, clock)
+    with tracker:
+        for seconds in (12.0, 0.5, 12.0):  # the second epoch is shorter than 10 periods
+            run(seconds)
+            tracker.lap()
+    energy = tracker.fields()["energy"]
+    assert energy["per_device_j"]["gpu"] == pytest.approx(30.0 * 24.0)  # 24.5 s, 1 s stale
+    assert energy["epoch_j"] is None
+    said = tracker.details()["energy_counter"]["epoch_unavailable"]
+    assert said.startswith("the counter updated 0 times in 0.5 s; it updates about every 1 s")
