@@ -297,6 +297,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default="synthetic",
         metavar="SOURCE",
         rerun=True,
+        feeds=True,
         compared=MATCH, stored=Stored(checks.text, "text"),
     ),
     RunOption(
@@ -306,6 +307,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "num_workers",
         whole,
         default=0,
+        feeds=True,
         compared=MATCH, stored=NUMBER_OF,
     ),
     RunOption(
@@ -316,6 +318,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         whole,
         default=None,
         metavar="N",
+        feeds=True,
         stored=Stored(checks.optional(checks.whole(1, checks.MAX_PREFETCH)),
                       f"a whole number from 1 to {checks.MAX_PREFETCH}, or null", since=17),
     ),
