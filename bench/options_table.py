@@ -31,6 +31,7 @@ from bench.option_types import (
     list_of,
     number,
     one_length,
+    one_of,
     repeats,
     size,
     strict_int,
@@ -49,6 +50,11 @@ CHECKPOINTING_MODES = ("none", "selective", "full")
 # chooses), and their loss computed whole or in chunks of tokens (bench.workloads._loss).
 ATTENTION_KERNELS = ("auto", "flash", "efficient", "cudnn", "math")
 LOSSES = ("plain", "chunked")
+# The input pipeline's levers (torch, on a dataset of images): the batch as the host
+# sends it (float32: normalised on the host; uint8: its pixels, normalised on the device),
+# and page-locked host memory for its copy to a GPU (the platform's choice by default).
+INPUT_DTYPES = ("float32", "uint8")
+PIN_MEMORY = ("on", "off")
 MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
@@ -321,6 +327,29 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         feeds=True,
         stored=Stored(checks.optional(checks.whole(1, checks.MAX_PREFETCH)),
                       f"a whole number from 1 to {checks.MAX_PREFETCH}, or null", since=17),
+    ),
+    RunOption(
+        ("--input-dtype",),
+        "torch, on a dataset of images: float32 (default: decoded, cropped and normalised "
+        "on the host) or uint8 (the pixels as bytes, a quarter of float32's, normalised on "
+        "the device)",
+        "input_dtype",
+        one_of("input-dtype", INPUT_DTYPES),
+        default="float32",
+        metavar="DTYPE",
+        feeds=True,
+        stored=Stored.one_of(INPUT_DTYPES, since=18, older="float32"),
+    ),
+    RunOption(
+        ("--pin-memory",),
+        "torch, with --data loader or a dataset: on or off, page-locked host memory for the "
+        "batch's copy to a GPU (default: on where the platform copies to one)",
+        "pin_memory",
+        one_of("pin-memory", PIN_MEMORY),
+        metavar="on|off",
+        feeds=True,
+        stored=Stored(checks.optional(checks.one_of(*PIN_MEMORY)), "on, off or null", since=18,
+                      older=None),
     ),
     RunOption(
         ("--train-to",),
