@@ -122,8 +122,9 @@ def _bounds(estimate: Estimate) -> list[float | None]:
 
 def pairs(loaded: list[tuple[Path, Result]]) -> list[RealBesideSynthetic]:
     """Every configuration a machine measured on synthetic data and on real data (the
-    results before any was set apart), one row per real-data variant, in the machines'
-    and rows' order. A side's runs pool as a comparison's cell's do (Figures.of)."""
+    results before any was set apart), one row per real-data variant, machine by machine
+    in the order their runs were read. A side's runs pool as a comparison's cell's do
+    (Figures.of)."""
     found: dict[tuple[str, RowKey, tuple[str, ...]], dict[str, list[Run]]] = defaultdict(
         lambda: defaultdict(list)
     )
