@@ -84,6 +84,17 @@ def test_the_pairs_reach_compare_s_json_markdown_and_the_report_page(monkeypatch
     assert html.count("0.81x [0.79x–0.83x]") == 1  # not again in report.md's tables
 
 
+def test_every_input_pipeline_lever_names_its_row_and_none_the_synthetic_twin_s():
+    """--input-dtype and --pin-memory are input pipeline options (RunOption.feeds): each
+    names the real run's row here, and is left out of the configuration it pairs on."""
+    synthetic = machine(V100, [point(64, SYNTHETIC)])
+    lever = _real(REAL, 0.05, num_workers=2, input_dtype="uint8", pin_memory="off",
+                  device="cuda")  # fmt: skip
+    [row] = cmp.compare([(Path("s.json"), synthetic), (Path("u.json"), lever)], None).real_data
+    assert row.data == "data=imagenet · num-workers=2 · input-dtype=uint8 · pin-memory=off"
+    assert row.key.setup == ""
+
+
 def test_no_synthetic_run_of_the_configuration_no_row():
     """A real run alone, or beside a synthetic one of another batch or another machine,
     has nothing to be a share of."""
