@@ -1,6 +1,9 @@
-"""Every option of `bench run` that sets a RunConfig field, declared once: its flags, type,
-help and default, the RunConfig field it sets, and, for a sweep axis, the PointConfig
-field of one value, its allowed values and how the max-batch search and tune treat it.
+"""Every option of `bench run` that sets a RunConfig field, declared once.
+Over 500 lines because it is one table: every run option in one place.
+
+Each with its flags, type, help and default, the RunConfig field it sets, and, for a
+sweep axis, the PointConfig field of one value, its allowed values and how the max-batch
+search and tune treat it.
 
 The parser (bench.commands.run_options), the mapping from options to a config
 (`config_from_args`), the sweep axes (bench.axes, in SWEEP_ORDER), the point axes of the

@@ -79,6 +79,12 @@ def split_loader(
     )  # fmt: skip
 
 
+def pins(platform: Any, pin_memory: str | None) -> bool:
+    """Page-locked host memory for a loader's batches: --pin-memory on or off, else where
+    the platform copies a batch to a GPU (Platform.torch_pins_host_memory)."""
+    return platform.torch_pins_host_memory if pin_memory is None else pin_memory == "on"
+
+
 def normaliser(split: datasets.Split, device: Any) -> Callable[[Any], Any]:
     """--input-dtype uint8: a batch's pixels (NCHW, 0-255) made float and normalised by the
     split's mean and deviation on `device`, as the host does for float32."""

@@ -12,15 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets, ranks, registry
 from bench.datasets import pipeline, tokens
-from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
+from bench.frameworks import _ipex, _torch_compile, _torch_data, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
-from bench.frameworks._torch_data import (
-    SyntheticSamples,
-    normaliser,
-    prefetch,
-    split_loader,
-    tree_map,
-)
+from bench.frameworks._torch_data import SyntheticSamples, prefetch, split_loader, tree_map
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
@@ -233,7 +227,7 @@ class TorchSession(Session):
             SyntheticSamples(self.impl, point, length, offset),  # type: ignore[arg-type]
             batch_size=self.batch_size,
             num_workers=point.num_workers,
-            pin_memory=self._pins,
+            pin_memory=_torch_data.pins(self.platform, self.point.pin_memory),
             drop_last=True,
             persistent_workers=point.num_workers > 0,
             prefetch_factor=prefetch(point.num_workers, point.prefetch_factor),
@@ -266,13 +260,13 @@ class TorchSession(Session):
         augmenting on the host; batches land on the device."""
         plan = self.training
         rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
+        raw = self.point.input_dtype == "uint8"
         loader = split_loader(
             split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
-            workers=plan.workers, pin_memory=self._pins,
-            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks,
-            raw=self.point.input_dtype == "uint8",
+            workers=plan.workers, pin_memory=_torch_data.pins(self.platform, self.point.pin_memory),
+            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks, raw=raw,
         )  # fmt: skip
-        normalise = normaliser(split, self.device) if self.point.input_dtype == "uint8" else None
+        normalise = _torch_data.normaliser(split, self.device) if raw else None
         try:
             for inputs, targets in loader:
                 inputs = self._to_device(inputs)
@@ -280,14 +274,6 @@ class TorchSession(Session):
         except Exception as error:  # a worker's DatasetError arrives wrapped
             pipeline.reraise(error)
             raise
-
-    @property
-    def _pins(self) -> bool:
-        """Page-locked host memory for the loader's batches: --pin-memory, else where the
-        platform copies a batch to a GPU."""
-        if self.point.pin_memory is None:
-            return self.platform.torch_pins_host_memory
-        return self.point.pin_memory == "on"
 
     def train_batches(self, epoch: int) -> Iterator[Any]:
         return self._loader(self.training.dataset.train, epoch, train=True)
