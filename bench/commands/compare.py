@@ -187,6 +187,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         (grids.MOE_CAPTION, grids.moe_grid(comparison)),
         (grids.ACCURACY_CAPTION, grids.accuracy_grid(comparison)),
         (grids.LOSS_CAPTION, grids.loss_grid(comparison)),
+        (grids.REAL_DATA_CAPTION, grids.real_data_grid(comparison)),
         (grids.STEPS_CAPTION, grids.steps_grid(comparison)),
         ("largest batch that trains", grids.max_batch_grid(comparison)),
     )  # fmt: skip

@@ -23,6 +23,7 @@ from bench import datasets, registry, result
 from bench.commands.options import require_extra
 from bench.config.bounds import MAX_PREFETCH
 from bench.config.option_types import list_of, measure, strict_int, whole
+from bench.config.options import RUN_OPTIONS
 from bench.datasets import feed
 from bench.util import files
 from bench.util.errors import UsageError
@@ -56,6 +57,10 @@ def register(sub: Any) -> None:
         "--prefetch-factor", type=whole, default=None, metavar="N",
         help="batches each worker prepares ahead, as bench run's (default: PyTorch's 2)",
     )  # fmt: skip
+    dtype = next(o for o in RUN_OPTIONS if o.flag == "--input-dtype")  # bench run's, as declared
+    p.add_argument(dtype.flag, type=dtype.type, default=dtype.default, metavar=dtype.metavar,
+                   help="the batch as the host sends it: float32 (default: normalised on the "
+                   "host) or uint8 (its pixels; the device normalises them)")  # fmt: skip
     p.add_argument("--seed", type=whole, default=0, help="the order and augmentation's seed")
     p.add_argument(
         "--device-rate", metavar="IMAGES_PER_S|FILE", default=None,
@@ -150,7 +155,8 @@ def sweep(split: Any, args: argparse.Namespace, batch: int) -> list[feed.FeedRow
         def start(workers: int = workers) -> Any:
             return split_loader(split, batch, seed=args.seed, epoch=0, train=True,
                                 workers=workers, pin_memory=False,
-                                prefetch_factor=args.prefetch_factor)  # fmt: skip
+                                prefetch_factor=args.prefetch_factor,
+                                raw=args.input_dtype == "uint8")  # fmt: skip
 
         timed = feed.measure(start, workers=workers, batch_size=batch, warmup=args.warmup_steps,
                              steps=args.steps, cpu=_cpu, stop=_stop)  # fmt: skip
@@ -195,6 +201,7 @@ def document(args: argparse.Namespace, rows: list[feed.FeedRow],
         "data": args.data,
         "seed": args.seed,
         "prefetch_factor": args.prefetch_factor,
+        "input_dtype": args.input_dtype,
         "steps": args.steps,
         "warmup_steps": args.warmup_steps,
         "host": machine,

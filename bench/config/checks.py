@@ -20,6 +20,7 @@ from bench.config.levers import (
     check_float8,
     check_levers,
 )
+from bench.config.options import INPUT_DTYPES, PIN_MEMORY
 from bench.config.sweep import MEMORY_FORMATS, NAMES, RUNTIME
 from bench.config.targets import check_dataset, check_loss_target
 from bench.util.errors import UsageError
@@ -103,6 +104,7 @@ def check_common(cfg: Config) -> None:
     if cfg.prefetch_factor is not None and not framework.prefetches_batches:
         raise UsageError(f"prefetch_factor: {framework.name}'s input pipeline has no such "
                          "setting; it is PyTorch's DataLoader's")  # fmt: skip
+    check_feed(cfg, framework, source)
     check_dataset(cfg, source == "dataset")
     check_loss_target(cfg, source)
     if cfg.seq_len is not None:
@@ -121,6 +123,37 @@ def check_common(cfg: Config) -> None:
     check_float8(cfg, framework, spec)
     check_levers(cfg, framework, spec)
     check_expert_parallel(cfg, spec)
+
+
+def check_feed(cfg: Config, framework: Any, source: str) -> None:
+    """The input pipeline's levers (--input-dtype, --pin-memory): known values, on data
+    that goes through a loader, in a framework that has them (Framework.sends_uint8,
+    pins_memory), pinned memory where the platform copies a batch to a device
+    (Platform.pin_memory_unfit)."""
+    choice("input_dtype", cfg.input_dtype, INPUT_DTYPES)
+    if cfg.input_dtype != "float32":
+        if source != "dataset":
+            raise UsageError(
+                f"input_dtype: {cfg.input_dtype} is a dataset's pixels as the host decoded "
+                "them; it needs --data imagenet:PATH or cifar10:PATH"
+            )
+        if not framework.sends_uint8:
+            raise UsageError(f"input_dtype: {framework.name}'s input pipeline sends float32; "
+                             "uint8 normalised on the device is PyTorch's here")  # fmt: skip
+    if cfg.pin_memory is None:
+        return
+    choice("pin_memory", cfg.pin_memory, PIN_MEMORY)
+    if source not in ("loader", "dataset"):
+        raise UsageError(
+            "pin_memory: host memory of a loader's batches; it needs --data loader or a "
+            "dataset of images"
+        )
+    if not framework.pins_memory:
+        raise UsageError(f"pin_memory: {framework.name}'s input pipeline has no such "
+                         "setting; it is PyTorch's DataLoader's")  # fmt: skip
+    why = discovery.platform(cfg.device).pin_memory_unfit() if cfg.pin_memory == "on" else None
+    if why:
+        raise UsageError(why)
 
 
 def check_optimize(cfg: Config, framework: Any, spec: Any) -> None:

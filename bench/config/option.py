@@ -87,6 +87,10 @@ class RunOption:
     off: Any = None
     # How a comparison treats two values of it: ROW, KEY, MATCH or FREE (above).
     compared: str = ROW
+    # The input pipeline (--data and the levers that feed a device): bench report sets a
+    # run that set one beside its twin on synthetic data, every such option at its
+    # default, on the same machine (bench.report.real_data).
+    feeds: bool = False
 
     def __post_init__(self) -> None:
         if self.compared not in COMPARED:

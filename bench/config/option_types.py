@@ -77,6 +77,19 @@ def choice_list(what: str, choices: tuple[str, ...]) -> Callable[[str], tuple]:
     return list_of(convert, what, "one or more of " + ", ".join(choices) + " (comma-separated)")
 
 
+def one_of(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    """One value of `choices`; another is one line naming them."""
+
+    def convert(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{what}: {text!r} is not allowed; use one of {', '.join(choices)}"
+            )
+        return text
+
+    return convert
+
+
 def compilers(text: str) -> tuple[str | None, ...]:
     """'none,inductor' -> (None, 'inductor'): none and eager are no compiler."""
     return tuple(

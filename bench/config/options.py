@@ -1,6 +1,9 @@
-"""Every option of `bench run` that sets a RunConfig field, declared once: its flags, type,
-help and default, the RunConfig field it sets, and, for a sweep axis, the PointConfig
-field of one value, its allowed values and how the max-batch search and tune treat it.
+"""Every option of `bench run` that sets a RunConfig field, declared once.
+Over 500 lines because it is one table: every run option in one place.
+
+Each with its flags, type, help and default, the RunConfig field it sets, and, for a
+sweep axis, the PointConfig field of one value, its allowed values and how the max-batch
+search and tune treat it.
 
 The parser (bench.commands.run_options), the mapping from options to a config
 (`config_from_args`), the sweep axes (bench.config.sweep, in SWEEP_ORDER), the point axes of the
@@ -32,6 +35,7 @@ from bench.config.option_types import (
     list_of,
     number,
     one_length,
+    one_of,
     repeats,
     size,
     strict_int,
@@ -49,6 +53,11 @@ CHECKPOINTING_MODES = ("none", "selective", "full")
 # chooses), and their loss computed whole or in chunks of tokens (bench.workloads._loss).
 ATTENTION_KERNELS = ("auto", "flash", "efficient", "cudnn", "math")
 LOSSES = ("plain", "chunked")
+# The input pipeline's levers (torch, on a dataset of images): the batch as the host
+# sends it (float32: normalised on the host; uint8: its pixels, normalised on the device),
+# and page-locked host memory for its copy to a GPU (the platform's choice by default).
+INPUT_DTYPES = ("float32", "uint8")
+PIN_MEMORY = ("on", "off")
 MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
@@ -297,6 +306,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         default="synthetic",
         metavar="SOURCE",
         rerun=True,
+        feeds=True,
         compared=MATCH, stored=Stored(bounds.text, "text"),
     ),
     RunOption(
@@ -306,6 +316,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "num_workers",
         whole,
         default=0,
+        feeds=True,
         compared=MATCH, stored=NUMBER_OF,
     ),
     RunOption(
@@ -316,8 +327,32 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         whole,
         default=None,
         metavar="N",
+        feeds=True,
         stored=Stored(bounds.optional(bounds.whole(1, bounds.MAX_PREFETCH)),
                       f"a whole number from 1 to {bounds.MAX_PREFETCH}, or null", since=17),
+    ),
+    RunOption(
+        ("--input-dtype",),
+        "torch, on a dataset of images: float32 (default: decoded, cropped and normalised "
+        "on the host) or uint8 (the pixels as bytes, a quarter of float32's, normalised on "
+        "the device)",
+        "input_dtype",
+        one_of("input-dtype", INPUT_DTYPES),
+        default="float32",
+        metavar="DTYPE",
+        feeds=True,
+        stored=Stored.one_of(INPUT_DTYPES, since=18, older="float32"),
+    ),
+    RunOption(
+        ("--pin-memory",),
+        "torch, with --data loader or a dataset: on or off, page-locked host memory for the "
+        "batch's copy to a GPU (default: on where the platform copies to one)",
+        "pin_memory",
+        one_of("pin-memory", PIN_MEMORY),
+        metavar="on|off",
+        feeds=True,
+        stored=Stored(bounds.optional(bounds.one_of(*PIN_MEMORY)), "on, off or null", since=18,
+                      older=None),
     ),
     RunOption(
         ("--train-to",),

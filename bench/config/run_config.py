@@ -65,6 +65,8 @@ class PointConfig:
     data: str = "synthetic"  # synthetic, loader, a dataset KIND:PATH, or tokens:PATH
     num_workers: int = 0
     prefetch_factor: int | None = None  # batches a loader worker prepares ahead (None: torch's)
+    input_dtype: str = "float32"  # the batch as the host sends it (uint8: normalised on device)
+    pin_memory: str | None = None  # on, off; None: the platform's (Platform.torch_pins_host_memory)
     warmup_steps: int = 5
     steps: int = 20
     epochs: int | None = None  # epoch mode: `epochs` passes over `epoch_samples` samples
@@ -215,6 +217,8 @@ class RunConfig:
     data: str = "synthetic"
     num_workers: int = 0
     prefetch_factor: int | None = None
+    input_dtype: str = "float32"
+    pin_memory: str | None = None
     warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
     steps: int = 20
     epochs: int | None = None

@@ -27,6 +27,7 @@ __all__ = [
     "ALLOCATORS",
     "AXES",
     "CHECKPOINTING_MODES",
+    "FEEDS",
     "MEMORY_FORMATS",
     "MUST_MATCH",
     "NAMES",
@@ -71,6 +72,9 @@ POINT_AXES = tuple(o.one for o in RUN_OPTIONS if o.sweeps and o.point_axis)
 # results must agree to be compared at all (bench.report.set_apart).
 ROW_OPTIONS = tuple(o for o in RUN_OPTIONS if o.field is not None and o.compared == ROW)
 MUST_MATCH = tuple(o.field for o in RUN_OPTIONS if o.field is not None and o.compared == MATCH)
+# The input pipeline's options (RunOption.feeds): a run that set one pairs with its twin on
+# synthetic data (bench.report.real_data).
+FEEDS = tuple(o for o in RUN_OPTIONS if o.field is not None and o.feeds)
 
 
 def setting(option: RunOption, config: Any, point: Any) -> Any:
@@ -78,10 +82,14 @@ def setting(option: RunOption, config: Any, point: Any) -> Any:
     return getattr(point, option.one) if option.sweeps else getattr(config, option.field or "")
 
 
-def settings(config: Any, point: Any) -> tuple[str, ...]:
+def settings(config: Any, point: Any, feeds: bool = True) -> tuple[str, ...]:
     """('loss=chunked', 'threads=2'): each ROW option a point was measured with, unless at
     its neutral value, named by its flag. Two points that differ here are two
-    measurements: a comparison's row, a run's table and a report keep them apart."""
+    measurements: a comparison's row, a run's table and a report keep them apart.
+    feeds=False: without the input pipeline's (RunOption.feeds), as its twin on
+    synthetic data would be named."""
     return tuple(
-        o.shown(value) for o in ROW_OPTIONS if not o.neutral(value := setting(o, config, point))
+        o.shown(value)
+        for o in ROW_OPTIONS
+        if (feeds or not o.feeds) and not o.neutral(value := setting(o, config, point))
     )

@@ -45,11 +45,18 @@ class DatasetError(UsageError):
 
 class Split(Protocol):
     name: str  # "train" or "val"
+    # Per channel, of pixels scaled to 0-1: what a sample is normalised by (on the device
+    # where the pipeline sends uint8, --input-dtype).
+    mean: np.ndarray
+    std: np.ndarray
 
     def __len__(self) -> int: ...
 
-    def sample(self, index: int, rng: np.random.Generator | None) -> tuple[np.ndarray, int]:
-        """Sample `index`: augmented with `rng` (training), or plain (rng None)."""
+    def sample(
+        self, index: int, rng: np.random.Generator | None, raw: bool = False
+    ) -> tuple[np.ndarray, int]:
+        """Sample `index`: augmented with `rng` (training), or plain (rng None); raw: its
+        uint8 pixels, not yet normalised."""
 
 
 @dataclass(frozen=True)

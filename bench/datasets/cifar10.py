@@ -372,13 +372,17 @@ def _files(path: Path) -> tuple[dict[str, bytes], str]:
 class Arrays:
     """A split held in memory: uint8 HWC images and their labels."""
 
+    mean, std = MEAN, STD
+
     def __init__(self, name: str, images: np.ndarray, labels: np.ndarray) -> None:
         self.name, self.images, self.labels = name, images, labels
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def sample(self, index: int, rng: np.random.Generator | None) -> tuple[np.ndarray, int]:
+    def sample(
+        self, index: int, rng: np.random.Generator | None, raw: bool = False
+    ) -> tuple[np.ndarray, int]:
         image = self.images[index]
         if rng is not None:  # the standard CIFAR augmentation: pad-4 random crop, flip
             padded = np.pad(image, ((4, 4), (4, 4), (0, 0)), mode="reflect")
@@ -386,6 +390,8 @@ class Arrays:
             image = padded[top : top + 32, left : left + 32]
             if rng.random() < 0.5:
                 image = image[:, ::-1]
+        if raw:
+            return np.ascontiguousarray(image), int(self.labels[index])
         return (image.astype(np.float32) / 255 - MEAN) / STD, int(self.labels[index])
 
 

@@ -187,13 +187,17 @@ def _random_crop(width: int, height: int, rng: np.random.Generator) -> tuple[int
 class Folder:
     """A split as a list of JPEG files, decoded when a sample is asked for."""
 
+    mean, std = MEAN, STD
+
     def __init__(self, name: str, files: list[str], labels: np.ndarray, size: tuple[int, int]):
         self.name, self.files, self.labels, self.size = name, files, labels, size
 
     def __len__(self) -> int:
         return len(self.files)
 
-    def sample(self, index: int, rng: np.random.Generator | None) -> tuple[np.ndarray, int]:
+    def sample(
+        self, index: int, rng: np.random.Generator | None, raw: bool = False
+    ) -> tuple[np.ndarray, int]:
         image = _decode(self.files[index])  # says so where Pillow is missing
         from PIL import Image
 
@@ -212,6 +216,8 @@ class Folder:
                 (width, height), Image.Resampling.BILINEAR,
                 box=(left, top, left + crop_w, top + crop_h),
             )  # fmt: skip
+        if raw:
+            return np.asarray(image, np.uint8), int(self.labels[index])
         pixels = np.asarray(image, np.float32) / 255
         return (pixels - MEAN) / STD, int(self.labels[index])
 

@@ -37,10 +37,14 @@ class SyntheticSamples:
 
 class SplitSamples:
     """A dataset split as a map-style dataset: CHW tensors, augmented as epoch `epoch`
-    of the shared order (bench.datasets.pipeline)."""
+    of the shared order (bench.datasets.pipeline); raw: uint8 pixels, normalised on the
+    device (--input-dtype uint8)."""
 
-    def __init__(self, split: datasets.Split, seed: int, epoch: int, train: bool) -> None:
+    def __init__(
+        self, split: datasets.Split, seed: int, epoch: int, train: bool, raw: bool = False
+    ) -> None:
         self.split, self.seed, self.epoch, self.train = split, seed, epoch, train
+        self.raw = raw
 
     def __len__(self) -> int:
         return len(self.split)
@@ -50,27 +54,45 @@ class SplitSamples:
         import torch
 
         rng = pipeline.sample_rng(self.seed, self.epoch, index) if self.train else None
-        image, label = self.split.sample(index, rng)
+        image, label = self.split.sample(index, rng, raw=self.raw)
         return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))), label
 
 
 def split_loader(
     split: datasets.Split, batch_size: int, *, seed: int, epoch: int, train: bool, workers: int,
     pin_memory: bool, prefetch_factor: int | None = None, rank: int = 0, ranks: int = 1,
+    raw: bool = False,
 ) -> Any:  # fmt: skip
     """PyTorch's DataLoader over a split in the shared order (bench.datasets.pipeline),
     its `workers` processes decoding and augmenting on the host: what a run on real data
-    trains from (TorchSession) and what `bench loader` times alone."""
+    trains from (TorchSession) and what `bench loader` times alone. raw: batches of uint8
+    pixels, not normalised (--input-dtype uint8)."""
     import torch
 
     return torch.utils.data.DataLoader(
-        SplitSamples(split, seed, epoch, train),  # type: ignore[arg-type]
+        SplitSamples(split, seed, epoch, train, raw),  # type: ignore[arg-type]
         batch_sampler=[c.tolist() for c in pipeline.indices(
             split, batch_size, seed, epoch, train, rank, ranks)],
         num_workers=workers,
         pin_memory=pin_memory,
         prefetch_factor=prefetch(workers, prefetch_factor),
     )  # fmt: skip
+
+
+def pins(platform: Any, pin_memory: str | None) -> bool:
+    """Page-locked host memory for a loader's batches: --pin-memory on or off, else where
+    the platform copies a batch to a GPU (Platform.torch_pins_host_memory)."""
+    return platform.torch_pins_host_memory if pin_memory is None else pin_memory == "on"
+
+
+def normaliser(split: datasets.Split, device: Any) -> Callable[[Any], Any]:
+    """--input-dtype uint8: a batch's pixels (NCHW, 0-255) made float and normalised by the
+    split's mean and deviation on `device`, as the host does for float32."""
+    import torch
+
+    mean = torch.tensor(split.mean * 255, device=device).view(1, -1, 1, 1)
+    std = torch.tensor(split.std * 255, device=device).view(1, -1, 1, 1)
+    return lambda pixels: (pixels.float() - mean) / std
 
 
 def prefetch(workers: int, factor: int | None) -> int | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench import datasets, registry
 from bench.datasets import pipeline, tokens
-from bench.frameworks import _ipex, _torch_compile, _torch_precision, _torch_ranks
+from bench.frameworks import _ipex, _torch_compile, _torch_data, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
 from bench.frameworks._torch_data import SyntheticSamples, prefetch, split_loader, tree_map
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
@@ -228,7 +228,7 @@ class TorchSession(Session):
             SyntheticSamples(self.impl, point, length, offset),  # type: ignore[arg-type]
             batch_size=self.batch_size,
             num_workers=point.num_workers,
-            pin_memory=self.platform.torch_pins_host_memory,
+            pin_memory=_torch_data.pins(self.platform, self.point.pin_memory),
             drop_last=True,
             persistent_workers=point.num_workers > 0,
             prefetch_factor=prefetch(point.num_workers, point.prefetch_factor),
@@ -261,14 +261,17 @@ class TorchSession(Session):
         augmenting on the host; batches land on the device."""
         plan = self.training
         rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
+        raw = self.point.input_dtype == "uint8"
         loader = split_loader(
             split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
-            workers=plan.workers, pin_memory=self.platform.torch_pins_host_memory,
-            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks,
+            workers=plan.workers, pin_memory=_torch_data.pins(self.platform, self.point.pin_memory),
+            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks, raw=raw,
         )  # fmt: skip
+        normalise = _torch_data.normaliser(split, self.device) if raw else None
         try:
             for inputs, targets in loader:
-                yield self._to_device(inputs), self._to_device(targets)
+                inputs = self._to_device(inputs)
+                yield normalise(inputs) if normalise else inputs, self._to_device(targets)
         except Exception as error:  # a worker's DatasetError arrives wrapped
             pipeline.reraise(error)
             raise
@@ -414,6 +417,8 @@ class TorchFramework(Framework):
     llm_levers = True
     probes_in_process = True
     prefetches_batches = True
+    pins_memory = True
+    sends_uint8 = True
 
     def check_platform(
         self,

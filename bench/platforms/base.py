@@ -124,6 +124,14 @@ class Platform(ABC):
     # the start's sweep could not use (0: the sweep is the batch's only rung).
     ladder_batch_doublings: ClassVar[int] = 0
 
+    def pin_memory_unfit(self) -> str | None:
+        """Why --pin-memory on does nothing here (None where the batch is copied to a
+        device from host memory, as to a CUDA GPU): one line, before any child."""
+        if self.torch_pins_host_memory:
+            return None
+        return (f"pin_memory: {self.name} has no copy from page-locked host memory to "
+                "speed up (it is a CUDA or ROCm GPU's); leave --pin-memory out")  # fmt: skip
+
     def torch_ipex_unfit(self) -> str | None:
         """Why IPEX's kernels were not made for this device, where it runs all the same
         (said in one line when --optimize ipex runs here), or None."""

@@ -11,8 +11,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from bench.util.errors import BenchError
 from bench.platforms.base import MemoryReading, Platform
+from bench.util.errors import BenchError
 
 COMMAND_TIMEOUT_S = 10  # system_profiler takes about a second; a hung one must not stall a run
 

@@ -12,10 +12,10 @@ from bench.report.machines import Machine, image_name
 from bench.report.pooling import ok_throughput, pool
 from bench.report.rows import Run
 from bench.result import Point, Result, catalog
+from bench.result.derive import samples_per_joule_by_repeat
 from bench.stats.estimate import Estimate, ratio_interval
 from bench.stats.verdict import Verdict, judge
 from bench.util import units
-from bench.result.derive import samples_per_joule_by_repeat
 
 
 @dataclass

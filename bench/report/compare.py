@@ -38,6 +38,7 @@ from bench.report.cell import Cell, Figures, cell_of
 from bench.report.colours import machine_colours
 from bench.report.machines import Machine, image_name, machine_columns
 from bench.report.pooling import ok_throughput, pool
+from bench.report.real_data import RealBesideSynthetic, pairs
 from bench.report.records import history_records, records
 from bench.report.rows import ROW_KEYS, RowKey, Run, row_key, row_runs, sequence_length
 from bench.report.set_apart import SetApart, copies, set_apart
@@ -68,6 +69,9 @@ class Comparison:
     # Each machine's colour on every chart and figure (bench.report.colours), made from
     # every machine compared: a figure of fewer machines keeps the page's colours.
     colours: dict[str, str] = field(default_factory=dict)
+    # Each machine's configurations on real data beside the same on synthetic data
+    # (bench.report.real_data), from every result read, those set apart too.
+    real_data: list[RealBesideSynthetic] = field(default_factory=list)
 
     @functools.cached_property
     def steps(self) -> tuple[list[HistoryStep], str | None]:
@@ -128,6 +132,7 @@ def compare(
     if not loaded:
         raise UsageError("nothing to compare")
     loaded, copied = copies(loaded)
+    real_data = pairs(loaded)
     loaded, groups = set_apart(loaded, baseline)
     groups += copied
     groups = sorted([*groups, *unreadable_files(unreadable or [])],
@@ -189,7 +194,8 @@ def compare(
     ]
     return Comparison(ordered, base, rows, max_batch, [g.line for g in groups],
                       baseline_note=note, set_apart_groups=groups,
-                      colours=machine_colours([m.label for m in ordered]))  # fmt: skip
+                      colours=machine_colours([m.label for m in ordered]),
+                      real_data=real_data)  # fmt: skip
 
 
 def training_cost(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bench.report import real_data
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
 from bench.report.moe import FORMULA, Experts
 from bench.report.rows import RowKey
@@ -50,6 +51,7 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
         "history": comparison.history_records(),
         "steps": [step.record() for step in comparison.steps[0]],
         "steps_note": comparison.steps[1],
+        "real_data": [row.record() for row in comparison.real_data],
         "max_batch": [
             {
                 **dict(
@@ -279,6 +281,15 @@ def loss_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     return _rows_of(comparison, lambda p: p.to_loss, _loss_cell)
 
 
+REAL_DATA_CAPTION = real_data.CAPTION
+
+
+def real_data_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Each machine's configurations on real data beside the same on synthetic data
+    (bench.report.real_data): the rates, their ratio and the wait for data."""
+    return real_data.grid(comparison.real_data)
+
+
 STEPS_CAPTION = (
     "steps in history: where a configuration measured on many dates changed level "
     "(binary segmentation over its runs, a permutation test at 1%; none where it is noise)"
@@ -367,6 +378,9 @@ def to_markdown(comparison: Comparison) -> str:
     loss = loss_grid(comparison)
     if loss[1]:
         parts += [f"{LOSS_CAPTION[0].upper()}{LOSS_CAPTION[1:]}:", markdown_table(*loss)]
+    fed = real_data_grid(comparison)
+    if fed[1]:
+        parts += [f"{REAL_DATA_CAPTION[0].upper()}{REAL_DATA_CAPTION[1:]}:", markdown_table(*fed)]
     steps = steps_grid(comparison)
     if steps[1]:
         parts += [f"{STEPS_CAPTION[0].upper()}{STEPS_CAPTION[1:]}:", markdown_table(*steps)]

@@ -24,6 +24,7 @@ import re
 from importlib import resources
 from typing import Any
 
+from bench.report import real_data
 from bench.report import views as vega_views
 from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
@@ -272,6 +273,22 @@ def _inventory_html(t: Tidy) -> str:
     )
 
 
+REAL_DATA_HEADING = "Is each machine fed? Real data beside synthetic"
+
+
+def _real_data_html(comparison: Comparison) -> str:
+    """Each machine's configurations on real data beside the same on synthetic data
+    (bench.report.real_data): a section where some machine ran both."""
+    headers, rows = real_data.grid(comparison.real_data)
+    if not rows:
+        return ""
+    caption = real_data.CAPTION[0].upper() + real_data.CAPTION[1:]
+    return (
+        f"<section id='real-data'><h2>{_h(REAL_DATA_HEADING)}</h2>"
+        f"<p class='note'>{_h(caption)}.</p>" + _table("real-data", headers, rows) + "</section>"
+    )
+
+
 def _filters() -> str:
     selects = "".join(
         f'<label>{name} <select id="filter-{name}"><option value="">all</option></select></label>'
@@ -367,6 +384,7 @@ def page(
         f"<section id='answer'><h2>{_h(heading)}</h2>"
         f"{answer}</section>"
         + "".join(_view_html(v) for v in views)
+        + _real_data_html(comparison)
         + _inventory_html(t)
         + "<section id='every-point'><h2>Every point, with the command that made it</h2>"
         "<p><label>search <input id='search' type='search'></label></p>"

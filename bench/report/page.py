@@ -22,6 +22,7 @@ from bench.report.grids import (
     LLM_CAPTION,
     LOSS_CAPTION,
     MOE_CAPTION,
+    REAL_DATA_CAPTION,
     STEPS_CAPTION,
     THROUGHPUT_CAPTION,
     accuracy_grid,
@@ -32,6 +33,7 @@ from bench.report.grids import (
     markdown_table,
     max_batch_grid,
     moe_grid,
+    real_data_grid,
     steps_grid,
     throughput_grid,
 )
@@ -243,6 +245,10 @@ def texts(
     noise_md = "\n".join(f"- {markdown(line)}" for line in noise)
     md = [f"# {markdown(title)}", markdown(lead), markdown(note)]
     md.append(_headline_markdown(t, several))
+    fed = real_data_grid(comparison)
+    if fed[1]:  # the page's section of its own (htmlpage.REAL_DATA_HEADING)
+        md.append(f"## {htmlpage.REAL_DATA_HEADING}\n\n{markdown(REAL_DATA_CAPTION)}.\n\n"
+                  + markdown_table(*fed))  # fmt: skip
     if noise:
         md.append(f"Less sure than they look:\n\n{noise_md}")
     if price_lines(comparison):

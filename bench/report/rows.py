@@ -46,19 +46,23 @@ def sequence_length(res: Result) -> int | None:
     return spec.input_shape(res.config.seq_len)[0] if spec.takes_seq_len else None
 
 
-def row_key(res: Result, p: Point) -> RowKey:
+def row_key(res: Result, p: Point, feeds: bool = True) -> RowKey:
     """A point's row. `setup` holds what tells it apart beyond the key's columns: the
     sequence length of a workload that takes one, the device count where the result
     swept it (a machine's 8 GPUs and another's 4 stay one row when each just used all of
     its own), then every option of the table declared compared=ROW that the point did not
     leave at its neutral value, named by its flag (bench.config.sweep.settings: 'loss=chunked',
     'expert-parallel=2', 'train-to-loss=3.5'): a new option is kept apart with no edit
-    here, and an older result, which reads the neutral value, joins today's rows."""
+    here, and an older result, which reads the neutral value, joins today's rows.
+    feeds=False: the row of its twin on synthetic data, the input pipeline's options
+    (RunOption.feeds) left out (bench.report.real_data)."""
     swept = len(set(res.config.devices)) > 1
     length = sequence_length(res)
     tokens = f"{length} tokens" if length else ""
     devices = f"{p.devices} device{'s' if p.devices > 1 else ''}" if swept else ""
-    setup = " · ".join(part for part in (tokens, devices, *sweep.settings(res.config, p)) if part)
+    setup = " · ".join(
+        part for part in (tokens, devices, *sweep.settings(res.config, p, feeds)) if part
+    )
     # A memory format is an image tensor's layout; token inputs have none, so a decoder
     # trained in PyTorch (recorded contiguous) and in JAX (NHWC) shares its rows.
     layout = p.memory_format if length is None else "n/a"

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import datasets
 from bench.config import sweep
 from bench.report.machines import machine_label
+from bench.report.real_data import data_kind
 from bench.result import Result
 from bench.util.text import visible
 
@@ -55,8 +55,7 @@ class SetApart:
 def _setting(res: Result, name: str) -> Any:
     """A config field as compared: a dataset by its kind, wherever each machine keeps it."""
     value = getattr(res.config, name)
-    ref = datasets.parse(value) if name == "data" else None
-    return ref.kind if ref else value
+    return data_kind(value) if name == "data" else value
 
 
 def _measured_like(res: Result) -> tuple[Any, ...]:

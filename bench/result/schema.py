@@ -120,7 +120,10 @@ from bench.config.sweep import POINT_AXES
 #     `timeout_s` (--timeout: 1 s to ten years), a compiler's name and mode (never a
 #     leading '-'); a loss curve's tokens never go backwards. A file breaking one is
 #     refused naming the field; no file bench wrote from its own command line breaks them.
-SCHEMA_VERSION = 17
+#   18: configs gain `input_dtype` (--input-dtype: float32, normalised on the host, or uint8,
+#     the pixels normalised on the device; 'float32' before) and `pin_memory` (--pin-memory:
+#     on, off; null before and by default: the platform's choice).
+SCHEMA_VERSION = 18
 
 STATUSES = ("ok", "oom", "error")
 

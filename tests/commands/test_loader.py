@@ -49,6 +49,25 @@ def test_the_prefetch_factor_is_the_loaders_and_recorded(imagenet, tmp_path, cap
     assert json.loads(made.read_text())["prefetch_factor"] == 3
 
 
+def test_uint8_batches_are_timed_and_recorded(imagenet, tmp_path, capsys, monkeypatch):
+    """--input-dtype uint8: the loader sends the crop's bytes (what a run's device then
+    normalises), and the JSON says so."""
+    from bench.frameworks import _torch_data
+
+    sent = []
+    real = _torch_data.split_loader
+    monkeypatch.setattr(
+        _torch_data, "split_loader", lambda *a, **k: sent.append(k) or real(*a, **k)
+    )
+    code = main(["loader", "tiny", "--data", f"imagenet:{imagenet}", "--num-workers", "0",
+                 "--input-dtype", "uint8", "--batch-size", "8", "--steps", "2",
+                 "--output-dir", str(tmp_path)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert [k["raw"] for k in sent] == [True]
+    (made,) = tmp_path.glob("loader-tiny-*.json")
+    assert json.loads(made.read_text())["input_dtype"] == "uint8"
+
+
 def test_it_times_the_batches_a_run_trains_on(imagenet):
     """The loader bench loader times is the training path's: the same images, in the
     same order, augmented alike, whatever the worker count."""

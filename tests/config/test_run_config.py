@@ -71,6 +71,29 @@ def test_defaults_come_from_the_workload():
             {"workload": "tiny", "data": "loader", "num_workers": 1, "prefetch_factor": 0},
             "prefetch_factor",
         ),
+        (
+            {"workload": "tiny", "data": "loader", "input_dtype": "uint8"},
+            "input_dtype: uint8 is a dataset's pixels as the host decoded them; it needs --data",
+        ),
+        (
+            {
+                "workload": "cnn-s",
+                "data": "imagenet:/x",
+                "epochs": 1,
+                "framework": "jax",
+                "input_dtype": "uint8",
+            },
+            "input_dtype: jax's input pipeline sends float32; uint8 normalised on the device is",
+        ),
+        ({"workload": "tiny", "input_dtype": "int4"}, "input_dtype: 'int4' is not allowed"),
+        (  # a lever that does not apply here, said by the platform (Platform.pin_memory_unfit)
+            {"workload": "tiny", "data": "loader", "pin_memory": "on", "device": "cpu"},
+            "pin_memory: cpu has no copy from page-locked host memory to speed up",
+        ),
+        (
+            {"workload": "tiny", "pin_memory": "off"},
+            "pin_memory: host memory of a loader's batches; it needs --data loader",
+        ),
         ({"workload": "tiny", "data": "disk"}, "data: 'disk' is not allowed"),
         ({"workload": "tiny", "batch_sizes": (8, 8)}, "without repeats"),
         ({"workload": "tiny", "repeats": 0}, "repeats: 0"),
