@@ -292,10 +292,16 @@ class RunConfig:
         for batch in self.batch_sizes:
             positive("batch_size", batch)
         platform = discovery.platform(self.device)
+        trains_at = discovery.framework(self.framework).precisions
         for precision in self.precisions:
             choice("precision", precision, PRECISIONS)
             if precision not in platform.precisions:
                 raise UsageError(platform.precision_unsupported(precision) or precision)
+            if trains_at is not None and precision not in trains_at:
+                raise UsageError(
+                    f"precision {precision!r} is not available with {self.framework}; "
+                    f"choose from: {', '.join(trains_at)}"
+                )
         for fmt, compiler in itertools.product(self.memory_formats, self.compilers):
             check_variant(self.framework, fmt, compiler)
         for axis in NAMES:

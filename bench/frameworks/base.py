@@ -96,6 +96,9 @@ class Framework(ABC):
     memory_formats: ClassVar[tuple[str, ...]] = ("contiguous", "channels_last")
     data_sources: ClassVar[tuple[str, ...]] = ("synthetic", "loader")
     sets_threads: ClassVar[bool] = True  # whether --threads can be honoured
+    # The precisions it trains at wherever it runs (checked in the parent); None: each
+    # platform's own (Platform.precisions).
+    precisions: ClassVar[tuple[str, ...] | None] = None
     prefetches_batches: ClassVar[bool] = False  # whether --prefetch-factor can be honoured
     pins_memory: ClassVar[bool] = False  # whether --pin-memory can be honoured
     sends_uint8: ClassVar[bool] = False  # whether --input-dtype uint8 can be honoured

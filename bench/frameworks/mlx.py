@@ -124,6 +124,7 @@ class MlxFramework(Framework):
     memory_formats = ("channels_last",)  # MLX's convolutions take NHWC
     data_sources = ("synthetic",)
     sets_threads = False  # MLX's CPU backend has no thread setting
+    precisions = PRECISIONS
     default_compiler = "mlx"
 
     def check_compile(self, compile: str | None) -> None:

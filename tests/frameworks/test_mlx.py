@@ -54,6 +54,16 @@ def test_mlx_trains_in_float32_or_bfloat16_only(precision, refused):
         assert f"precision {precision!r} is not available with mlx" in reason
 
 
+def test_a_precision_mlx_does_not_train_at_is_refused_in_the_parent():
+    """Before any child starts, MLX installed or not (the config checks it)."""
+    from bench.config.run_config import RunConfig
+    from bench.util.errors import UsageError
+
+    with pytest.raises(UsageError, match="precision 'fp16' is not available with mlx; choose"):
+        RunConfig("cnn-s", framework="mlx", device="cpu", precisions=("fp16",))
+    RunConfig("cnn-s", framework="mlx", device="cpu", precisions=("bf16",))
+
+
 @pytest.mark.full  # MLX installed: its absence would be the one line
 @needs_mlx
 @pytest.mark.parametrize(
