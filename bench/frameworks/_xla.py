@@ -41,7 +41,11 @@ def platforms() -> list[str]:
 def device_missing(framework: XlaFramework, platform: Platform) -> str | None:
     """Why `platform` cannot run `framework` here, judged without opening any device."""
     if platform.xla_device is None:
-        return f"bench runs {framework.label} on {', '.join(platforms())}, not {platform.name}"
+        instead = f" ({platform.xla_instead})" if platform.xla_instead else ""
+        return (
+            f"bench runs {framework.label} on {', '.join(platforms())}, not {platform.name}"
+            + instead
+        )
     return platform.xla_unavailable(framework)
 
 

@@ -85,6 +85,8 @@ class Platform(ABC):
     # XLA's kind of device for this platform, as TensorFlow and JAX name it ("cpu":
     # the host, "gpu", "tpu"), or None where bench runs neither of them.
     xla_device: ClassVar[str | None] = None
+    # Where xla_device is None: what a user of TensorFlow or JAX here can do instead.
+    xla_instead: ClassVar[str | None] = None
     # MLX's device for this platform ("cpu", "gpu": Metal on a Mac, CUDA through
     # mlx[cuda]), or None where bench runs no MLX; and how to install the MLX backend
     # it needs, said when that backend is missing.

@@ -69,6 +69,10 @@ class MpsPlatform(Platform):
     precisions = frozenset({"fp32", "fp16", "bf16"})
     auto_priority = 10
     torch_device = "mps"
+    xla_instead = (
+        "TensorFlow and JAX reach Apple's GPU only through the tensorflow-metal and "
+        "jax-metal plug-ins, which bench does not drive: on a Mac, --framework mlx or torch"
+    )
     # Apple Silicon's IOReport energy (CPU, GPU, DRAM, ANE) through zeus-apple-silicon.
     energy_counter = "ioreport_counter"
     mlx_device = "gpu"  # Metal, in the mlx wheel for macOS

@@ -52,3 +52,17 @@ def test_peak_memory_is_what_the_metal_driver_holds_at_the_windows_end(monkeypat
     reading = platform.peak_memory()
     assert emptied == [1]
     assert reading.peak_bytes == 3 * 2**30 and reading.kind == "mps_driver_allocated_at_end"
+
+
+def test_tensorflow_and_jax_on_a_mac_name_what_runs_there_instead(monkeypatch):
+    """The M2 Max vs V100 article trained TensorFlow through tensorflow-metal, which bench
+    does not drive: the refusal is one line saying so and what does run on the Mac's GPU."""
+    from bench import registry
+    from bench.frameworks import _xla
+
+    monkeypatch.setattr(_xla, "missing", lambda *a: None)  # as if TensorFlow were installed
+    for name in ("tensorflow", "jax"):
+        reason = registry.framework(name).unavailable_reason(registry.platform("mps"))
+        assert reason is not None and "\n" not in reason
+        assert "not mps" in reason and "tensorflow-metal" in reason
+        assert "--framework mlx or torch" in reason
