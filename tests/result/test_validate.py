@@ -10,6 +10,7 @@ import pytest
 
 from bench import result
 from bench.result import ResultError
+from bench.result.schema import SCHEMA_VERSION
 from tests.conftest import DATA
 
 V16 = json.loads((DATA / "result-v16.json").read_text())
@@ -50,9 +51,11 @@ CRAFTED = [
      "points[0].loss[0].curve[2].tokens: expected tokens trained, no fewer than the evaluation "
      "before's"),
     (lambda d: d.update(schema_version="16"),
-     'not a bench result (schema_version: expected a whole number from 1 to 17, found "16")'),
+     "not a bench result (schema_version: expected a whole number from 1 to "
+     f'{SCHEMA_VERSION}, found "16")'),
     (lambda d: d.update(schema_version=0),
-     "not a bench result (schema_version: expected a whole number from 1 to 17, found 0)"),
+     "not a bench result (schema_version: expected a whole number from 1 to "
+     f"{SCHEMA_VERSION}, found 0)"),
     (lambda d: d.update(schema_version=True), "schema_version: expected a whole number"),
 ]  # fmt: skip
 
