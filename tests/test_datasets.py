@@ -233,8 +233,9 @@ FRAMEWORKS = [f for f in ("torch", "tensorflow", "jax") if importlib.util.find_s
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-# One real training to a target stays in the fast tier (torch, CIFAR-10); the rest are full.
-@pytest.mark.parametrize("kind", ["cifar10", pytest.param("imagenet", marks=pytest.mark.slow)])
+# Real training to a target: the full tier's (a few epochs in a child, ~50 s on 2 cores).
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["cifar10", "imagenet"])
 def test_cnn_s_trains_to_a_target_on_real_data(framework, kind, cifar, imagenet, tmp_path):
     """A target reached within a few epochs, with the curve, time, cost and the input
     wait recorded, through each framework's own loader with two workers."""

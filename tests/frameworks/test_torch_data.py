@@ -28,6 +28,7 @@ def test_the_prefetch_factor_reaches_the_dataloader_only_with_workers():
     assert prefetch(0, 4) is None and prefetch(2, None) is None and prefetch(2, 3) == 3
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_a_run_records_its_prefetch_factor(tmp_path):
     done = run_bench("tiny", "--data", "loader", "--num-workers", "1", "--prefetch-factor", "4",
                      "--steps", "2", "--warmup-steps", "1", "--device", "cpu",

@@ -63,6 +63,7 @@ def test_an_unknown_device_is_offered_the_new_one(copy):
     assert "unknown device 'widgit' (did you mean 'widget'?)" in done.stderr
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_device_name_trains_a_step_through_it(copy, tmp_path):
     one_step = ("--steps", "1", "--warmup-steps", "0", "--batch-size", "8")
     done = _bench(

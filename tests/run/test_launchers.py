@@ -525,6 +525,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_a_rank_leaves_its_process_group_to_the_process_end():
     # Destroying it deadlocked PyTorch 2.8.0's ranks in their teardown (the group's
     # destructor joins gloo's threads holding the GIL; see TorchSession.close).

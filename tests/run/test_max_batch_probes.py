@@ -219,6 +219,7 @@ def test_a_probing_child_goes_on_after_an_error_of_memory_and_ends_after_another
     assert requests.qsize() == 1  # the probe after the error was never read
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_a_real_probing_child_trains_past_an_out_of_memory_probe_and_dies_without_loss():
     """One child: batch 1 trains, batch 4096 runs out of the capped memory (caught), batch
     2 still trains in the same process; killed, it answers the next probe as a crash."""

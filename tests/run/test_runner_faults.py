@@ -227,6 +227,7 @@ def test_an_output_folder_that_is_a_file_is_refused(tmp_path):
     assert done.stdout == ""  # not even the empty line of a progress bar never started
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_an_output_folder_under_missing_folders_is_made_as_mkdir_p_never_world_writable(
     tmp_path,
 ):

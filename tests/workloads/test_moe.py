@@ -245,6 +245,7 @@ def test_a_shape_that_cannot_fit_is_refused_with_its_state_and_the_gpus_it_needs
 # --- a run's record, and expert parallelism over two gloo ranks -----------------------------
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_a_run_records_the_experts_load_and_the_formula_in_its_result(tmp_path):
     from tests.conftest import only_result, run_bench
 
