@@ -160,7 +160,7 @@ def test_a_second_suite_of_one_name_in_one_folder_is_refused_while_the_first_run
     two_runs.mkdir(parents=True)
     state = two_runs / "suite-mini.json"
     holder = subprocess.Popen(  # another process holds the suite's claim, as a running suite
-        [sys.executable, "-c", "import sys, time; from bench import files; "
+        [sys.executable, "-c", "import sys, time; from bench.util import files; "
          f"c = files.FileClaim({str(state)!r}); assert c.acquire(); print('held', flush=True); "
          "time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
