@@ -50,9 +50,9 @@ CRAFTED = [
      "points[0].loss[0].curve[2].tokens: expected tokens trained, no fewer than the evaluation "
      "before's"),
     (lambda d: d.update(schema_version="16"),
-     'not a bench result (schema_version: expected a whole number from 1 to 17, found "16")'),
+     'not a bench result (schema_version: expected a whole number from 1 to 19, found "16")'),
     (lambda d: d.update(schema_version=0),
-     "not a bench result (schema_version: expected a whole number from 1 to 17, found 0)"),
+     "not a bench result (schema_version: expected a whole number from 1 to 19, found 0)"),
     (lambda d: d.update(schema_version=True), "schema_version: expected a whole number"),
 ]  # fmt: skip
 
