@@ -5,8 +5,8 @@ grid is the run options' sweep axes; an axis not given takes every value that ap
 compiler, the compile modes and optimisations its platform's ladder climbs (on a CUDA GPU
 CUDA graphs and the fused optimizer), on a CPU the allocators and OpenMP runtimes
 installed, and IPEX where it is, and on data a loader feeds the loader's workers, and
-its prefetch depth where --num-workers is given). One result file: the finalists are its points, every
-probe is in its `tune` record. It ends with the grid's coverage and, when at least two
+its prefetch depth where --num-workers is given). One result file: the finalists are its
+points, every probe is in its `tune` record. It ends with the grid's coverage and, when at least two
 configurations were measured to the end, their ranking with intervals and the winner as
 a command; else why it could not rank, what budget would let it, and no command."""
 

@@ -324,7 +324,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "input pipeline workers with --data loader or a dataset (default 0: in the "
         "training process); comma-separated for a sweep",
         "workers",
-        list_of(strict_int, "num-workers", f"whole numbers up to {bounds.MAX_WORKERS}, e.g. 0,1,2"),
+        list_of(strict_int, "num-workers",
+                f"whole numbers up to {bounds.MAX_WORKERS}, e.g. 0,1,2"),
         default=(0,),
         metavar="N",
         sweep="num_workers",
@@ -333,8 +334,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         ladder_sets=True,
         feeds=True,
         # Points gain it in 19 (the config's one value before: migrations.py's step 18).
-        stored=Stored(bounds.whole(0, bounds.MAX_WORKERS), f"a whole number from 0 to {bounds.MAX_WORKERS}",
-                      since=19),
+        stored=Stored(bounds.whole(0, bounds.MAX_WORKERS),
+                      f"a whole number from 0 to {bounds.MAX_WORKERS}", since=19),
     ),
     RunOption(
         ("--prefetch-factor",),

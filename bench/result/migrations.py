@@ -3,8 +3,9 @@
 Step N -> N+1 gives every object the fields schema.py declares `since` N+1 with an
 `older` value (fields without one stay absent: the dataclass's default applies), then
 runs the hand-written transformation of that step, if any (a rename, a restructuring:
-18 -> 19, the loader's workers and prefetch depth become sweep axes). Migrations run before validation, so they may meet any malformed shape;
-load turns what they raise into one line.
+18 -> 19, the loader's workers and prefetch depth become sweep axes). Migrations run
+before validation, so they may meet any malformed shape; load turns what they raise
+into one line.
 """
 
 from __future__ import annotations

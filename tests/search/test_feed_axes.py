@@ -45,7 +45,7 @@ def test_a_sweep_of_two_worker_counts_is_two_points_each_recording_its_own(tmp_p
 def test_a_prefetch_sweep_needs_workers_at_every_point():
     config = RunConfig("tiny", data="loader", workers=(1,), prefetch_factors=(None, 4))
     assert [(p.num_workers, p.prefetch_factor) for p in config.points()] == [(1, None), (1, 4)]
-    with pytest.raises(Exception, match="prefetch_factor: .* needs --num-workers"):
+    with pytest.raises(Exception, match=r"prefetch_factor: .* needs --num-workers"):
         RunConfig("tiny", data="loader", workers=(0, 1), prefetch_factors=(4,))
 
 
