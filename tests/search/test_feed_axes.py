@@ -150,3 +150,13 @@ def test_tune_searches_the_workers_only_where_a_loader_feeds(monkeypatch):
     assert "workers" not in given and given["prefetch_factors"] == (None, ladder.PREFETCH)
     synthetic = tune.default_axes(RunConfig("tiny"), set())
     assert "workers" not in synthetic and "prefetch_factors" not in synthetic
+
+
+def test_tune_s_winner_command_names_the_data_and_the_workers():
+    from bench.search.tune_outcome import command_line
+
+    config = RunConfig("tiny", data="loader", workers=(0, 2), batch_sizes=(8,))
+    best = Point(batch_size=8, precision="fp32", num_workers=2, prefetch_factor=4)
+    line = command_line(best, config)
+    assert "--data loader" in line and "--num-workers 2 --prefetch-factor 4" in line
+    assert "--num-workers" not in command_line(Point(batch_size=8, precision="fp32"), config)
