@@ -218,7 +218,7 @@ def test_dataset_options_are_checked_with_one_line(fields, message):
 
 
 def test_a_dataset_point_starts_in_epoch_one_without_warm_up():
-    config = RunConfig("cnn-s", data="imagenet:/d", epochs=3, train_to=0.5, num_workers=2)
+    config = RunConfig("cnn-s", data="imagenet:/d", epochs=3, train_to=0.5, workers=(2,))
     point = next(config.points())
     assert point.warmup_steps == 0 and point.epoch_samples is None
     assert point.dataset == datasets.DataRef("imagenet", "/d")
@@ -490,7 +490,7 @@ def test_a_token_file_shorter_than_one_batch_of_windows_is_refused(
             {"workload": "gpt2", "framework": "tensorflow"},
             "'tokens:/t.bin' is not available with tensorflow",
         ),
-        ({"workload": "gpt2", "num_workers": 2}, "num_workers: only applies with a loader"),
+        ({"workload": "gpt2", "workers": (2,)}, "num_workers: only applies with a loader"),
         ({"workload": "gpt2", "train_to": 0.5}, "train_to: needs a real dataset"),
     ],
 )

@@ -81,7 +81,7 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
     here: dict[str, Any] = {o.field: getattr(args, o.name, None) for o in FROM_HERE if o.field}
     here["data"] = _data(old, here["data"], args.file)
     here["val_data"] = _val_data(old, here["val_data"], args.file)
-    threads, num_workers, said = _capped(old)
+    threads, workers, said = _capped(old)
     try:  # as `bench run` resolves them, the saved config's rules checked again
         resolve_device(old.device, old.framework)
         config = dataclasses.replace(
@@ -90,7 +90,7 @@ def rerun_config(old: RunConfig, args: argparse.Namespace) -> tuple[RunConfig, l
                 **here,
                 "devices": resolve_devices(here["devices"], old.device, old.framework),
                 "threads": threads,
-                "num_workers": num_workers,
+                "workers": workers,
             },
         )
     except UsageError as error:
@@ -151,19 +151,21 @@ def _val_data(old: RunConfig, given: str | None, file: Path) -> str | None:
     return given
 
 
-def _capped(old: RunConfig) -> tuple[int | None, int, list[str]]:
+def _capped(old: RunConfig) -> tuple[int | None, tuple[int, ...], list[str]]:
     """The saved threads and loader workers, capped at the CPUs bench may use here (a
     file may say any number up to RunConfig's bound), and a line saying so."""
     affinity = getattr(os, "sched_getaffinity", None)
     cpus = (len(affinity(0)) if affinity else os.cpu_count()) or 1
-    threads, workers = old.threads, old.num_workers
+    threads = old.threads
     asked = []
     if threads is not None and threads > cpus:
         asked.append(f"{threads} threads")
         threads = cpus
-    if workers > cpus:
-        asked.append(f"{workers} loader workers")
-        workers = cpus
+    over = [w for w in old.workers if w > cpus]
+    if over:
+        asked.append(f"{max(over)} loader workers")
+    # Capped, each value once: 2,8,16 on 4 CPUs runs 2,4.
+    workers = tuple(dict.fromkeys(min(w, cpus) for w in old.workers))
     said = [
         f"rerun: the saved run asked for {' and '.join(asked)}; capped at the {cpus} CPUs "
         "bench may use on this machine"

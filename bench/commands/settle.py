@@ -123,7 +123,7 @@ def not_here(new: result.Result, path: Path) -> str | None:
         return str(error)
     # A file may say up to 4096; bench rerun caps them, which --settle cannot (not NEW's).
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    asks = max(config.threads or 0, config.num_workers)
+    asks = max(config.threads or 0, *config.workers)
     if asks > (cpus or 1):
         return (
             f"{path} asks for {asks} threads or loader workers, more than the {cpus} CPUs bench "

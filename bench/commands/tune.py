@@ -3,9 +3,10 @@ within a time budget, by successive halving with probes sized in seconds (bench.
 grid is the run options' sweep axes; an axis not given takes every value that applies here
 (batch 32 to 256, the device's reduced precisions, both memory formats, the framework's
 compiler, the compile modes and optimisations its platform's ladder climbs (on a CUDA GPU
-CUDA graphs and the fused optimizer), and on a CPU the allocators and OpenMP runtimes
-installed, and IPEX where it is). One result file: the finalists are its points, every
-probe is in its `tune` record. It ends with the grid's coverage and, when at least two
+CUDA graphs and the fused optimizer), on a CPU the allocators and OpenMP runtimes
+installed, and IPEX where it is, and on data a loader feeds the loader's workers, and
+its prefetch depth where --num-workers is given). One result file: the finalists are its
+points, every probe is in its `tune` record. It ends with the grid's coverage and, when at least two
 configurations were measured to the end, their ranking with intervals and the winner as
 a command; else why it could not rank, what budget would let it, and no command."""
 
@@ -131,6 +132,26 @@ def _openmps(here: _Here) -> tuple[str, ...] | None:
     return _installed("openmp", OPENMP_RUNTIMES)
 
 
+def _workers(here: _Here) -> tuple[int, ...] | None:
+    """On data a loader feeds: none (in the training process) and the ladder's counts."""
+    from bench.search.ladder import fed_by_a_loader, loader_workers
+
+    point = next(iter(here.config.points()))
+    return (0, *loader_workers()) if fed_by_a_loader(point) else None
+
+
+def _prefetch_factors(here: _Here) -> tuple[int | None, ...] | None:
+    """PyTorch's depth and the ladder's, where every worker count given has workers
+    (the depth needs them: --num-workers 2 --prefetch-factor searched, not the workers)."""
+    from bench.search.ladder import PREFETCH, fed_by_a_loader
+
+    point = next(iter(here.config.points()))
+    given = here.config.workers
+    if not (fed_by_a_loader(point) and all(given) and here.framework.prefetches_batches):
+        return None
+    return (None, PREFETCH)
+
+
 # The axes tune searches (bench.config.options's `tune`) whose values depend on the
 # machine, the workload or the framework: their values here, or None where the axis does
 # not apply (the run's value stands). Any other such axis tries every value it allows.
@@ -142,6 +163,8 @@ GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
     "optimizations": _optimizations,
     "allocators": _allocators,
     "openmps": _openmps,
+    "workers": _workers,
+    "prefetch_factors": _prefetch_factors,
 }
 
 

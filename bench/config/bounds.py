@@ -19,6 +19,7 @@ MAX_INT = 2**63 - 1  # anywhere in a file: what a signed 64-bit integer holds
 MAX_WHOLE = 2**31 - 1  # batch sizes, devices, counts: as the command line takes them
 # Batches a loader worker prepares ahead (--prefetch-factor): past any queue worth holding.
 MAX_PREFETCH = 1024
+MAX_WORKERS = 4096  # loader workers a config may ask for: more than any machine's CPUs
 MAX_ITEMS = 10_000_000  # any one list (steps of every epoch of a long run fit)
 # Any one string or key: bench writes names, commands and an error's last lines, none
 # near this; longer text is no result, and tables lay text out in time that grows with

@@ -89,19 +89,23 @@ def check_common(cfg: Config) -> None:
         positive(name, getattr(cfg, name), zero_ok=True)
     # Each a thread or a process started: a file saying 2**31-1 is no machine's.
     positive("threads", cfg.threads, most=MAX_THREADS)
-    positive("num_workers", cfg.num_workers, zero_ok=True, most=MAX_THREADS)
-    if cfg.num_workers and source in ("synthetic", "tokens"):
+    workers = values(cfg, "workers", "num_workers")
+    prefetches = [p for p in values(cfg, "prefetch_factors", "prefetch_factor") if p is not None]
+    for count in workers:
+        positive("num_workers", count, zero_ok=True, most=MAX_THREADS)
+    if any(workers) and source in ("synthetic", "tokens"):
         raise UsageError(
             "num_workers: only applies with a loader or a dataset of images (--data); a "
             "token file is read in the training process"
         )
-    positive("prefetch_factor", cfg.prefetch_factor, most=MAX_PREFETCH)
-    if cfg.prefetch_factor is not None and not cfg.num_workers:
+    for factor in prefetches:
+        positive("prefetch_factor", factor, most=MAX_PREFETCH)
+    if prefetches and not all(workers):
         raise UsageError(
             "prefetch_factor: batches a loader worker prepares ahead; it needs --num-workers "
             "1 or more"
         )
-    if cfg.prefetch_factor is not None and not framework.prefetches_batches:
+    if prefetches and not framework.prefetches_batches:
         raise UsageError(f"prefetch_factor: {framework.name}'s input pipeline has no such "
                          "setting; it is PyTorch's DataLoader's")  # fmt: skip
     check_feed(cfg, framework, source)

@@ -68,6 +68,16 @@ TOKENS = (bounds.optional(bounds.whole(1, MAX_TOKENS)),
           f"a count of tokens from 1 to {MAX_TOKENS}, or null")  # fmt: skip
 
 
+def _prefetch(text: str) -> int | None:
+    """One --prefetch-factor of a list: a whole number, or none (PyTorch's own)."""
+    if text == "none":
+        return None
+    value = strict_int(text)
+    if not 1 <= value <= bounds.MAX_PREFETCH:
+        raise ValueError(text)
+    return value
+
+
 def _runtime(
     flag: str, env: str, choices: tuple[str, ...], what: str, tune: bool, ladder_sets: bool
 ) -> RunOption:
@@ -312,24 +322,37 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(
         ("--num-workers",),
         "input pipeline workers with --data loader or a dataset (default 0: in the "
-        "training process)",
-        "num_workers",
-        whole,
-        default=0,
+        "training process); comma-separated for a sweep",
+        "workers",
+        list_of(strict_int, "num-workers",
+                f"whole numbers up to {bounds.MAX_WORKERS}, e.g. 0,1,2"),
+        default=(0,),
+        metavar="N",
+        sweep="num_workers",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
-        compared=MATCH, stored=NUMBER_OF,
+        # Points gain it in 19 (the config's one value before: migrations.py's step 18).
+        stored=Stored(bounds.whole(0, bounds.MAX_WORKERS),
+                      f"a whole number from 0 to {bounds.MAX_WORKERS}", since=19),
     ),
     RunOption(
         ("--prefetch-factor",),
         "torch, with --num-workers: batches each loader worker prepares ahead (default: "
-        "PyTorch's 2); a deeper queue rides out slow images",
-        "prefetch_factor",
-        whole,
-        default=None,
+        "PyTorch's 2); a deeper queue rides out slow images; comma-separated for a sweep",
+        "prefetch_factors",
+        list_of(_prefetch, "prefetch-factor",
+                f"whole numbers from 1 to {bounds.MAX_PREFETCH}, e.g. 2,4"),
+        default=(None,),
         metavar="N",
+        sweep="prefetch_factor",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
         stored=Stored(bounds.optional(bounds.whole(1, bounds.MAX_PREFETCH)),
-                      f"a whole number from 1 to {bounds.MAX_PREFETCH}, or null", since=17),
+                      f"a whole number from 1 to {bounds.MAX_PREFETCH}, or null", since=19),
     ),
     RunOption(
         ("--input-dtype",),
@@ -506,7 +529,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 # slowest of all (bench.config.sweep.in_sweep_order): a new one needs no place here.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
                "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
-               "compilers", "devices", "batch_sizes")  # fmt: skip
+               "compilers", "workers", "prefetch_factors", "devices", "batch_sizes")  # fmt: skip
 
 # RunConfig's fields that no option sets as given: what config_from_args derives from
 # an option (the first batch a max-batch search tries; what --eval-every counts), and

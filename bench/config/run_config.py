@@ -215,8 +215,9 @@ class RunConfig:
     compilers: tuple[str | None, ...] = (None,)
     threads: int | None = None
     data: str = "synthetic"
-    num_workers: int = 0
-    prefetch_factor: int | None = None
+    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor).
+    workers: tuple[int, ...] = (0,)
+    prefetch_factors: tuple[int | None, ...] = (None,)
     input_dtype: str = "float32"
     pin_memory: str | None = None
     warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)

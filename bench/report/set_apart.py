@@ -24,7 +24,7 @@ MUST_MATCH = sweep.MUST_MATCH
 # A max-batch search's probes run their own steps (RunConfig.probe_steps, no warm-up) at
 # any --steps: only what they train on must agree, and the memory cap is what a memory
 # ladder compares (each card a labelled column).
-SEARCH_MUST_MATCH = ("data", "num_workers")
+SEARCH_MUST_MATCH = ("data", "workers")
 
 
 # Set apart, the JSON's words: the file and why, per group.

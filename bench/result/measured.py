@@ -60,6 +60,10 @@ class Measured:
     attention: str = "auto"
     cross_entropy: str = "plain"
     pad_vocab: int = 0
+    # The input pipeline's levers, sweep axes: the loader's workers and the batches each
+    # prepares ahead (None: PyTorch's own).
+    num_workers: int = 0
+    prefetch_factor: int | None = None
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.

@@ -124,11 +124,19 @@ def to_loss(point: Point) -> ToLoss | None:
 
 
 # An axis whose absence means a value other than None (rungs of older ladders).
-# What a file from before an axis existed holds for it (its declaration's `older`).
+# What a file from before an axis existed holds for it (its declaration's `older`), or,
+# where the config held it (num_workers before 19), the option's one value by default.
+def _absent(option: Any) -> Any:
+    older = option.stored.older
+    if older is UNSET and isinstance(option.default, tuple) and len(option.default) == 1:
+        return option.default[0]
+    return None if older is UNSET else older
+
+
 _AXIS_DEFAULTS = {
-    option.one: option.stored.older
+    option.one: _absent(option)
     for option in RUN_OPTIONS
-    if option.sweeps and option.stored is not None and option.stored.older not in (UNSET, None)
+    if option.sweeps and option.stored is not None and _absent(option) is not None
 }
 
 

@@ -123,7 +123,11 @@ from bench.config.sweep import POINT_AXES
 #   18: configs gain `input_dtype` (--input-dtype: float32, normalised on the host, or uint8,
 #     the pixels normalised on the device; 'float32' before) and `pin_memory` (--pin-memory:
 #     on, off; null before and by default: the platform's choice).
-SCHEMA_VERSION = 18
+#   19: the input pipeline's levers become sweep axes: points gain `num_workers` and
+#     `prefetch_factor` (the config's one value before, which every point was measured
+#     with); configs' `num_workers` and `prefetch_factor` become the lists `workers` and
+#     `prefetch_factors` (bench.result.migrations moves them).
+SCHEMA_VERSION = 19
 
 STATUSES = ("ok", "oom", "error")
 

@@ -7,7 +7,10 @@ PyTorch (ipex.optimize, where it is installed: bench:xeon-ipex). Here every rung
 point like any other (a fresh child per repeat); a change is kept only when it is faster
 beyond noise: the lower end of the 95% interval of its ratio to the best so far
 (stats.ratio_interval) is above 1, or, with a single run on either side, when its mean
-is higher (said to be untested). The rungs after the batch sweep are the platform's
+is higher (said to be untested). After the batch sweep, on data a loader feeds (--data
+loader or a dataset of images), the input pipeline: the loader's workers (1, 2, 4, ...
+up to the CPUs, at most 16) and a prefetch depth of 4 (skipped in one line on synthetic
+data, where no loader feeds the step). The rungs after those are the platform's
 (Platform.ladder_rungs): on a CPU the study's; on a CUDA GPU TF32, bf16, channels_last,
 the compiler, its CUDA graphs (inductor:reduce-overhead), the fused optimizer, and a
 decoder's flash attention, chunked loss and vocabulary padded to 64, each a lever a user
@@ -26,6 +29,7 @@ result's `ladder`, in order, and its points are the result's points.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +43,36 @@ from bench.util.errors import UsageError
 
 DEFAULT_BATCHES = (32, 64, 128, 256)
 START_BATCH = 128  # the study's baseline: batch 128, fp32
+# The input pipeline's rungs (on data a loader feeds): the loader's workers, powers of two
+# up to the CPUs bench may use and at most this many (each rung a fresh child), then each
+# worker's queue deepened from PyTorch's 2 batches to PREFETCH.
+MOST_WORKERS = 16
+PREFETCH = 4
+
+
+def loader_workers() -> tuple[int, ...]:
+    """The worker counts the ladder climbs and tune tries on data a loader feeds: 1, 2,
+    4, ... up to the CPUs bench may use here (at most MOST_WORKERS)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = min((len(affinity(0)) if affinity else os.cpu_count()) or 1, MOST_WORKERS)
+    return tuple(2**k for k in range(cpus.bit_length()) if 2**k <= cpus)
+
+
+def feed_rungs(point: PointConfig) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The input pipeline's rungs, each on top of the best so far: the workers, then the
+    prefetch depth (which needs workers: skipped where none was kept). Where no loader
+    feeds the point, one rung, skipped in one line."""
+    if not fed_by_a_loader(point):
+        return (("input pipeline", {"num_workers": 1}),)
+    return (
+        *((f"loader workers {n}", {"num_workers": n}) for n in loader_workers()),
+        (f"prefetch {PREFETCH}", {"prefetch_factor": PREFETCH}),
+    )
+
+
+def fed_by_a_loader(point: PointConfig) -> bool:
+    """Whether a loader feeds this point (--data loader or a dataset of images)."""
+    return point.data == "loader" or point.dataset is not None
 
 
 def steps(framework: str, device: str = "cpu") -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -54,6 +88,14 @@ def start_batch(config: RunConfig) -> int:
 
 def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     """Why this change cannot be tried here, or None."""
+    if {"num_workers", "prefetch_factor"} & set(change):
+        if not fed_by_a_loader(point):
+            return (
+                f"--data {point.data}: no loader to feed (the input pipeline's levers apply "
+                "with --data loader or a dataset of images)"
+            )
+        if "prefetch_factor" in change and not point.num_workers:
+            return "--prefetch-factor: no loader workers kept to prepare batches ahead"
     if change.get("compile", "") is None:
         return f"{point.framework} has no compiler to switch on"
     framework = registry.framework(point.framework)
@@ -164,7 +206,7 @@ class LadderRunner(Runner):
                 best_config, best = candidate, measured
             self._rung(f"batch {batch}", candidate, kept, why)
             yield
-        for name, change in steps(config.framework, config.device):
+        for name, change in (*feed_rungs(base), *steps(config.framework, config.device)):
             reason = not_applicable(best_config, change)
             if reason:
                 self._rung(name, best_config, None, f"skipped: {reason}")

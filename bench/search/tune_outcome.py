@@ -79,9 +79,12 @@ def command_line(point: Point, config: Any) -> str:
     """`bench run ...` for one configuration: what to paste to measure the winner again.
     Each axis of the point as its option (bench.config.options), in their order, but
     those that are off (no value, 'none'); a decoder's sequence length in place of a
-    memory format (an image tensor's layout)."""
+    memory format (an image tensor's layout); the data where it is not synthetic (the
+    input pipeline's levers apply only there)."""
     words = ["bench", "run", config.workload, "--framework", config.framework,
              "--device", config.device]  # fmt: skip
+    if config.data != "synthetic":
+        words += ["--data", config.data]
     decoder = registry.workload(config.workload).takes_seq_len
     for axis in RUN_OPTIONS:
         if not (axis.sweeps and axis.point_axis):

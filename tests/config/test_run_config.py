@@ -62,13 +62,13 @@ def test_defaults_come_from_the_workload():
             {"workload": "tiny", "epochs": 2, "epoch_samples": 4, "batch_sizes": (8,)},
             "smaller than one batch",
         ),
-        ({"workload": "tiny", "num_workers": 2}, "num_workers: only applies with a loader"),
+        ({"workload": "tiny", "workers": (2,)}, "num_workers: only applies with a loader"),
         (
-            {"workload": "tiny", "data": "loader", "prefetch_factor": 4},
+            {"workload": "tiny", "data": "loader", "prefetch_factors": (4,)},
             "prefetch_factor: batches a loader worker prepares ahead; it needs --num-workers",
         ),
         (
-            {"workload": "tiny", "data": "loader", "num_workers": 1, "prefetch_factor": 0},
+            {"workload": "tiny", "data": "loader", "workers": (1,), "prefetch_factors": (0,)},
             "prefetch_factor",
         ),
         (

@@ -34,7 +34,9 @@ def test_a_run_records_its_prefetch_factor(tmp_path):
                      "--steps", "2", "--warmup-steps", "1", "--device", "cpu",
                      "--output-dir", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert only_result(tmp_path)["config"]["prefetch_factor"] == 4
+    stored = only_result(tmp_path)
+    assert stored["config"]["prefetch_factors"] == [4]
+    assert [p["prefetch_factor"] for p in stored["points"]] == [4]
 
 
 def test_uint8_batches_normalised_on_the_device_are_the_host_s_float32_ones(tmp_path):

@@ -64,10 +64,11 @@ def test_the_threads_of_two_results_are_two_rows():
 
 def test_an_older_file_reads_its_neutral_values_and_joins_todays_row():
     """A schema-8 file has no loss, attention, padding or checkpointing: it reads the
-    neutral values and pools with today's run of the same configuration (no name)."""
+    neutral values and pools with today's run of the same configuration (named only by
+    its one loader worker: a sweep axis since schema 19, read from its config)."""
     old = io.load(DATA / "result-v8.json")
     key = row_key(old, old.points[0])
-    assert isinstance(key, RowKey) and key.setup == ""
+    assert isinstance(key, RowKey) and key.setup == "num-workers=1"
 
 
 def test_every_option_says_how_a_comparison_treats_it():

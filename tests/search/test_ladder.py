@@ -61,6 +61,7 @@ def test_each_change_is_kept_only_when_faster_beyond_noise(tmp_path, libraries):
         ("batch 32", False),
         ("batch 64", True),  # 120 > 110
         ("batch 256", False),
+        ("input pipeline", None),  # synthetic data: no loader to feed
         ("bf16", True),  # on top of batch 64
         ("channels_last", False),  # slower
         ("compile (inductor)", False),  # the same speed: within noise
@@ -240,8 +241,8 @@ def test_a_batch_predicted_past_the_memory_is_skipped_with_the_cost_models_reaso
     assert rung["kept"] is None
     assert rung["why"].startswith("skipped: memory: about 32.00 GiB predicted (batch 64: ")
     assert 256 not in {point.batch_size for point, job in child.calls if job == "measure"}
-    assert [r["rung"] for r in outcome.ladder][:5] == [
-        "baseline", "batch 32", "batch 64", "batch 256", "bf16",
+    assert [r["rung"] for r in outcome.ladder][:6] == [
+        "baseline", "batch 32", "batch 64", "batch 256", "input pipeline", "bf16",
     ]  # fmt: skip
 
 
@@ -287,6 +288,7 @@ def test_a_gpu_climbs_its_own_rungs_each_a_lever_set_by_hand(tmp_path, fake_cuda
         ("batch 32", False),
         ("batch 64", True),
         ("batch 256", False),
+        ("input pipeline", None),  # synthetic data
         ("tf32", True),  # fp32 on tensor cores
         ("bf16", True),  # on top of tf32: replaces it
         ("channels_last", True),
