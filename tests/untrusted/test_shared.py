@@ -95,6 +95,7 @@ def test_every_child_gets_compiler_caches_only_the_user_can_write(child_env, lau
 
 
 @as_root
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_pytorch_in_a_child_never_uses_a_cache_folder_another_user_planted(child_env, tmp_path):
     """The issue's attack: another user makes TMPDIR/torchinductor_<user> (0777) first.
     PyTorch, in the environment bench gives its child, looks elsewhere for everything."""

@@ -54,6 +54,7 @@ def test_only_allow_listed_variables_are_recorded_and_credentials_are_redacted()
     assert "hunter2" not in json.dumps(recorded) and "s3cret" not in json.dumps(recorded)
 
 
+@pytest.mark.slow  # a real run in a child: the full tier's
 def test_a_real_run_writes_no_secret(tmp_path):
     env = {
         **os.environ,

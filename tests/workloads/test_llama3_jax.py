@@ -36,10 +36,10 @@ def test_the_jax_parameter_counts_equal_the_published_without_allocating(name, p
 
 
 def test_the_tiny_jax_model_has_exactly_the_torch_models_parameters():
-    pytest.importorskip("torch")
-    point = PointConfig(workload="llama3-tiny")
-    torch_count = registry.framework("torch").count_parameters(point.spec, point)
-    assert _jax_count("llama3-tiny") == torch_count == 164_160
+    """The declared count, which tests/test_workloads.py checks against the torch model
+    (built there, not here: a worker that has loaded TensorFlow and JAX crashed loading
+    PyTorch's compiler stack, triton, in CI)."""
+    assert _jax_count("llama3-tiny") == registry.workload("llama3-tiny").parameter_count == 164_160
 
 
 def _flax_params(model) -> dict:
