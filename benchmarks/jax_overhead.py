@@ -30,15 +30,13 @@ Not a test: it prints figures. Target: bench >= 0.98x the bare loop.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
-from paired import alternate, summarise
+from paired import alternate, bench_throughput, run, summarise
 
 BARE_LOOP = r"""
 import sys, time
@@ -77,14 +75,6 @@ print(batch * steps / seconds, float(value))
 """
 
 
-def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
-        raise SystemExit(f"{what} failed (status {done.returncode}):\n{tail}")
-    return done.stdout
-
-
 def _bare_env(device: str) -> dict[str, str]:
     """bench's child environment for JAX (bench.frameworks.jax configure): the CPU
     alone on --device cpu, no TPU metadata query; the GPU found as JAX finds it."""
@@ -99,25 +89,30 @@ def bare(args: argparse.Namespace, losses: dict[str, float]) -> float:
         sys.executable, "-c", BARE_LOOP, args.device, str(args.batch_size),
         str(args.warmup_steps), str(args.steps), args.precision,
     ]  # fmt: skip
-    throughput, loss = _run(argv, "the bare loop", _bare_env(args.device)).split()[-2:]
+    throughput, loss = run(argv, "the bare loop", _bare_env(args.device)).split()[-2:]
     losses["bare loop"] = float(loss)
     return float(throughput)
 
 
 def with_bench(args: argparse.Namespace, losses: dict[str, float]) -> float:
-    with tempfile.TemporaryDirectory() as out_dir:
-        argv = [
-            sys.executable, "-m", "bench", "resnet50", "--framework", "jax",
-            "--device", args.device, "--batch-size", str(args.batch_size),
-            "--warmup-steps", str(args.warmup_steps), "--steps", str(args.steps),
-            "--precision", args.precision, "--output-dir", out_dir, "--json",
-        ]  # fmt: skip
-        point = json.loads(_run(argv, "bench"))["points"][0]
-    if point.get("throughput") is None:
-        raise SystemExit(f"bench measured nothing: {point.get('error') or point}")
-    if point.get("loss_last"):  # one per repeat
-        losses["bench"] = point["loss_last"][-1]
-    return point["throughput"]["value"]
+    return bench_throughput(
+        [
+            "resnet50",
+            "--framework",
+            "jax",
+            "--device",
+            args.device,
+            "--batch-size",
+            str(args.batch_size),
+            "--warmup-steps",
+            str(args.warmup_steps),
+            "--steps",
+            str(args.steps),
+            "--precision",
+            args.precision,
+        ],
+        losses,
+    )
 
 
 def main() -> None:
@@ -136,13 +131,13 @@ def main() -> None:
     walls: dict[str, list[float]] = {"bare loop": [], "bench": []}
 
     def timed(name: str, measure: Callable[[], float]) -> tuple[str, Callable[[], float]]:
-        def run() -> float:
+        def timed_run() -> float:
             started = time.perf_counter()
             value = measure()
             walls[name].append(time.perf_counter() - started)
             return value
 
-        return name, run
+        return name, timed_run
 
     with tempfile.TemporaryDirectory(prefix="jax-cache-") as cache:
         if args.compile_cache:  # read by both children's JAX at import

@@ -19,12 +19,9 @@ Not a test: it prints figures. Target: bench >= 0.98x the bare loop.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 
-from paired import alternate, summarise
+from paired import alternate, bench_throughput, run, summarise
 
 BARE_LOOP = r"""
 import importlib, sys, time
@@ -59,39 +56,36 @@ print(batch * steps / seconds, loss.item())
 """
 
 
-def _run(argv: list[str], what: str) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
-        raise SystemExit(f"{what} failed (status {done.returncode}):\n{tail}")
-    return done.stdout
-
-
 def bare(args: argparse.Namespace, losses: dict[str, float]) -> float:
     device = "cpu" if args.device == "cpu" else "gpu"
     argv = [
         sys.executable, "-c", BARE_LOOP, args.workload, device, str(args.batch_size),
         str(args.warmup_steps), str(args.steps),
     ]  # fmt: skip
-    throughput, loss = _run(argv, "the bare loop").split()[-2:]
+    throughput, loss = run(argv, "the bare loop").split()[-2:]
     losses["bare loop"] = float(loss)
     return float(throughput)
 
 
 def with_bench(args: argparse.Namespace, losses: dict[str, float]) -> float:
-    with tempfile.TemporaryDirectory() as out_dir:
-        argv = [
-            sys.executable, "-m", "bench", args.workload, "--framework", "mlx",
-            "--device", args.device, "--batch-size", str(args.batch_size),
-            "--warmup-steps", str(args.warmup_steps), "--steps", str(args.steps),
-            "--repeats", "1", "--output-dir", out_dir, "--json",
-        ]  # fmt: skip
-        point = json.loads(_run(argv, "bench"))["points"][0]
-    if point.get("throughput") is None:
-        raise SystemExit(f"bench measured nothing: {point.get('error') or point}")
-    if point.get("loss_last"):  # one per repeat
-        losses["bench"] = point["loss_last"][-1]
-    return point["throughput"]["value"]
+    return bench_throughput(
+        [
+            args.workload,
+            "--framework",
+            "mlx",
+            "--device",
+            args.device,
+            "--batch-size",
+            str(args.batch_size),
+            "--warmup-steps",
+            str(args.warmup_steps),
+            "--steps",
+            str(args.steps),
+            "--repeats",
+            "1",
+        ],
+        losses,
+    )
 
 
 def main() -> None:

@@ -10,8 +10,12 @@ verdict says whether the rounds settle the target or the machine is too noisy to
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 
 Measure = Callable[[], float]
@@ -76,3 +80,25 @@ def summarise(runs: dict[str, list[float]], unit: str, title: str, floor: float)
     spread = f", 95% interval {interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
     print(f"  median ratio: {ratio:.3f}x{spread}: {verdict(interval, floor)}")
     return ratio
+
+
+def run(argv: list[str], what: str, env: dict[str, str] | None = None) -> str:
+    """A side's process: its stdout, or the script's end with the last 30 lines it said."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
+        raise SystemExit(f"{what} failed (status {done.returncode}):\n{tail}")
+    return done.stdout
+
+
+def bench_throughput(args: list[str], losses: dict[str, float]) -> float:
+    """`bench ARGS --output-dir TMP --json`'s one point: its throughput; its last loss
+    into losses["bench"], for the two sides' losses to be compared."""
+    with tempfile.TemporaryDirectory() as out_dir:
+        argv = [sys.executable, "-m", "bench", *args, "--output-dir", out_dir, "--json"]
+        point = json.loads(run(argv, "bench"))["points"][0]
+    if point.get("throughput") is None:
+        raise SystemExit(f"bench measured nothing: {point.get('error') or point}")
+    if point.get("loss_last"):  # one per repeat
+        losses["bench"] = point["loss_last"][-1]
+    return point["throughput"]["value"]
