@@ -11,10 +11,12 @@ a point's record (bench.result.measured.Measured) and the others' results.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bench.config.bounds import MAX_WHOLE, positive
 from bench.stats.estimate import Estimate, Summary, relative_stdev
@@ -28,6 +30,23 @@ BUSY_CPUS = 0.25  # a quarter of a CPU on average, outside bench: a busy machine
 # CPU time is counted in clock ticks (10 ms): over a shorter window one stray tick
 # would look like a busy machine, so shorter windows are recorded but not flagged.
 MIN_WINDOW_S = 0.5
+T = TypeVar("T")
+
+
+def once(compute: Callable[[Measured], T]) -> Callable[[Measured], T]:
+    """A point's figure computed once and kept on the point: a point is frozen, so
+    its figures cannot change, and a report of 10,000 files asks each several times
+    (an interval's exact standard deviation is the dearest thing a report computes)."""
+    name = f"_once_{compute.__name__}"
+
+    @functools.wraps(compute)
+    def kept(point: Measured) -> T:
+        store = point.__dict__  # beside the fields: not compared, copied or saved
+        if name not in store:
+            store[name] = compute(point)
+        return store[name]
+
+    return kept
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,7 @@ def busy_why(record: dict[str, Any] | None) -> str | None:
     return "; ".join(reasons) or None
 
 
+@once
 def busy_note(point: Measured) -> str | None:
     """Why the machine counted as busy while this point was measured, or None."""
     notes = [
@@ -157,6 +177,7 @@ def repeat_throughputs(point: Measured) -> list[float]:
     return values
 
 
+@once
 def throughput(point: Measured) -> Estimate | None:
     values = repeat_throughputs(point)
     return Estimate.of(values, THROUGHPUT_UNIT, positive=True) if values else None
@@ -169,6 +190,7 @@ def throughput(point: Measured) -> Estimate | None:
 DISAGREE_RATIO = 1.2
 
 
+@once
 def repeats_disagree(point: Measured) -> str | None:
     """'repeats disagree: 143 to 12,000 samples/s (repeat 2 fastest, repeat 1 slowest)',
     or None: repeats whose step times do not overlap and lie DISAGREE_RATIO apart."""
@@ -189,6 +211,7 @@ def throughput_rsd(point: Measured) -> float | None:
     return relative_stdev(repeat_throughputs(point))
 
 
+@once
 def step_time(point: Measured) -> Summary | None:
     steps = [t for row in point.step_times_s for t in row]
     return Summary.of(steps, "s") if steps else None
@@ -279,6 +302,7 @@ def peak_memory(point: Measured) -> int | None:
     return max(peaks) if peaks else None
 
 
+@once
 def energy_summary(point: Measured) -> EnergySummary | None:
     # (window, samples measured in it) for each repeat that could read energy
     windows = [
@@ -339,6 +363,7 @@ def _power_check(point: Measured) -> str | None:
     return "ok" if checked else None
 
 
+@once
 def achieved_flops(point: Measured) -> float | None:
     """Model FLOP/s: FLOPs per sample times samples per second."""
     tp = throughput(point)
@@ -362,6 +387,7 @@ def mfu(point: Measured) -> float | None:
 _UNIT = re.compile(r"[a-z]{1,24}")  # tokens, pixels: what bench's workloads count
 
 
+@once
 def unit_throughput(point: Measured) -> tuple[float, str] | None:
     """(2.1e6, 'tokens/s'): throughput in the workload's natural unit, where it has
     one besides samples (the worker records how many a sample holds)."""

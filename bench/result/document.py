@@ -6,6 +6,7 @@ max-batch searches. Their fields are those of schema.RESULT, MAX_BATCH and PROBE
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -193,7 +194,7 @@ class Result:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Result:
         return cls(
-            config=RunConfig.from_dict(data["config"]),
+            config=config_of(data["config"]),
             environment=data.get("environment"),
             points=[Point.from_json(p) for p in data.get("points", [])],
             max_batch=[MaxBatch.from_json(m) for m in data.get("max_batch", [])],
@@ -208,3 +209,24 @@ class Result:
             tune=data.get("tune"),
             schema_version=SCHEMA_VERSION,
         )
+
+
+# Configs already checked, by their JSON: a fleet's thousands of results hold a few dozen
+# distinct configs, and a config's checks cost more than reading its file.
+_CONFIGS: dict[str, RunConfig] = {}
+_CONFIGS_KEPT = 1024
+
+
+def config_of(data: Any) -> RunConfig:
+    """RunConfig.from_dict, its checks run once per distinct config (a RunConfig is
+    frozen: results that ran one config share it)."""
+    try:
+        key = json.dumps(data, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON: checked (and refused) as given
+        return RunConfig.from_dict(data)
+    found = _CONFIGS.get(key)
+    if found is None:
+        found = RunConfig.from_dict(data)
+        if len(_CONFIGS) < _CONFIGS_KEPT:
+            _CONFIGS[key] = found
+    return found
