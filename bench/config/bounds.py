@@ -9,6 +9,7 @@ list to be a list of bounded length whose items are checked in turn.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,7 @@ def number(low: float, high: float, *, zero: bool = False, whole: bool = False) 
             return False
         return (zero and v == 0) or low <= v <= high  # NaN compares False
 
+    check.span = (low, high, frozenset((int,) if whole else (int, float)))  # type: ignore[attr-defined]
     return check
 
 
@@ -82,12 +84,25 @@ def list_of(check: Check, most: int = MAX_ITEMS) -> Check:
     """A list of at most `most` items, each passing `check` (kept as `.each`, so that an
     error can name the first bad item)."""
 
+    span = getattr(check, "span", None)
+
     def list_of(v: Any) -> bool:
-        return isinstance(v, list) and len(v) <= most and all(check(x) for x in v)
+        if not isinstance(v, list) or len(v) > most:
+            return False
+        return (span is not None and _within(v, *span)) or all(check(x) for x in v)
 
     list_of.each = check  # type: ignore[attr-defined]
     list_of.most = most  # type: ignore[attr-defined]
     return list_of
+
+
+def _within(items: list[Any], low: float, high: float, kinds: frozenset[type]) -> bool:
+    """Whether every item is a number of `kinds` in [low, high], asked at C speed (a
+    result's steps are most of its values): True only when sure; False leaves the
+    answer to the item-by-item check (a NaN, a bool, a zero where zero is allowed)."""
+    if not items or not set(map(type, items)) <= kinds:
+        return False
+    return low <= min(items) and max(items) <= high and math.isfinite(math.fsum(items))
 
 
 def dict_of(check: Check) -> Check:

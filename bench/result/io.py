@@ -84,6 +84,8 @@ def _scan(data: Any) -> str | None:
             if isinstance(value, dict | list):
                 if len(stack) > MAX_DEPTH:
                     return f"nested deeper than {MAX_DEPTH} levels"
+                if type(value) is list and _plain(value):  # nothing inside to look at
+                    continue
                 inner = value.items() if isinstance(value, dict) else enumerate(value)
                 stack.append((iter(inner), (key, trail)))
                 break
@@ -96,6 +98,23 @@ def _scan(data: Any) -> str | None:
         else:
             stack.pop()
     return None
+
+
+_NUMBERS = frozenset((float, bool, type(None)))
+
+
+def _plain(items: list[Any]) -> bool:
+    """Whether a list holds only what _scan lets pass at C speed: floats, flags, nulls,
+    whole numbers within 64 bits, text of at most MAX_TEXT (most of a result: its
+    steps' seconds). Anything else, or anything wrong, is left to _scan to walk."""
+    kinds = set(map(type, items))
+    if kinds <= _NUMBERS:
+        return True
+    if kinds == {int}:
+        return min(items) >= -MAX_INT and max(items) <= MAX_INT
+    if kinds == {str}:
+        return max(map(len, items)) <= MAX_TEXT
+    return False
 
 
 def _trail(trail: tuple[Any, ...]) -> str:

@@ -154,3 +154,26 @@ def test_a_ratio_of_two_figures_lies_inside_ratio_interval():
     low, high = ratio_interval(a, b)
     assert low <= ratio <= high
     assert ratio == pytest.approx((low * high) ** 0.5)
+
+
+def test_stdev_and_variance_are_statistics_own_floats():
+    """The whole-number variance gives statistics' floats bit for bit: over repeats'
+    throughputs and their logs, tiny and huge magnitudes, equal values, and what it
+    leaves to statistics (ints, infinities)."""
+    import random
+    import statistics
+
+    from bench.stats import estimate
+
+    rng = random.Random(65)
+    samples = [[1.0, 1.0], [0.1, 0.2, 0.3], [1e-12, 3e-12], [1e21, 2e21, 5e20], [1, 2, 4]]
+    for _ in range(3000):
+        n = rng.randint(2, 12)
+        scale = 10 ** rng.uniform(-12, 21)
+        values = [scale * rng.uniform(0.5, 1.5) for _ in range(n)]
+        samples += [values, [math.log(v) for v in values]]
+    for values in samples:
+        assert estimate.stdev(values) == statistics.stdev(values), values
+        assert estimate.variance(values) == statistics.variance(values), values
+    assert estimate._variance_fraction([1.0, math.inf]) is None
+    assert estimate._variance_fraction([1, 2]) is None
