@@ -138,6 +138,8 @@ def pairs(loaded: list[tuple[Path, Result]]) -> list[RealBesideSynthetic]:
     several = len(stacks) > 1
     made = []
     for (label, key, facets), sides in found.items():
+        if not any(sides):  # synthetic data only (most of a fleet's): no pair, nothing pooled
+            continue
         synthetic = Figures.of(sides.get("", []))
         if synthetic.tp is None:
             continue
