@@ -9,6 +9,7 @@ them from here.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from bench.config.option import MATCH, ROW, RunOption
@@ -88,8 +89,31 @@ def settings(config: Any, point: Any, feeds: bool = True) -> tuple[str, ...]:
     measurements: a comparison's row, a run's table and a report keep them apart.
     feeds=False: without the input pipeline's (RunOption.feeds), as its twin on
     synthetic data would be named."""
+    own = tuple(getattr(point, o.one) for o in _SWEPT_ROW)  # all a point adds to its config
+    try:
+        return _settings(config, own, feeds)
+    except TypeError:  # a config that cannot be a key (not a frozen RunConfig)
+        return _named(config, own, feeds)
+
+
+# The ROW options a point holds its own value of (a sweep axis).
+_SWEPT_ROW = tuple(o for o in ROW_OPTIONS if o.sweeps)
+
+
+@functools.lru_cache(maxsize=4096)
+def _settings(config: Any, own: tuple[Any, ...], feeds: bool) -> tuple[str, ...]:
+    """settings, once per config and point axes: a fleet's results share a few dozen
+    configs, and a report asks for each of its points' rows more than once."""
+    return _named(config, own, feeds)
+
+
+def _named(config: Any, own: tuple[Any, ...], feeds: bool) -> tuple[str, ...]:
+    """The ROW options' flags at their values, a sweep axis's value from `own` (in
+    _SWEPT_ROW's order, which is ROW_OPTIONS')."""
+    points = iter(own)
+    values = [next(points) if o.sweeps else getattr(config, o.field or "") for o in ROW_OPTIONS]
     return tuple(
         o.shown(value)
-        for o in ROW_OPTIONS
-        if (feeds or not o.feeds) and not o.neutral(value := setting(o, config, point))
+        for o, value in zip(ROW_OPTIONS, values, strict=True)
+        if (feeds or not o.feeds) and not o.neutral(value)
     )
