@@ -11,7 +11,8 @@ result schema (bench.result.schema.POINT_AXES), tune's grid (bench.commands.tune
 what `bench rerun` takes from its own command line (bench.commands.rerun) are read from
 RUN_OPTIONS, and so are the result schema's entries for them (each option's `stored`:
 its CONFIG entry, and a sweep axis's POINT entry). RunConfig and PointConfig, and a
-point's stored record (bench.result.measured), stay written out for their types;
+point's stored record (bench.result.measured), stay written out for their types, their
+defaults read from here (`run_default`, `point_default`);
 tests/config/test_options.py checks they declare exactly the names declared here, as
 tests/result/test_schema.py checks the result's dataclasses against its tables.
 
@@ -21,6 +22,8 @@ machine's price, the label, where the result goes) are the commands' own
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from bench.config import bounds
 from bench.config.option import FREE, KEY, MATCH, RunOption, Stored
@@ -547,3 +550,21 @@ def flags_of(field: str) -> tuple[str, ...]:
         if field in (option.field, option.same_as)
         for flag in option.flags
     )
+
+
+def run_default(field: str) -> Any:
+    """RunConfig's `field` by default: the default of the option that sets it (a switch:
+    off). The dataclasses read their defaults here (tests/config/test_options.py names
+    the few they resolve otherwise)."""
+    option = next(o for o in RUN_OPTIONS if o.field == field)
+    return False if option.switch else option.default
+
+
+def point_default(name: str) -> Any:
+    """A point's `name` by default (PointConfig's field, a stored point's): a sweep axis's
+    one value by default, or the default of the option that sets the field."""
+    for option in RUN_OPTIONS:
+        if option.sweep == name:
+            (value,) = option.default
+            return value
+    return run_default(name)
