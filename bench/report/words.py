@@ -44,6 +44,23 @@ def verdict_words(ratio: float, verdict: Verdict | None, repeats: tuple[int, int
     return verdict.words(ratio, lambda value: f"{units.ratio(value)}x")
 
 
+def interval(value: float, low: float | None, high: float | None) -> str:
+    """'5,437 [5,402–5,471]': a throughput and its interval; '5,437 (one run)'."""
+    if low is None or high is None:
+        return f"{units.human(value)} (one run)"
+    return f"{units.human(value)} [{units.human(low)}–{units.human(high)}]"
+
+
+def ratio(row: dict[str, Any]) -> str:
+    """A row's ratio to the baseline and its interval, as the tables print it; 'the
+    baseline' for the baseline's own row."""
+    if row.get("baseline"):
+        return "the baseline"
+    if "rel" not in row:
+        return ""
+    return units.ratio_with_interval(row["rel"], row.get("rel_lo"), row.get("rel_hi"))
+
+
 def one_run(own: int, base: int) -> str:
     """Which side has a single value, so no interval: 'one run a side' only when both."""
     if own < 2 and base < 2:
