@@ -166,3 +166,19 @@ def test_the_sweep_axes_are_declared_once_and_every_config_reads_them():
     config = RunConfig(workload="tiny", batch_sizes=(1, 2), precisions=("fp32", "bf16"))
     assert [(p.precision, p.batch_size) for p in config.points()] == [
         ("fp32", 1), ("fp32", 2), ("bf16", 1), ("bf16", 2)]  # fmt: skip
+
+
+def test_a_lever_refused_names_the_workloads_whose_spec_takes_it(monkeypatch):
+    """bench.config.levers names no workload: a new one whose spec shards with FSDP2 and
+    keeps its blocks where checkpointing finds them is named with no other file edited."""
+    from bench.config import discovery
+
+    specs = dict(discovery.workloads())
+    specs["new-decoder"] = dataclasses.replace(specs["gpt2"], name="new-decoder")
+    monkeypatch.setattr(discovery, "workloads", lambda: specs)
+    with pytest.raises(UsageError, match=r"applies to the decoders \(gpt2, .*, new-decoder\)$"):
+        RunConfig(workload="tiny", activation_checkpointings=("full",))
+    with pytest.raises(UsageError, match=r"with FSDP2 \(gpt2, .*, new-decoder\); resnet50 "):
+        RunConfig(workload="resnet50", precisions=("fp8",))
+    with pytest.raises(UsageError, match=r"does not take it; it applies to gpt2, .*, new-decoder$"):
+        RunConfig(workload="tiny", attentions=("math",))
