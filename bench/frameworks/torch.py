@@ -431,6 +431,16 @@ class TorchFramework(Framework):
     def check_compile(self, compile: str | None) -> None:
         _torch_compile.check_compile(compile)
 
+    def known_flops(self, point: PointConfig) -> float | None:
+        """The shipped table's count where this PyTorch release made it (a full-tier test
+        keeps the table equal to a live count): no counting child, whose PyTorch import
+        took 5-10 s of every run on a CPU. Elsewhere the child counts it live."""
+        from bench.result import catalog
+
+        if not catalog.counted_by_installed_torch():
+            return None
+        return catalog.reference_flops(point.workload, point.spec.input_shape(point.seq_len))
+
     def unused_optimization(self, spec: WorkloadSpec, optimize: str) -> str | None:
         if optimize != FUSED or not spec.defines(self.name, "optimizer"):
             return None
