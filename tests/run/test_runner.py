@@ -550,9 +550,7 @@ def test_a_guess_past_the_memory_still_ends_in_the_probed_boundary(tmp_path):
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
-def test_a_run_reads_the_reference_flops_table_without_a_child(
-    tmp_path, monkeypatch, framework
-):
+def test_a_run_reads_the_reference_flops_table_without_a_child(tmp_path, monkeypatch, framework):
     """Every framework records PyTorch's count as its model FLOPs: where bench's table
     has the workload at this shape (and, for PyTorch, this release counted it), no child
     is started for it (a PyTorch child took ~9 s on a CPU, a JAX one compiles the whole
