@@ -67,6 +67,7 @@ class PointConfig:
     prefetch_factor: int | None = None  # batches a loader worker prepares ahead (None: torch's)
     input_dtype: str = "float32"  # the batch as the host sends it (uint8: normalised on device)
     pin_memory: str | None = None  # on, off; None: the platform's (Platform.torch_pins_host_memory)
+    decode: str = "cpu"  # where a dataset's JPEGs are decoded: cpu (the workers) or device
     warmup_steps: int = 5
     steps: int = 20
     epochs: int | None = None  # epoch mode: `epochs` passes over `epoch_samples` samples
@@ -215,11 +216,13 @@ class RunConfig:
     compilers: tuple[str | None, ...] = (None,)
     threads: int | None = None
     data: str = "synthetic"
-    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor).
+    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor,
+    # input_dtype, pin_memory, decode).
     workers: tuple[int, ...] = (0,)
     prefetch_factors: tuple[int | None, ...] = (None,)
-    input_dtype: str = "float32"
-    pin_memory: str | None = None
+    input_dtypes: tuple[str, ...] = ("float32",)
+    pin_memories: tuple[str | None, ...] = (None,)
+    decodes: tuple[str, ...] = ("cpu",)
     warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
     steps: int = 20
     epochs: int | None = None

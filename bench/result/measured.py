@@ -64,6 +64,11 @@ class Measured:
     # prepares ahead (None: PyTorch's own).
     num_workers: int = 0
     prefetch_factor: int | None = None
+    # the batch as the host sends it, its page-locked memory (None: the platform's), and
+    # where its JPEGs are decoded
+    input_dtype: str = "float32"
+    pin_memory: str | None = None
+    decode: str = "cpu"
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.
