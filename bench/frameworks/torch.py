@@ -19,6 +19,7 @@ from bench.frameworks._torch_decode import check_decode, device_batches
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.parallel import ranks
+from bench.result import catalog
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
 from bench.workloads.contract import TorchWorkload
 
@@ -389,13 +390,9 @@ class TorchSession(Session):
         return super().timer(clock)
 
     def count_flops(self) -> float | None:
-        """Forward + backward FLOPs per sample, counted by PyTorch's FlopCounterMode.
-
-        It counts matmuls, convolutions and attention (2 FLOPs per multiply-add), not
-        elementwise work: the usual 'model FLOPs'. Counted on the eager model, before
-        warm-up, at the workload's smallest batch: where only one sample fits on the
-        device, the count still runs (2 where batch norm needs two values per channel).
-        """
+        """Forward + backward model FLOPs per sample by FlopCounterMode (matmuls,
+        convolutions, attention; 2 per multiply-add), on the eager model before warm-up,
+        at the workload's smallest batch (where one sample fits, the count still runs)."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -438,14 +435,8 @@ class TorchFramework(Framework):
         _torch_compile.check_compile(compile)
 
     def known_flops(self, point: PointConfig) -> float | None:
-        """The shipped table's count where this PyTorch release made it (a full-tier test
-        keeps the table equal to a live count): no counting child, whose PyTorch import
-        took 5-10 s of every run on a CPU. Elsewhere the child counts it live."""
-        from bench.result import catalog
-
-        if not catalog.counted_by_installed_torch():
-            return None
-        return catalog.reference_flops(point.workload, point.spec.input_shape(point.seq_len))
+        """The shipped table's count where this PyTorch release made it (no child)."""
+        return catalog.torch_reference_flops(point.workload, point.spec.input_shape(point.seq_len))
 
     def unused_optimization(self, spec: WorkloadSpec, optimize: str) -> str | None:
         if optimize != FUSED or not spec.defines(self.name, "optimizer"):

@@ -154,3 +154,10 @@ def counted_by_installed_torch() -> bool:
         return False
     counted = _load("reference_flops.json")["counted_with"].removeprefix("torch ")
     return installed.split("+")[0] == counted.split("+")[0]
+
+
+def torch_reference_flops(workload: str, input_shape: tuple[int, ...]) -> float | None:
+    """The table's count for PyTorch itself: only where the installed release counted it
+    (a full-tier test keeps the table equal to a live count), sparing the counting child
+    whose PyTorch import took 5-10 s of every run on a CPU; else None (a child counts)."""
+    return reference_flops(workload, input_shape) if counted_by_installed_torch() else None
