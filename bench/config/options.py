@@ -38,7 +38,6 @@ from bench.config.option_types import (
     list_of,
     number,
     one_length,
-    one_of,
     repeats,
     size,
     strict_int,
@@ -61,6 +60,10 @@ LOSSES = ("plain", "chunked")
 # and page-locked host memory for its copy to a GPU (the platform's choice by default).
 INPUT_DTYPES = ("float32", "uint8")
 PIN_MEMORY = ("on", "off")
+# Where a dataset's JPEGs are decoded: on the host by the loader's workers (Pillow), or
+# on the device (torchvision's decode_jpeg: nvJPEG on a CUDA GPU), the workers sending
+# the files' bytes (bench.frameworks._torch_decode).
+DECODES = ("cpu", "device")
 MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
@@ -361,24 +364,56 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         ("--input-dtype",),
         "torch, on a dataset of images: float32 (default: decoded, cropped and normalised "
         "on the host) or uint8 (the pixels as bytes, a quarter of float32's, normalised on "
-        "the device)",
-        "input_dtype",
-        one_of("input-dtype", INPUT_DTYPES),
-        default="float32",
+        "the device); comma-separated for a sweep",
+        "input_dtypes",
+        choice_list("input-dtype", INPUT_DTYPES),
+        default=("float32",),
         metavar="DTYPE",
+        sweep="input_dtype",
+        allowed=INPUT_DTYPES,
+        off="float32",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
-        stored=Stored.one_of(INPUT_DTYPES, since=18, older="float32"),
+        # Points gain it in 20 (the config's one value before: migrations.py's step 19).
+        stored=Stored.one_of(INPUT_DTYPES, since=20),
     ),
     RunOption(
         ("--pin-memory",),
         "torch, with --data loader or a dataset: on or off, page-locked host memory for the "
-        "batch's copy to a GPU (default: on where the platform copies to one)",
-        "pin_memory",
-        one_of("pin-memory", PIN_MEMORY),
+        "batch's copy to a GPU (default: on where the platform copies to one); "
+        "comma-separated for a sweep",
+        "pin_memories",
+        choice_list("pin-memory", PIN_MEMORY),
+        default=(None,),
         metavar="on|off",
+        sweep="pin_memory",
+        allowed=PIN_MEMORY,
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
-        stored=Stored(bounds.optional(bounds.one_of(*PIN_MEMORY)), "on, off or null", since=18,
-                      older=None),
+        stored=Stored(bounds.optional(bounds.one_of(*PIN_MEMORY)), "on, off or null", since=20),
+    ),
+    RunOption(
+        ("--decode",),
+        "torch, on a dataset of images: where its JPEGs are decoded: cpu (default: the "
+        "loader's workers, with Pillow) or device (the workers send the files' bytes; the "
+        "batch is decoded, cropped and normalised on the GPU: torchvision's decode_jpeg, "
+        "nvJPEG); comma-separated for a sweep",
+        "decodes",
+        choice_list("decode", DECODES),
+        default=("cpu",),
+        metavar="WHERE",
+        sweep="decode",
+        allowed=DECODES,
+        off="cpu",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
+        feeds=True,
+        stored=Stored.one_of(DECODES, since=20, older="cpu"),
     ),
     RunOption(
         ("--train-to",),
@@ -532,7 +567,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 # slowest of all (bench.config.sweep.in_sweep_order): a new one needs no place here.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
                "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
-               "compilers", "workers", "prefetch_factors", "devices", "batch_sizes")  # fmt: skip
+               "compilers", "workers", "prefetch_factors", "input_dtypes", "pin_memories",
+               "decodes", "devices", "batch_sizes")  # fmt: skip
 
 # RunConfig's fields that no option sets as given: what config_from_args derives from
 # an option (the first batch a max-batch search tries; what --eval-every counts), and

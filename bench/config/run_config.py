@@ -74,6 +74,8 @@ class PointConfig:
     input_dtype: str = point_default("input_dtype")
     # on or off; None: the platform's (Platform.torch_pins_host_memory)
     pin_memory: str | None = point_default("pin_memory")
+    # Where a dataset's JPEGs are decoded: cpu (the workers) or device
+    decode: str = point_default("decode")
     warmup_steps: int = 5  # a run's None resolved (RunConfig.__post_init__)
     steps: int = 20
     # Epoch mode: `epochs` passes over `epoch_samples` samples
@@ -227,11 +229,13 @@ class RunConfig:
     compilers: tuple[str | None, ...] = run_default("compilers")
     threads: int | None = run_default("threads")
     data: str = run_default("data")
-    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor).
+    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor,
+    # input_dtype, pin_memory, decode).
     workers: tuple[int, ...] = run_default("workers")
     prefetch_factors: tuple[int | None, ...] = run_default("prefetch_factors")
-    input_dtype: str = run_default("input_dtype")
-    pin_memory: str | None = run_default("pin_memory")
+    input_dtypes: tuple[str, ...] = run_default("input_dtypes")
+    pin_memories: tuple[str | None, ...] = run_default("pin_memories")
+    decodes: tuple[str, ...] = run_default("decodes")
     # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
     warmup_steps: int | None = run_default("warmup_steps")
     steps: int = 20  # --steps is None as parsed, to refuse it beside --epochs

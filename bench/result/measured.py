@@ -68,6 +68,11 @@ class Measured:
     # prepares ahead (None: PyTorch's own).
     num_workers: int = point_default("num_workers")
     prefetch_factor: int | None = point_default("prefetch_factor")
+    # the batch as the host sends it, its page-locked memory (None: the platform's), and
+    # where its JPEGs are decoded
+    input_dtype: str = point_default("input_dtype")
+    pin_memory: str | None = point_default("pin_memory")
+    decode: str = point_default("decode")
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.
