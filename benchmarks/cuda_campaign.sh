@@ -24,6 +24,9 @@
 #       moe-tiny's grouped GEMM in bf16, olmoe-1b-7b's tokens/s and MFU where its 103 GiB
 #       of state fit (an H200), else its one-line refusal
 #   benchmarks/cuda_campaign.sh ladders-llama RESULTS_DIR  # bench ladder on llama3-1b, 2,048
+#   benchmarks/cuda_campaign.sh decode RESULTS_DIR       # ResNet-50 on a generated ImageNet-layout
+#       folder of 500x375 JPEGs: JPEGs decoded by the loader's workers against nvJPEG
+#       (--decode cpu,device), 4 workers, with the input-bound share; the loader alone
 # Each step has a time limit (a part's limits add up to under 600 s, a lent GPU's longest
 # command); a step stopped by it keeps its finished points (SIGTERM).
 set -u
@@ -165,12 +168,37 @@ moe)
     step olmoe 400 python3 -m bench olmoe-1b-7b --device cuda --precision bf16 --seq-len 2048 \
         --batch-size 1,2 --steps 10 --repeats 2
     ;;
+decode)
+    # 8 classes x 160 training and 10 validation JPEGs of 500x375 (a random 16x12 grid
+    # resized bicubically, Gaussian noise of sigma 12, quality 90: ~75 KB, as a photo).
+    folder=$results/imagenet-500x375
+    [ -d "$folder/val" ] || python3 - "$folder" <<'PY'
+import sys
+from pathlib import Path
+import numpy as np
+from PIL import Image
+root, rng = Path(sys.argv[1]), np.random.default_rng(0)
+for split, count in (("train", 160), ("val", 10)):
+    for label in range(8):
+        where = root / split / f"n{label:08d}"
+        where.mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            grid = Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8))
+            big = np.asarray(grid.resize((500, 375), Image.Resampling.BICUBIC), np.float32)
+            big = np.clip(big + rng.normal(0, 12, big.shape), 0, 255).astype(np.uint8)
+            Image.fromarray(big).save(where / f"img_{i}.JPEG", quality=90)
+PY
+    step decode 300 "${r50[@]}" --data "imagenet:$folder" --epochs 2 --batch-size 64 \
+        --precision bf16 --channels-last --num-workers 4 --decode cpu,device --repeats 2
+    step loader 120 python3 -m bench loader resnet50 --data "imagenet:$folder" \
+        --num-workers 0,2,4,8 --batch-size 64 --steps 10 --decode device
+    ;;
 ladders-llama)
     step ladder-llama3-1b 560 python3 -m bench ladder llama3-1b --device cuda --seq-len 2048 \
         --batch-size 1,2 --repeats 2 --steps 10
     ;;
 *)
-    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats|ladders|ladders-llama|moe" \
+    echo "usage: $0 throughput|fidelity|llm|llm-peers|levers|checkpointing|caps|jax|to-loss|repeats|ladders|ladders-llama|moe|decode" \
         "RESULTS_DIR [LOGS_DIR]" >&2
     exit 2
     ;;

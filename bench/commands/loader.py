@@ -22,8 +22,8 @@ from rich.table import Table
 from bench import datasets, registry, result
 from bench.commands.options import require_extra
 from bench.config.bounds import MAX_PREFETCH
-from bench.config.option_types import list_of, measure, strict_int, whole
-from bench.config.options import RUN_OPTIONS
+from bench.config.option_types import list_of, measure, one_of, strict_int, whole
+from bench.config.options import DECODES, INPUT_DTYPES
 from bench.datasets import feed
 from bench.util import files
 from bench.util.errors import UsageError
@@ -57,10 +57,15 @@ def register(sub: Any) -> None:
         "--prefetch-factor", type=whole, default=None, metavar="N",
         help="batches each worker prepares ahead, as bench run's (default: PyTorch's 2)",
     )  # fmt: skip
-    dtype = next(o for o in RUN_OPTIONS if o.flag == "--input-dtype")  # bench run's, as declared
-    p.add_argument(dtype.flag, type=dtype.type, default=dtype.default, metavar=dtype.metavar,
+    p.add_argument("--input-dtype", type=one_of("input-dtype", INPUT_DTYPES),
+                   default=INPUT_DTYPES[0], metavar="DTYPE",
                    help="the batch as the host sends it: float32 (default: normalised on the "
                    "host) or uint8 (its pixels; the device normalises them)")  # fmt: skip
+    p.add_argument("--decode", type=one_of("decode", DECODES), default=DECODES[0],
+                   metavar="WHERE",
+                   help="cpu (default: the workers decode the JPEGs) or device (the workers "
+                   "only read each file and its crop, as bench run --decode device sends them; "
+                   "the device's decode is not timed here)")  # fmt: skip
     p.add_argument("--seed", type=whole, default=0, help="the order and augmentation's seed")
     p.add_argument(
         "--device-rate", metavar="IMAGES_PER_S|FILE", default=None,
@@ -109,6 +114,12 @@ def _check(args: argparse.Namespace) -> tuple[Any, int]:
     if ref is None or ref.source == "tokens":
         raise UsageError(f"--data {args.data!r}: the loader reads labelled images; use "
                          "imagenet:PATH or cifar10:PATH")  # fmt: skip
+    if args.decode == "device" and ref.kind != "imagenet":
+        raise UsageError(f"--decode device: {ref.kind}'s images are raw pixels, with no JPEG "
+                         "to decode; it needs --data imagenet:PATH")  # fmt: skip
+    if args.decode == "device" and args.input_dtype != "float32":
+        raise UsageError("--decode device: the workers send the files' bytes, neither float32 "
+                         "nor uint8 pixels; leave --input-dtype out")  # fmt: skip
     if any(not 0 <= w <= MAX_WORKERS for w in args.num_workers):
         raise UsageError(f"--num-workers: from 0 to {MAX_WORKERS} workers")
     if args.prefetch_factor is not None and not (
@@ -147,12 +158,17 @@ def _cpu(batches: Any) -> float | None:
 def sweep(split: Any, args: argparse.Namespace, batch: int) -> list[feed.FeedRow]:
     import torch  # noqa: F401  (imported here: its seconds are no loader's warm-up)
 
+    from bench.frameworks import _torch_decode
     from bench.frameworks._torch_data import split_loader
 
     rows = []
     for workers in args.num_workers:
 
         def start(workers: int = workers) -> Any:
+            if args.decode == "device":  # the files' bytes, for a device to decode
+                return _torch_decode.loader(split, batch, seed=args.seed, epoch=0, train=True,
+                                            workers=workers, pin_memory=False,
+                                            prefetch_factor=args.prefetch_factor)  # fmt: skip
             return split_loader(split, batch, seed=args.seed, epoch=0, train=True,
                                 workers=workers, pin_memory=False,
                                 prefetch_factor=args.prefetch_factor,
@@ -202,6 +218,7 @@ def document(args: argparse.Namespace, rows: list[feed.FeedRow],
         "seed": args.seed,
         "prefetch_factor": args.prefetch_factor,
         "input_dtype": args.input_dtype,
+        "decode": args.decode,
         "steps": args.steps,
         "warmup_steps": args.warmup_steps,
         "host": machine,

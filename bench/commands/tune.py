@@ -4,8 +4,10 @@ grid is the run options' sweep axes; an axis not given takes every value that ap
 (batch 32 to 256, the device's reduced precisions, both memory formats, the framework's
 compiler, the compile modes and optimisations its platform's ladder climbs (on a CUDA GPU
 CUDA graphs and the fused optimizer), on a CPU the allocators and OpenMP runtimes
-installed, and IPEX where it is, and on data a loader feeds the loader's workers, and
-its prefetch depth where --num-workers is given). One result file: the finalists are its
+installed, and IPEX where it is, and on data a loader feeds the loader's workers, its
+prefetch depth where --num-workers is given, pinned memory where a batch is copied to a
+GPU, and on a dataset of images the batch as uint8 and, where the device has a decoder,
+the JPEGs decoded there). One result file: the finalists are its
 points, every probe is in its `tune` record. It ends with the grid's coverage and, when at least two
 configurations were measured to the end, their ranking with intervals and the winner as
 a command; else why it could not rank, what budget would let it, and no command."""
@@ -152,6 +154,28 @@ def _prefetch_factors(here: _Here) -> tuple[int | None, ...] | None:
     return (None, PREFETCH)
 
 
+def _feed_lever(field: str, off: Any, on: Any) -> Callable[[_Here], tuple[Any, ...] | None]:
+    """An input pipeline lever's values in the grid: as it is and the ladder's rung, where
+    the ladder would try that rung here (bench.search.ladder.not_applicable: data a loader
+    feeds, the framework, the platform: --input-dtype uint8 and --decode device on a
+    dataset of images, --pin-memory where a batch is copied to a GPU, the decode where
+    the device has a decoder and torchvision drives it)."""
+
+    def values(here: _Here) -> tuple[Any, ...] | None:
+        from bench.search.ladder import not_applicable
+
+        point = next(iter(here.config.points()))
+        return None if not_applicable(point, {field: on}) else (off, on)
+
+    return values
+
+
+def _pin_memories(here: _Here) -> tuple[str | None, ...] | None:
+    """The platform's choice and the other one, where a batch is copied to a GPU."""
+    pins = "off" if here.platform.torch_pins_host_memory else "on"
+    return _feed_lever("pin_memory", None, pins)(here)
+
+
 # The axes tune searches (bench.config.options's `tune`) whose values depend on the
 # machine, the workload or the framework: their values here, or None where the axis does
 # not apply (the run's value stands). Any other such axis tries every value it allows.
@@ -165,6 +189,9 @@ GRID: dict[str, Callable[[_Here], tuple[Any, ...] | None]] = {
     "openmps": _openmps,
     "workers": _workers,
     "prefetch_factors": _prefetch_factors,
+    "input_dtypes": _feed_lever("input_dtype", "float32", "uint8"),
+    "pin_memories": _pin_memories,
+    "decodes": _feed_lever("decode", "cpu", "device"),
 }
 
 

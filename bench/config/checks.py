@@ -20,7 +20,7 @@ from bench.config.levers import (
     check_float8,
     check_levers,
 )
-from bench.config.options import INPUT_DTYPES, PIN_MEMORY
+from bench.config.options import DECODES, INPUT_DTYPES, PIN_MEMORY
 from bench.config.sweep import MEMORY_FORMATS, NAMES, RUNTIME
 from bench.config.targets import check_dataset, check_loss_target
 from bench.util.errors import UsageError
@@ -130,34 +130,53 @@ def check_common(cfg: Config) -> None:
 
 
 def check_feed(cfg: Config, framework: Any, source: str) -> None:
-    """The input pipeline's levers (--input-dtype, --pin-memory): known values, on data
-    that goes through a loader, in a framework that has them (Framework.sends_uint8,
-    pins_memory), pinned memory where the platform copies a batch to a device
-    (Platform.pin_memory_unfit)."""
-    choice("input_dtype", cfg.input_dtype, INPUT_DTYPES)
-    if cfg.input_dtype != "float32":
+    """The input pipeline's levers (--input-dtype, --pin-memory, --decode): known values,
+    on data that goes through a loader, in a framework that has them
+    (Framework.sends_uint8, pins_memory, decodes_on_device), pinned memory where the
+    platform copies a batch to a device (Platform.pin_memory_unfit), JPEGs decoded on
+    a device that has a decoder bench drives (Platform.device_decode_unfit)."""
+    for dtype in values(cfg, "input_dtypes", "input_dtype"):
+        choice("input_dtype", dtype, INPUT_DTYPES)
+        if dtype == "float32":
+            continue
         if source != "dataset":
             raise UsageError(
-                f"input_dtype: {cfg.input_dtype} is a dataset's pixels as the host decoded "
-                "them; it needs --data imagenet:PATH or cifar10:PATH"
+                f"input_dtype: {dtype} is a dataset's pixels as the host decoded them; it "
+                "needs --data imagenet:PATH or cifar10:PATH"
             )
         if not framework.sends_uint8:
             raise UsageError(f"input_dtype: {framework.name}'s input pipeline sends float32; "
                              "uint8 normalised on the device is PyTorch's here")  # fmt: skip
-    if cfg.pin_memory is None:
-        return
-    choice("pin_memory", cfg.pin_memory, PIN_MEMORY)
-    if source not in ("loader", "dataset"):
-        raise UsageError(
-            "pin_memory: host memory of a loader's batches; it needs --data loader or a "
-            "dataset of images"
-        )
-    if not framework.pins_memory:
-        raise UsageError(f"pin_memory: {framework.name}'s input pipeline has no such "
-                         "setting; it is PyTorch's DataLoader's")  # fmt: skip
-    why = discovery.platform(cfg.device).pin_memory_unfit() if cfg.pin_memory == "on" else None
-    if why:
-        raise UsageError(why)
+    for where in values(cfg, "decodes", "decode"):
+        choice("decode", where, DECODES)
+        if where == "cpu":
+            continue
+        if source != "dataset" or cfg.data.partition(":")[0] != "imagenet":
+            raise UsageError(
+                "decode: device decodes a dataset's JPEG files; it needs --data imagenet:PATH "
+                "(CIFAR-10's images are raw pixels, with nothing to decode)"
+            )
+        if not framework.decodes_on_device:
+            raise UsageError(f"decode: {framework.name}'s input pipeline decodes on the host; "
+                             "JPEGs decoded on the device are PyTorch's here")  # fmt: skip
+        why = discovery.platform(cfg.device).device_decode_unfit()
+        if why:
+            raise UsageError(why)
+    for pin in values(cfg, "pin_memories", "pin_memory"):
+        if pin is None:
+            continue
+        choice("pin_memory", pin, PIN_MEMORY)
+        if source not in ("loader", "dataset"):
+            raise UsageError(
+                "pin_memory: host memory of a loader's batches; it needs --data loader or a "
+                "dataset of images"
+            )
+        if not framework.pins_memory:
+            raise UsageError(f"pin_memory: {framework.name}'s input pipeline has no such "
+                             "setting; it is PyTorch's DataLoader's")  # fmt: skip
+        why = discovery.platform(cfg.device).pin_memory_unfit() if pin == "on" else None
+        if why:
+            raise UsageError(why)
 
 
 def check_optimize(cfg: Config, framework: Any, spec: Any) -> None:

@@ -5,6 +5,7 @@ a workload and a device that apply it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.config import discovery
@@ -24,6 +25,18 @@ _LEVERS = tuple(
 )
 
 
+def _workloads(applies: Callable[[Any], Any]) -> str:
+    """'gpt2, gpt2-medium, ...': the workloads whose spec says a lever applies to them
+    (bench.workloads.<name>: a new workload's spec says it, and nothing here names it)."""
+    return ", ".join(name for name, spec in discovery.workloads().items() if applies(spec))
+
+
+def _frameworks(lever: str) -> str:
+    """'torch and jax': the frameworks that apply `lever` (their own attribute of it)."""
+    names = discovery.framework_names()
+    return " and ".join(name for name in names if getattr(discovery.framework(name), lever))
+
+
 def check_levers(cfg: Config, framework: Any, spec: Any) -> None:
     """The decoders' levers (bench.workloads._levers): known values, on a framework and a
     workload that take them, the attention kernel one the device has
@@ -39,15 +52,14 @@ def check_levers(cfg: Config, framework: Any, spec: Any) -> None:
             if value == off:
                 continue
             if not framework.llm_levers:
-                able = [n for n in discovery.framework_names() if discovery.framework(n).llm_levers]
                 raise UsageError(
                     f"{one}: {value!r} is not available with {framework.name}; it applies to "
-                    f"{' and '.join(able)}"
+                    f"{_frameworks('llm_levers')}"
                 )
             if not getattr(spec, "llm_levers", False):
-                able = [n for n, s in discovery.workloads().items() if getattr(s, "llm_levers", 0)]
                 raise UsageError(
-                    f"{one}: {spec.name!r} does not take it; it applies to {', '.join(able)}"
+                    f"{one}: {spec.name!r} does not take it; it applies to "
+                    f"{_workloads(lambda s: getattr(s, 'llm_levers', False))}"
                 )
             dropout = getattr(spec, "attention_dropout", 0.0) > 0
             why = platform.attention_unsupported(value, dropout) if one == "attention" else None
@@ -72,10 +84,9 @@ def check_expert_parallel(cfg: Config, spec: Any) -> None:
         return
     experts = getattr(spec, "experts", 0)
     if not experts:
-        mixtures = [n for n, s in discovery.workloads().items() if getattr(s, "experts", 0)]
         raise UsageError(
             f"expert_parallel: {spec.name!r} has no experts to split; it applies to the "
-            f"mixtures of experts: {', '.join(mixtures)}"
+            f"mixtures of experts: {_workloads(lambda s: getattr(s, 'experts', 0))}"
         )
     if experts % parallel:
         raise UsageError(
@@ -104,8 +115,9 @@ def check_float8(cfg: Config, framework: Any, spec: Any) -> None:
         )
     if spec.sharding != "fsdp":
         raise UsageError(
-            f"precision: fp8 applies to the decoders bench shards with FSDP2 (gpt2, llama3); "
-            f"{spec.name} trains in fp32, tf32, fp16 or bf16"
+            "precision: fp8 applies to the decoders bench shards with FSDP2 "
+            f"({_workloads(lambda s: s.sharding == 'fsdp')}); {spec.name} trains in fp32, "
+            "tf32, fp16 or bf16"
         )
 
 
@@ -117,17 +129,12 @@ def check_checkpointing(cfg: Config, framework: Any, spec: Any) -> None:
         if mode == "none":
             continue
         if not framework.activation_checkpointing:
-            able = [
-                n
-                for n in discovery.framework_names()
-                if discovery.framework(n).activation_checkpointing
-            ]
             raise UsageError(
                 f"activation_checkpointing: {mode!r} is not available with {framework.name}; "
-                f"it applies to {' and '.join(able)}"
+                f"it applies to {_frameworks('activation_checkpointing')}"
             )
         if not spec.checkpointable:
             raise UsageError(
                 f"activation_checkpointing: {spec.name!r} has no transformer blocks to "
-                "checkpoint; it applies to the decoders (gpt2, llama3)"
+                f"checkpoint; it applies to the decoders ({_workloads(lambda s: s.checkpointable)})"
             )

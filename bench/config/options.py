@@ -11,7 +11,8 @@ result schema (bench.result.schema.POINT_AXES), tune's grid (bench.commands.tune
 what `bench rerun` takes from its own command line (bench.commands.rerun) are read from
 RUN_OPTIONS, and so are the result schema's entries for them (each option's `stored`:
 its CONFIG entry, and a sweep axis's POINT entry). RunConfig and PointConfig, and a
-point's stored record (bench.result.measured), stay written out for their types;
+point's stored record (bench.result.measured), stay written out for their types, their
+defaults read from here (`run_default`, `point_default`);
 tests/config/test_options.py checks they declare exactly the names declared here, as
 tests/result/test_schema.py checks the result's dataclasses against its tables.
 
@@ -21,6 +22,8 @@ machine's price, the label, where the result goes) are the commands' own
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from bench.config import bounds
 from bench.config.option import FREE, KEY, MATCH, RunOption, Stored
@@ -35,7 +38,6 @@ from bench.config.option_types import (
     list_of,
     number,
     one_length,
-    one_of,
     repeats,
     size,
     strict_int,
@@ -58,6 +60,10 @@ LOSSES = ("plain", "chunked")
 # and page-locked host memory for its copy to a GPU (the platform's choice by default).
 INPUT_DTYPES = ("float32", "uint8")
 PIN_MEMORY = ("on", "off")
+# Where a dataset's JPEGs are decoded: on the host by the loader's workers (Pillow), or
+# on the device (torchvision's decode_jpeg: nvJPEG on a CUDA GPU), the workers sending
+# the files' bytes (bench.frameworks._torch_decode).
+DECODES = ("cpu", "device")
 MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
@@ -358,24 +364,56 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         ("--input-dtype",),
         "torch, on a dataset of images: float32 (default: decoded, cropped and normalised "
         "on the host) or uint8 (the pixels as bytes, a quarter of float32's, normalised on "
-        "the device)",
-        "input_dtype",
-        one_of("input-dtype", INPUT_DTYPES),
-        default="float32",
+        "the device); comma-separated for a sweep",
+        "input_dtypes",
+        choice_list("input-dtype", INPUT_DTYPES),
+        default=("float32",),
         metavar="DTYPE",
+        sweep="input_dtype",
+        allowed=INPUT_DTYPES,
+        off="float32",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
-        stored=Stored.one_of(INPUT_DTYPES, since=18, older="float32"),
+        # Points gain it in 20 (the config's one value before: migrations.py's step 19).
+        stored=Stored.one_of(INPUT_DTYPES, since=20),
     ),
     RunOption(
         ("--pin-memory",),
         "torch, with --data loader or a dataset: on or off, page-locked host memory for the "
-        "batch's copy to a GPU (default: on where the platform copies to one)",
-        "pin_memory",
-        one_of("pin-memory", PIN_MEMORY),
+        "batch's copy to a GPU (default: on where the platform copies to one); "
+        "comma-separated for a sweep",
+        "pin_memories",
+        choice_list("pin-memory", PIN_MEMORY),
+        default=(None,),
         metavar="on|off",
+        sweep="pin_memory",
+        allowed=PIN_MEMORY,
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
         feeds=True,
-        stored=Stored(bounds.optional(bounds.one_of(*PIN_MEMORY)), "on, off or null", since=18,
-                      older=None),
+        stored=Stored(bounds.optional(bounds.one_of(*PIN_MEMORY)), "on, off or null", since=20),
+    ),
+    RunOption(
+        ("--decode",),
+        "torch, on a dataset of images: where its JPEGs are decoded: cpu (default: the "
+        "loader's workers, with Pillow) or device (the workers send the files' bytes; the "
+        "batch is decoded, cropped and normalised on the GPU: torchvision's decode_jpeg, "
+        "nvJPEG); comma-separated for a sweep",
+        "decodes",
+        choice_list("decode", DECODES),
+        default=("cpu",),
+        metavar="WHERE",
+        sweep="decode",
+        allowed=DECODES,
+        off="cpu",
+        one_value_in_search=True,
+        tune=True,
+        ladder_sets=True,
+        feeds=True,
+        stored=Stored.one_of(DECODES, since=20, older="cpu"),
     ),
     RunOption(
         ("--train-to",),
@@ -529,7 +567,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 # slowest of all (bench.config.sweep.in_sweep_order): a new one needs no place here.
 SWEEP_ORDER = ("allocators", "openmps", "numas", "optimizations", "activation_checkpointings",
                "attentions", "cross_entropies", "pad_vocabs", "precisions", "memory_formats",
-               "compilers", "workers", "prefetch_factors", "devices", "batch_sizes")  # fmt: skip
+               "compilers", "workers", "prefetch_factors", "input_dtypes", "pin_memories",
+               "decodes", "devices", "batch_sizes")  # fmt: skip
 
 # RunConfig's fields that no option sets as given: what config_from_args derives from
 # an option (the first batch a max-batch search tries; what --eval-every counts), and
@@ -547,3 +586,21 @@ def flags_of(field: str) -> tuple[str, ...]:
         if field in (option.field, option.same_as)
         for flag in option.flags
     )
+
+
+def run_default(field: str) -> Any:
+    """RunConfig's `field` by default: the default of the option that sets it (a switch:
+    off). The dataclasses read their defaults here (tests/config/test_options.py names
+    the few they resolve otherwise)."""
+    option = next(o for o in RUN_OPTIONS if o.field == field)
+    return False if option.switch else option.default
+
+
+def point_default(name: str) -> Any:
+    """A point's `name` by default (PointConfig's field, a stored point's): a sweep axis's
+    one value by default, or the default of the option that sets the field."""
+    for option in RUN_OPTIONS:
+        if option.sweep == name:
+            (value,) = option.default
+            return value
+    return run_default(name)

@@ -27,6 +27,7 @@ from bench.config.checks import (
 )
 from bench.config.fields import choice, positive
 from bench.config.levers import MAX_EXPERT_PARALLEL
+from bench.config.options import point_default, run_default
 from bench.config.sweep import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
 from bench.config.targets import DECODER_RECIPES, EVAL_UNITS, LOSS_FRAMEWORKS, LOSS_TARGET_FIELDS
 from bench.util.errors import UsageError
@@ -50,67 +51,78 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PointConfig:
-    """One measured point: everything the child process needs, and nothing else."""
+    """One measured point: everything the child process needs, and nothing else. A field
+    an option sets defaults to the option's (bench.config.options.point_default); the few
+    written out here are resolved before a point is built."""
 
     sweeps: ClassVar[bool] = False  # one value of each sweep axis (bench.config.fields.values)
 
     workload: str
-    framework: str = "torch"
-    device: str = "cpu"
-    batch_size: int = 32
-    precision: str = "fp32"
+    framework: str = point_default("framework")
+    device: str = "cpu"  # the command line's "auto" is resolved first (config_from_args)
+    batch_size: int = 32  # a run's are given or the workload's
+    precision: str = point_default("precision")
     memory_format: str = ""  # empty: the framework's default (contiguous for torch)
-    compile: str | None = None  # a compiler (torch.compile backend, tensorflow 'xla'), or None
-    threads: int | None = None
-    data: str = "synthetic"  # synthetic, loader, a dataset KIND:PATH, or tokens:PATH
-    num_workers: int = 0
-    prefetch_factor: int | None = None  # batches a loader worker prepares ahead (None: torch's)
-    input_dtype: str = "float32"  # the batch as the host sends it (uint8: normalised on device)
-    pin_memory: str | None = None  # on, off; None: the platform's (Platform.torch_pins_host_memory)
-    warmup_steps: int = 5
+    # A compiler (torch.compile backend, tensorflow 'xla'), or None
+    compile: str | None = point_default("compile")
+    threads: int | None = point_default("threads")
+    data: str = point_default("data")  # synthetic, loader, a dataset KIND:PATH, or tokens:PATH
+    num_workers: int = point_default("num_workers")
+    # Batches a loader worker prepares ahead (None: torch's)
+    prefetch_factor: int | None = point_default("prefetch_factor")
+    # The batch as the host sends it (uint8: normalised on device)
+    input_dtype: str = point_default("input_dtype")
+    # on or off; None: the platform's (Platform.torch_pins_host_memory)
+    pin_memory: str | None = point_default("pin_memory")
+    # Where a dataset's JPEGs are decoded: cpu (the workers) or device
+    decode: str = point_default("decode")
+    warmup_steps: int = 5  # a run's None resolved (RunConfig.__post_init__)
     steps: int = 20
-    epochs: int | None = None  # epoch mode: `epochs` passes over `epoch_samples` samples
-    epoch_samples: int | None = None
-    seq_len: int | None = None
-    memory_limit_bytes: int | None = None
-    seed: int = 0
+    # Epoch mode: `epochs` passes over `epoch_samples` samples
+    epochs: int | None = point_default("epochs")
+    epoch_samples: int | None = point_default("epoch_samples")
+    seq_len: int | None = point_default("seq_len")
+    memory_limit_bytes: int | None = point_default("memory_limit_bytes")
+    seed: int = point_default("seed")
     # Ranks per machine, one device each (torch, launched by torchrun when above 1);
     # None: the framework's own use of the local devices (one process).
     devices: int | None = None
-    nnodes: int = 1  # machines; above 1 every machine runs the same command (torchrun's flags)
-    node_rank: int = 0
-    rdzv_endpoint: str | None = None  # HOST:PORT of node 0's rendezvous
+    # Machines; above 1 every machine runs the same command (torchrun's flags)
+    nnodes: int = point_default("nnodes")
+    node_rank: int = point_default("node_rank")
+    rdzv_endpoint: str | None = point_default("rdzv_endpoint")  # HOST:PORT of node 0's rendezvous
     # The child's memory allocator, OpenMP runtime and NUMA binding (launchers.runtime);
     # None: as bench itself was launched.
-    allocator: str | None = None
-    openmp: str | None = None
-    numa: str | None = None
+    allocator: str | None = point_default("allocator")
+    openmp: str | None = point_default("openmp")
+    numa: str | None = point_default("numa")
     # Train on the dataset until top-1 on its validation split reaches this (at most
     # `epochs` epochs); None: train `epochs` epochs, evaluating after each.
-    train_to: float | None = None
+    train_to: float | None = point_default("train_to")
     # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
-    optimize: str | None = None
+    optimize: str | None = point_default("optimize")
     # Activation checkpointing of the model's blocks: none, selective, full.
-    activation_checkpointing: str = "none"
+    activation_checkpointing: str = point_default("activation_checkpointing")
     # A decoder trained on a token file until the loss on `val_data` reaches this, within
     # `max_tokens` (bench.datasets.loss_target); the evaluation every `eval_every`
     # tokens or sequences (`eval_every_unit`) on `eval_sequences` validation windows.
-    train_to_loss: float | None = None
-    val_data: str | None = None
-    max_tokens: int | None = None
-    eval_every: int | None = None
+    train_to_loss: float | None = point_default("train_to_loss")
+    val_data: str | None = point_default("val_data")
+    max_tokens: int | None = point_default("max_tokens")
+    eval_every: int | None = point_default("eval_every")
     eval_every_unit: str = "tokens"
-    eval_sequences: int | None = None
-    recipe: str | None = None  # bench.datasets.recipe.DECODER_RECIPES; None: "default"
+    eval_sequences: int | None = point_default("eval_sequences")
+    # bench.datasets.recipe.DECODER_RECIPES; None: "default"
+    recipe: str | None = point_default("recipe")
     # Mixtures of experts: the experts split over this many ranks, tokens exchanged by
     # all-to-all (bench.parallel.expert); 1: every rank holds every expert.
-    expert_parallel: int = 1
+    expert_parallel: int = point_default("expert_parallel")
     # A decoder's levers (bench.workloads._levers): scaled_dot_product_attention's kernel
     # (auto: PyTorch chooses), its loss whole or in chunks of tokens (plain, chunked), its
     # vocabulary padded to a multiple of this (0: unpadded).
-    attention: str = "auto"
-    cross_entropy: str = "plain"
-    pad_vocab: int = 0
+    attention: str = point_default("attention")
+    cross_entropy: str = point_default("cross_entropy")
+    pad_vocab: int = point_default("pad_vocab")
 
     def __post_init__(self) -> None:
         check_common(self)
@@ -202,76 +214,85 @@ class PointConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What the user asked for. Sweep axes are tuples; their cross product is run."""
+    """What the user asked for. Sweep axes are tuples; their cross product is run. A field
+    an option sets defaults to the option's (bench.config.options.run_default), but for
+    the few the command line resolves before it builds a config (written out here)."""
 
     sweeps: ClassVar[bool] = True  # each sweep axis a tuple (bench.config.fields.values)
 
     workload: str
-    framework: str = "torch"
-    device: str = "cpu"
-    batch_sizes: tuple[int, ...] = ()  # empty: the workload's default batch size
-    precisions: tuple[str, ...] = ("fp32",)
+    framework: str = run_default("framework")
+    device: str = "cpu"  # --device auto is resolved first (config_from_args)
+    batch_sizes: tuple[int, ...] = run_default("batch_sizes")  # empty: the workload's default
+    precisions: tuple[str, ...] = run_default("precisions")
     memory_formats: tuple[str, ...] = ()  # empty: the framework's default format
-    compilers: tuple[str | None, ...] = (None,)
-    threads: int | None = None
-    data: str = "synthetic"
-    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor).
-    workers: tuple[int, ...] = (0,)
-    prefetch_factors: tuple[int | None, ...] = (None,)
-    input_dtype: str = "float32"
-    pin_memory: str | None = None
-    warmup_steps: int | None = None  # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
-    steps: int = 20
-    epochs: int | None = None
-    epoch_samples: int | None = None
-    seq_len: int | None = None
-    repeats: int | None = 1  # None: automatic, until the spread is small enough
-    min_repeats: int = 3  # automatic repeats: never fewer (a spread needs several)
-    max_repeats: int = 10
+    compilers: tuple[str | None, ...] = run_default("compilers")
+    threads: int | None = run_default("threads")
+    data: str = run_default("data")
+    # Sweep axes of the input pipeline (PointConfig.num_workers, prefetch_factor,
+    # input_dtype, pin_memory, decode).
+    workers: tuple[int, ...] = run_default("workers")
+    prefetch_factors: tuple[int | None, ...] = run_default("prefetch_factors")
+    input_dtypes: tuple[str, ...] = run_default("input_dtypes")
+    pin_memories: tuple[str | None, ...] = run_default("pin_memories")
+    decodes: tuple[str, ...] = run_default("decodes")
+    # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
+    warmup_steps: int | None = run_default("warmup_steps")
+    steps: int = 20  # --steps is None as parsed, to refuse it beside --epochs
+    epochs: int | None = run_default("epochs")
+    epoch_samples: int | None = run_default("epoch_samples")
+    seq_len: int | None = run_default("seq_len")
+    # None: automatic, until the spread is small enough
+    repeats: int | None = run_default("repeats")
+    # Automatic repeats: never fewer (a spread needs several)
+    min_repeats: int = run_default("min_repeats")
+    max_repeats: int = run_default("max_repeats")
     # Automatic repeats stop once the relative standard deviation of the repeats'
     # throughput is at most this; 3.5% is the Phoronix Test Suite's default threshold.
-    target_rsd: float = 0.035
-    find_max_batch: bool = False
+    target_rsd: float = run_default("target_rsd")
+    find_max_batch: bool = run_default("find_max_batch")
     # Search the largest sequence length that trains at the one batch size given (or the
     # workload's default), up to the workload's longest (bench.run.max_batch.SEQ_LEN_STEP).
-    find_max_seq_len: bool = False
-    max_batch_limit: int = 4096  # the search never probes past this batch size
+    find_max_seq_len: bool = run_default("find_max_seq_len")
+    # The search never probes past this batch size
+    max_batch_limit: int = run_default("max_batch_limit")
     # Above this batch the search probes its multiples and stops one step short of the
     # first failure; 1: the exact largest batch (more probes, each a fresh process).
-    max_batch_step: int = 8
+    max_batch_step: int = run_default("max_batch_step")
     # Where the search starts (the smallest --batch-size given); None: the workload's
     # smallest batch, which approaches the limit from below, where failures are clean.
     max_batch_start: int | None = None
     probe_steps: int = 2  # steps per max-batch probe: the first allocates optimizer state
-    memory_limit_bytes: int | None = None
-    timeout_s: float | None = None  # per child process
-    seed: int = 0
+    memory_limit_bytes: int | None = run_default("memory_limit_bytes")
+    timeout_s: float | None = run_default("timeout_s")  # per child process
+    seed: int = run_default("seed")
     # Ranks per machine, a sweep axis (None: the framework's own use of the devices).
-    devices: tuple[int | None, ...] = (None,)
-    nnodes: int = 1
-    node_rank: int = 0
-    rdzv_endpoint: str | None = None
+    devices: tuple[int | None, ...] = (None,)  # --devices all is resolved first
+    nnodes: int = run_default("nnodes")
+    node_rank: int = run_default("node_rank")
+    rdzv_endpoint: str | None = run_default("rdzv_endpoint")
     # Sweep axes of the child's runtime (None: as launched): allocator, OpenMP, NUMA.
-    allocators: tuple[str | None, ...] = (None,)
-    openmps: tuple[str | None, ...] = (None,)
-    numas: tuple[str | None, ...] = (None,)
-    train_to: float | None = None
-    optimizations: tuple[str | None, ...] = (None,)  # sweep axis of PointConfig.optimize
+    allocators: tuple[str | None, ...] = run_default("allocators")
+    openmps: tuple[str | None, ...] = run_default("openmps")
+    numas: tuple[str | None, ...] = run_default("numas")
+    train_to: float | None = run_default("train_to")
+    # Sweep axis of PointConfig.optimize
+    optimizations: tuple[str | None, ...] = run_default("optimizations")
     # Sweep axis of PointConfig.activation_checkpointing.
-    activation_checkpointings: tuple[str, ...] = ("none",)
+    activation_checkpointings: tuple[str, ...] = run_default("activation_checkpointings")
     # Train a decoder to a validation loss (PointConfig's fields of the same names).
-    train_to_loss: float | None = None
-    val_data: str | None = None
-    max_tokens: int | None = None
-    eval_every: int | None = None
+    train_to_loss: float | None = run_default("train_to_loss")
+    val_data: str | None = run_default("val_data")
+    max_tokens: int | None = run_default("max_tokens")
+    eval_every: int | None = run_default("eval_every")
     eval_every_unit: str = "tokens"
-    eval_sequences: int | None = None
-    recipe: str | None = None
-    expert_parallel: int = 1  # PointConfig's field of the same name
+    eval_sequences: int | None = run_default("eval_sequences")
+    recipe: str | None = run_default("recipe")
+    expert_parallel: int = run_default("expert_parallel")  # PointConfig's field of the same name
     # Sweep axes of a decoder's levers (PointConfig.attention, cross_entropy, pad_vocab).
-    attentions: tuple[str, ...] = ("auto",)
-    cross_entropies: tuple[str, ...] = ("plain",)
-    pad_vocabs: tuple[int, ...] = (0,)
+    attentions: tuple[str, ...] = run_default("attentions")
+    cross_entropies: tuple[str, ...] = run_default("cross_entropies")
+    pad_vocabs: tuple[int, ...] = run_default("pad_vocabs")
 
     def __post_init__(self) -> None:
         for name in NAMES:

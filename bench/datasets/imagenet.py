@@ -17,10 +17,12 @@ PATH.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -49,6 +51,9 @@ _SIGNATURES = (
     (b"MM\x00*", "a TIFF image"), (b"\x00\x00\x01\x00", "an ICO image"),
     (b"\x00\x00\x00\x0cjP  ", "a JPEG 2000 image"), (b"\xff\x4f\xff\x51", "a JPEG 2000 image"),
 )  # fmt: skip
+# The JPEGs sent to a device's decoder as their bytes (--decode device): RGB and
+# greyscale, which nvJPEG decodes to RGB; ImageNet's 22 CMYK JPEGs are decoded here.
+DEVICE_MODES = ("RGB", "L")
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 # ResNet-50 on ImageNet after Goyal et al. and the MLPerf reference: peak rate 0.1 per
@@ -128,9 +133,11 @@ def _what(head: bytes) -> str:
     return f"it begins {head[:8]!r}, neither JPEG nor PNG"
 
 
-def _decode(path: str) -> PILImage:
-    """The image at `path` as RGB: a JPEG or PNG of at most MAX_IMAGE_BYTES and
-    MAX_PIXELS, both checked before any pixel is decoded."""
+@contextlib.contextmanager
+def _opened(path: str) -> Iterator[tuple[PILImage, BinaryIO]]:
+    """The image at `path` opened by Pillow, its header read and nothing decoded yet, and
+    its file: a JPEG or PNG of at most MAX_IMAGE_BYTES and MAX_PIXELS, both checked
+    before any pixel is decoded."""
     try:
         from PIL import Image
     except ImportError:
@@ -161,12 +168,37 @@ def _decode(path: str) -> PILImage:
                     f"data: {name} is {width} x {height} = {width * height:,} pixels; an image "
                     f"here has at most {MAX_PIXELS:,} pixels (8192 x 8192)"
                 )
-            try:
-                return opened.convert("RGB")  # decodes the whole file: errors show here
-            except (OSError, ValueError, SyntaxError) as error:
-                raise DatasetError(
-                    f"data: {name} is not a JPEG that decodes ({reason(error)})"
-                ) from None
+            yield opened, file
+
+
+def _rgb(opened: PILImage, path: str) -> PILImage:
+    """An opened image decoded whole, as RGB: a file that does not decode is one line."""
+    try:
+        return opened.convert("RGB")  # decodes the whole file: errors show here
+    except (OSError, ValueError, SyntaxError) as error:
+        raise DatasetError(
+            f"data: {shown(path)} is not a JPEG that decodes ({reason(error)})"
+        ) from None
+
+
+def _decode(path: str) -> PILImage:
+    """The image at `path` as RGB: a JPEG or PNG of at most MAX_IMAGE_BYTES and
+    MAX_PIXELS, both checked before any pixel is decoded."""
+    with _opened(path) as (opened, _):
+        return _rgb(opened, path)
+
+
+def _encoded(path: str) -> tuple[np.ndarray, tuple[int, int]]:
+    """The image at `path` for a device's decoder (--decode device), checked as `_decode`
+    checks it before any pixel is decoded, and its size (width, height): a JPEG in RGB
+    or greyscale as its file's bytes (1-D uint8); anything else the device's decoder
+    may not take (ImageNet's one PNG, its CMYK JPEGs) decoded here, as CHW uint8 RGB."""
+    with _opened(path) as (opened, file):
+        if opened.format == "JPEG" and opened.mode in DEVICE_MODES:
+            file.seek(0)
+            return np.frombuffer(file.read(MAX_IMAGE_BYTES + 1), np.uint8), opened.size
+        pixels = np.asarray(_rgb(opened, path), np.uint8).transpose(2, 0, 1)
+        return np.ascontiguousarray(pixels), opened.size
 
 
 def _random_crop(width: int, height: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
@@ -195,6 +227,21 @@ class Folder:
     def __len__(self) -> int:
         return len(self.files)
 
+    def box(
+        self, width: int, height: int, rng: np.random.Generator | None
+    ) -> tuple[tuple[float, float, float, float], bool]:
+        """The region of a width x height image resized to the input size, (left, top,
+        right, bottom), and whether it is flipped: a random resized crop and a flip for
+        training (rng), the centre crop for evaluation (None)."""
+        out_h, out_w = self.size
+        if rng is not None:
+            box = _random_crop(width, height, rng)
+            return (float(box[0]), float(box[1]), float(box[2]), float(box[3])), rng.random() < 0.5
+        scale = max(out_h, out_w) * 8 / 7 / min(width, height)
+        crop_w, crop_h = out_w / scale, out_h / scale
+        left, top = (width - crop_w) / 2, (height - crop_h) / 2
+        return (left, top, left + crop_w, top + crop_h), False
+
     def sample(
         self, index: int, rng: np.random.Generator | None, raw: bool = False
     ) -> tuple[np.ndarray, int]:
@@ -202,24 +249,25 @@ class Folder:
         from PIL import Image
 
         height, width = self.size
-        if rng is not None:
-            box = _random_crop(*image.size, rng)
-            image = image.resize((width, height), Image.Resampling.BILINEAR, box=box)
-            if rng.random() < 0.5:
-                image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-        else:
-            scale = max(height, width) * 8 / 7 / min(image.size)
-            w, h = image.size
-            crop_w, crop_h = width / scale, height / scale
-            left, top = (w - crop_w) / 2, (h - crop_h) / 2
-            image = image.resize(
-                (width, height), Image.Resampling.BILINEAR,
-                box=(left, top, left + crop_w, top + crop_h),
-            )  # fmt: skip
+        box, flip = self.box(*image.size, rng)
+        image = image.resize((width, height), Image.Resampling.BILINEAR, box=box)
+        if flip:
+            image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
         if raw:
             return np.asarray(image, np.uint8), int(self.labels[index])
         pixels = np.asarray(image, np.float32) / 255
         return (pixels - MEAN) / STD, int(self.labels[index])
+
+    def encoded(
+        self, index: int, rng: np.random.Generator | None
+    ) -> tuple[np.ndarray, tuple[float, float, float, float], bool, int]:
+        """Sample `index` undecoded, for a device's decoder (--decode device): the file's
+        bytes (or, where the device's decoder may not take it, its CHW pixels), the
+        region to resize to the input size and the flip (`box`, as `sample` crops it),
+        and its label."""
+        data, size = _encoded(self.files[index])
+        box, flip = self.box(*size, rng)
+        return data, box, flip, int(self.labels[index])
 
 
 def open(path: str, spec) -> Dataset:

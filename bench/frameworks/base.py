@@ -102,6 +102,7 @@ class Framework(ABC):
     prefetches_batches: ClassVar[bool] = False  # whether --prefetch-factor can be honoured
     pins_memory: ClassVar[bool] = False  # whether --pin-memory can be honoured
     sends_uint8: ClassVar[bool] = False  # whether --input-dtype uint8 can be honoured
+    decodes_on_device: ClassVar[bool] = False  # whether --decode device can be honoured
     # Whether a point can be spread over ranks that torchrun launches (--devices,
     # --nnodes); the others use every local device from one process.
     launches_ranks: ClassVar[bool] = False

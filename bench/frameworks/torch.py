@@ -15,9 +15,11 @@ from bench.datasets import pipeline, tokens
 from bench.frameworks import _ipex, _torch_compile, _torch_data, _torch_precision, _torch_ranks
 from bench.frameworks._torch_compile import uses_cuda_graphs
 from bench.frameworks._torch_data import SyntheticSamples, prefetch, split_loader, tree_map
+from bench.frameworks._torch_decode import check_decode, device_batches
 from bench.frameworks._torch_optimizer import FUSED, describe, optimizer_for, schedule_for
 from bench.frameworks.base import Framework, Session
 from bench.parallel import ranks
+from bench.result import catalog
 from bench.trackers.timing import EventTimer, RankTimer, StepTimer
 from bench.workloads.contract import TorchWorkload
 
@@ -261,11 +263,15 @@ class TorchSession(Session):
         augmenting on the host; batches land on the device."""
         plan = self.training
         rank, ranks = (self.rank.rank, self.rank.world_size) if self.rank else (0, 1)
+        if self.point.decode == "device":  # the workers send the files' bytes
+            yield from device_batches(self, split, epoch, train, rank, ranks)
+            return
+        pins = _torch_data.pins(self.platform, self.point.pin_memory)
         raw = self.point.input_dtype == "uint8"
         loader = split_loader(
             split, self.point.batch_size, seed=plan.seed, epoch=epoch, train=train,
-            workers=plan.workers, pin_memory=_torch_data.pins(self.platform, self.point.pin_memory),
-            prefetch_factor=self.point.prefetch_factor, rank=rank, ranks=ranks, raw=raw,
+            workers=plan.workers, pin_memory=pins, prefetch_factor=self.point.prefetch_factor,
+            rank=rank, ranks=ranks, raw=raw,
         )  # fmt: skip
         normalise = _torch_data.normaliser(split, self.device) if raw else None
         try:
@@ -384,13 +390,9 @@ class TorchSession(Session):
         return super().timer(clock)
 
     def count_flops(self) -> float | None:
-        """Forward + backward FLOPs per sample, counted by PyTorch's FlopCounterMode.
-
-        It counts matmuls, convolutions and attention (2 FLOPs per multiply-add), not
-        elementwise work: the usual 'model FLOPs'. Counted on the eager model, before
-        warm-up, at the workload's smallest batch: where only one sample fits on the
-        device, the count still runs (2 where batch norm needs two values per channel).
-        """
+        """Forward + backward model FLOPs per sample by FlopCounterMode (matmuls,
+        convolutions, attention; 2 per multiply-add), on the eager model before warm-up,
+        at the workload's smallest batch (where one sample fits, the count still runs)."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -419,6 +421,7 @@ class TorchFramework(Framework):
     prefetches_batches = True
     pins_memory = True
     sends_uint8 = True
+    decodes_on_device = True
 
     def check_platform(
         self,
@@ -430,6 +433,10 @@ class TorchFramework(Framework):
 
     def check_compile(self, compile: str | None) -> None:
         _torch_compile.check_compile(compile)
+
+    def known_flops(self, point: PointConfig) -> float | None:
+        """The shipped table's count where this PyTorch release made it (no child)."""
+        return catalog.torch_reference_flops(point.workload, point.spec.input_shape(point.seq_len))
 
     def unused_optimization(self, spec: WorkloadSpec, optimize: str) -> str | None:
         if optimize != FUSED or not spec.defines(self.name, "optimizer"):
@@ -445,6 +452,7 @@ class TorchFramework(Framework):
         _ipex.check(tuple(p.optimize for p in points), tuple(p.compile for p in points))
         if any(p.precision == "fp8" for p in points):
             registry.require("--precision fp8 (float8 training)", "torchao")
+        check_decode(points)
 
     def optimization_note(self, platform: Platform, optimize: str) -> str | None:
         return platform.torch_ipex_unfit() if optimize == _ipex.NAME else None

@@ -105,6 +105,9 @@ class Platform(ABC):
     # Intel Extension for PyTorch has a build for it (its CPU build).
     torch_autotunes_convolutions: ClassVar[bool] = False
     torch_pins_host_memory: ClassVar[bool] = False
+    # Whether torchvision's decode_jpeg decodes a batch of JPEGs on this device (nvJPEG on
+    # a CUDA GPU: --decode device).
+    torch_decodes_jpeg: ClassVar[bool] = False
     torch_replays_graphs: ClassVar[bool] = False
     torch_runs_ipex: ClassVar[bool] = False
     # The kernels of scaled_dot_product_attention PyTorch has here, as --attention names
@@ -133,6 +136,15 @@ class Platform(ABC):
             return None
         return (f"pin_memory: {self.name} has no copy from page-locked host memory to "
                 "speed up (it is a CUDA or ROCm GPU's); leave --pin-memory out")  # fmt: skip
+
+    def device_decode_unfit(self) -> str | None:
+        """Why --decode device cannot run here (None where torchvision decodes JPEGs on
+        the device, as nvJPEG on a CUDA GPU): one line, before any child."""
+        if self.torch_decodes_jpeg:
+            return None
+        return (f"decode: {self.name} has no JPEG decoder of its own that bench drives "
+                "(torchvision's decode_jpeg on a device is nvJPEG, a CUDA GPU's); leave "
+                "--decode out or use --decode cpu")  # fmt: skip
 
     def torch_ipex_unfit(self) -> str | None:
         """Why IPEX's kernels were not made for this device, where it runs all the same

@@ -171,6 +171,7 @@ class CudaPlatform(Platform):
     # keeps the fastest, as every published GPU training benchmark does.
     torch_autotunes_convolutions = True
     torch_pins_host_memory = True
+    torch_decodes_jpeg = True
     torch_replays_graphs = True  # HIP graphs on ROCm, through the same API
     # An H100's GPT-2 ladder: the fp32 sweep's batch 32 held 38.7 GiB, compiled bf16
     # 15.7 GiB, so the climb's top ran at a batch chosen for another configuration.

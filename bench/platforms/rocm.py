@@ -15,6 +15,7 @@ class RocmPlatform(CudaPlatform):
     xla_device = None  # bench's TensorFlow and JAX images are CUDA's and TPU's
     mlx_device: ClassVar[str | None] = None  # MLX has no ROCm backend
     torch_attention_kernels = ("flash", "efficient", "math")  # AOTriton's; no cuDNN
+    torch_decodes_jpeg = False  # torchvision's decode_jpeg on a device is nvJPEG's
 
     def _runtime_missing(self, torch) -> str | None:
         if getattr(torch.version, "hip", None) is None:

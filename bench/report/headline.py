@@ -1,6 +1,7 @@
 """The page's lead: each machine's best configuration per workload (of one precision
 where asked) with its ratio to the baseline's best, its interval and verdict, and how
-the two differ; and the geometric mean of those ratios over workloads."""
+the two differ; the geometric mean of those ratios over workloads; and the lead's tables
+in words (best_table, like_table), which report.md and the page only format."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from bench.report.compare import Comparison
 from bench.report.embedded import clean
 from bench.report.like import differences, families
 from bench.report.rows import RowKey
-from bench.report.words import config_label, efficiency, verdict_words
+from bench.report.words import config_label, efficiency, interval, ratio, verdict_words
 from bench.result import Point
 from bench.stats.estimate import ratio_interval
 from bench.stats.verdict import Verdict, judge
+from bench.util.units import human
 
 
 def _in_own_unit(point: Point) -> tuple[float, list[float]] | None:
@@ -170,3 +172,80 @@ def geometric_mean(
             record["sentence"] = "no interval: a workload of one run"
         out.append(clean(record))
     return out
+
+
+LIKE_HEADERS = [
+    "workload",
+    "machine",
+    "configuration both ran",
+    "throughput (samples/s) [95% interval]",
+    "the baseline's [95% interval]",
+    "vs the baseline [95% interval]",
+    "verdict",
+    "per dollar · per joule",
+    "configurations shared",
+]
+LIKE_NOTE = (
+    "Each machine against the baseline on a configuration both ran (the same workload, "
+    "batch, precision, format, compiler, setup and framework version family), the one "
+    "where the baseline is fastest: hardware against hardware, as MLPerf's closed "
+    "division. Each machine's best configuration, tuned, is the table after this one."
+)
+BEST_NOTE = (
+    "Each machine's fastest configuration of each workload against the baseline's "
+    "fastest: hardware and tuning together, as MLPerf's open division; the last column "
+    "names how the two configurations differ."
+)
+BEST_HEADERS = [
+    "workload",
+    "machine",
+    "best configuration",
+    "throughput (samples/s) [95% interval]",
+    "per dollar · per joule",
+    "vs the baseline [95% interval]",
+    "verdict",
+    "differs from the baseline's best",
+]
+
+
+def best_table(
+    headline_rows: list[dict[str, Any]], several: bool, markdown: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The lead table, each machine's best configuration per workload (of every precision),
+    as headers and cells of words; with one machine, nothing to be relative to. `markdown`:
+    report.md's, whose headers say '[95%]' and whose throughput a decoder's tokens/s
+    follows (the page's script adds those itself)."""
+    headers = BEST_HEADERS if several else BEST_HEADERS[:5]
+    if markdown:
+        headers = [h.replace("[95% interval]", "[95%]") for h in headers]
+    body = []
+    for r in headline_rows:
+        if r["scope"] != "all":
+            continue
+        tp = interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))
+        if markdown and "unit_tp" in r:  # the figure LLM users quote, beside samples/s
+            tp += f" · {human(r['unit_tp'])} {r['unit']}"
+        line = [r["workload"], r["machine"], r["config"], tp, r.get("eff_text", "")]
+        if several:
+            line += [ratio(r), r.get("sentence", ""), r.get("differs", "")]
+        body.append(line)
+    return headers, body
+
+
+def like_table(like_rows: list[dict[str, Any]]) -> list[list[str]]:
+    """Like with like, each machine against the baseline on a configuration both ran, as
+    cells of words under LIKE_HEADERS."""
+    return [
+        [
+            r["workload"],
+            r["machine"],
+            r.get("config", ""),
+            interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")) if "tp" in r else "",
+            interval(r["base_tp"], r.get("base_lo"), r.get("base_hi")) if "base_tp" in r else "",
+            ratio(r),
+            r.get("sentence", ""),
+            r.get("eff_text", ""),
+            r.get("shared_text", ""),
+        ]
+        for r in like_rows
+    ]

@@ -28,11 +28,11 @@ from bench.report import real_data
 from bench.report import views as vega_views
 from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
+from bench.report.headline import BEST_NOTE, LIKE_HEADERS, LIKE_NOTE, best_table, like_table
 from bench.report.tidy import Tidy
 from bench.report.views import View
-from bench.util import units
+from bench.report.words import ratio
 from bench.util.text import visible
-from bench.util.units import human
 
 # Scripts and styles inline only; nothing fetched (no network, no fonts, no images).
 CSP = (
@@ -110,20 +110,6 @@ def _h(text: Any) -> str:
     return html.escape(visible(str(text)))
 
 
-def interval(value: float, low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return f"{human(value)} (one run)"
-    return f"{human(value)} [{human(low)}–{human(high)}]"
-
-
-def ratio(row: dict[str, Any]) -> str:
-    if row.get("baseline"):
-        return "the baseline"
-    if "rel" not in row:
-        return ""
-    return units.ratio_with_interval(row["rel"], row.get("rel_lo"), row.get("rel_hi"))
-
-
 def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:
     """A table as the page first shows it (the script redraws it, sortable and filtered;
     without a script it stays readable)."""
@@ -143,78 +129,15 @@ def _table(table_id: str, headers: list[str], rows: list[list[str]]) -> str:
     )
 
 
-LIKE_HEADERS = [
-    "workload",
-    "machine",
-    "configuration both ran",
-    "throughput (samples/s) [95% interval]",
-    "the baseline's [95% interval]",
-    "vs the baseline [95% interval]",
-    "verdict",
-    "per dollar · per joule",
-    "configurations shared",
-]
-LIKE_NOTE = (
-    "Each machine against the baseline on a configuration both ran (the same workload, "
-    "batch, precision, format, compiler, setup and framework version family), the one "
-    "where the baseline is fastest: hardware against hardware, as MLPerf's closed "
-    "division. Each machine's best configuration, tuned, is the table after this one."
-)
-BEST_NOTE = (
-    "Each machine's fastest configuration of each workload against the baseline's "
-    "fastest: hardware and tuning together, as MLPerf's open division; the last column "
-    "names how the two configurations differ."
-)
-
-
 def _like_html(t: Tidy) -> str:
-    rows = [
-        [
-            r["workload"],
-            r["machine"],
-            r.get("config", ""),
-            interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")) if "tp" in r else "",
-            interval(r["base_tp"], r.get("base_lo"), r.get("base_hi")) if "base_tp" in r else "",
-            ratio(r),
-            r.get("sentence", ""),
-            r.get("eff_text", ""),
-            r.get("shared_text", ""),
-        ]
-        for r in t.like
-    ]
     return (
         "<h3>Like with like: on a configuration both ran</h3>"
-        f"<p class='note'>{_h(LIKE_NOTE)}</p>" + _table("like", LIKE_HEADERS, rows)
+        f"<p class='note'>{_h(LIKE_NOTE)}</p>" + _table("like", LIKE_HEADERS, like_table(t.like))
     )
 
 
 def _headline_html(t: Tidy, several: bool) -> str:
-    lead = [r for r in t.headline if r["scope"] == "all"]
-    headers = [
-        "workload",
-        "machine",
-        "best configuration",
-        "throughput (samples/s) [95% interval]",
-        "per dollar · per joule",
-        "vs the baseline [95% interval]",
-        "verdict",
-        "differs from the baseline's best",
-    ]
-    rows = [
-        [
-            r["workload"],
-            r["machine"],
-            r["config"],
-            interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")),
-            r.get("eff_text", ""),
-            ratio(r),
-            r.get("sentence", ""),
-            r.get("differs", ""),
-        ][: None if several else 5]  # one machine: nothing to be relative to
-        for r in lead
-    ]
-    headers = headers if several else headers[:5]
-    parts = [_table("headline", headers, rows)]
+    parts = [_table("headline", *best_table(t.headline, several))]
     if several:
         parts.insert(0, f"<h3>Each machine's best (tuned) configuration</h3><p class='note'>"
                         f"{_h(BEST_NOTE)}</p>")  # fmt: skip

@@ -37,6 +37,7 @@ from bench.report.grids import (
     steps_grid,
     throughput_grid,
 )
+from bench.report.headline import BEST_NOTE, LIKE_HEADERS, LIKE_NOTE, best_table, like_table
 from bench.report.rows import RowKey
 from bench.util import files
 from bench.util.text import markdown, visible
@@ -126,44 +127,15 @@ def price_lines(comparison: Comparison) -> list[str]:
 def _headline_markdown(t: tidy.Tidy, several: bool) -> str:
     """The page's first tables in Markdown: like with like (a configuration both ran),
     then each machine's best configuration per workload."""
-    rows = [r for r in t.headline if r["scope"] == "all"]
-    if not rows:
+    headers, body = best_table(t.headline, several, markdown=True)
+    if not body:
         return "No result holds a measured point: there is nothing to compare."
-    headers = ["workload", "machine", "best configuration", "throughput (samples/s) [95%]"]
-    headers += ["per dollar · per joule"]
-    headers += ["vs the baseline [95%]", "verdict", "differs from the baseline's best"] * several
-    body = []
-    for r in rows:
-        tp = htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi"))
-        if "unit_tp" in r:  # the figure LLM users quote, beside samples/s
-            tp += f" · {human(r['unit_tp'])} {r['unit']}"
-        line = [r["workload"], r["machine"], r["config"], tp, r.get("eff_text", "")]
-        extra = [htmlpage.ratio(r), r.get("sentence", ""), r.get("differs", "")]
-        body.append(line + extra * several)
-    best = "## Each machine's best (tuned) configuration per workload\n\n" + markdown(
-        htmlpage.BEST_NOTE
-    )
+    best = "## Each machine's best (tuned) configuration per workload\n\n" + markdown(BEST_NOTE)
     best += f"\n\n{markdown_table(headers, body)}"
     if not several:
         return best
-    like = [
-        [
-            r["workload"],
-            r["machine"],
-            r.get("config", ""),
-            htmlpage.interval(r["tp"], r.get("tp_lo"), r.get("tp_hi")) if "tp" in r else "",
-            htmlpage.interval(r["base_tp"], r.get("base_lo"), r.get("base_hi"))
-            if "base_tp" in r
-            else "",
-            htmlpage.ratio(r),
-            r.get("sentence", ""),
-            r.get("eff_text", ""),
-            r.get("shared_text", ""),
-        ]
-        for r in t.like
-    ]
-    first = "## Like with like: on a configuration both ran\n\n" + markdown(htmlpage.LIKE_NOTE)
-    return f"{first}\n\n{markdown_table(htmlpage.LIKE_HEADERS, like)}\n\n{best}"
+    first = "## Like with like: on a configuration both ran\n\n" + markdown(LIKE_NOTE)
+    return f"{first}\n\n{markdown_table(LIKE_HEADERS, like_table(t.like))}\n\n{best}"
 
 
 def write_report(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.stats.verdict import CANNOT_TELL, FASTER, SAME, SLOWER, Verdict
+from bench.stats.verdict import Verdict
 from bench.util import units
 from bench.util.text import visible
 
@@ -37,22 +37,28 @@ def ratio_sentence(
 
 def verdict_words(ratio: float, verdict: Verdict | None, repeats: tuple[int, int] = (1, 1)) -> str:
     """The verdict after the figure, for a column beside the ratio's own: 'faster',
-    '2.26x slower' (the ratio turned over, rounded once from the raw one), 'the same
-    within ±2%', 'cannot tell: ...', 'no interval: one run a side'."""
+    '2.26x slower' (the ratio turned over, rounded once from the raw one: the verdict's
+    own words, bench.stats.verdict), 'no interval: one run a side'."""
     if verdict is None:
         return f"no interval: {one_run(*repeats)}"
-    if verdict.word == FASTER:
-        return "faster"
-    if verdict.word == SLOWER:
-        return f"{units.ratio(1 / ratio)}x slower"
-    if verdict.word == SAME:
-        return f"the same within ±{verdict.margin:.0%}"
-    assert verdict.word == CANNOT_TELL
-    if verdict.why:
-        return f"cannot tell: {verdict.why}"
-    if verdict.settle_n is None:
-        return "cannot tell: too noisy for any practical number of repeats"
-    return f"cannot tell: about {verdict.settle_n} repeats a side would likely settle it"
+    return verdict.words(ratio, lambda value: f"{units.ratio(value)}x")
+
+
+def interval(value: float, low: float | None, high: float | None) -> str:
+    """'5,437 [5,402–5,471]': a throughput and its interval; '5,437 (one run)'."""
+    if low is None or high is None:
+        return f"{units.human(value)} (one run)"
+    return f"{units.human(value)} [{units.human(low)}–{units.human(high)}]"
+
+
+def ratio(row: dict[str, Any]) -> str:
+    """A row's ratio to the baseline and its interval, as the tables print it; 'the
+    baseline' for the baseline's own row."""
+    if row.get("baseline"):
+        return "the baseline"
+    if "rel" not in row:
+        return ""
+    return units.ratio_with_interval(row["rel"], row.get("rel_lo"), row.get("rel_hi"))
 
 
 def one_run(own: int, base: int) -> str:

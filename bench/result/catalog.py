@@ -134,8 +134,30 @@ def in_reference_flops(spec: Any) -> bool:
 
 def reference_flops(workload: str, input_shape: tuple[int, ...]) -> float | None:
     """PyTorch's FLOP count per sample for `workload` at this input shape, from the table
-    in bench/data/reference_flops.json (for frameworks run where PyTorch is not)."""
+    in bench/data/reference_flops.json (for frameworks run where PyTorch is not, and for
+    PyTorch itself where the installed release is the one that counted it)."""
     for entry in _load("reference_flops.json")["workloads"]:
         if entry["workload"] == workload and tuple(entry["input_shape"]) == input_shape:
             return float(entry["flops_per_sample"])
     return None
+
+
+def counted_by_installed_torch() -> bool:
+    """Whether the installed PyTorch is the release that counted the reference table
+    (its version without the build's local tag: CPU and CUDA builds count alike). Read
+    from the package's metadata: the parent never imports torch for it."""
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return False
+    counted = _load("reference_flops.json")["counted_with"].removeprefix("torch ")
+    return installed.split("+")[0] == counted.split("+")[0]
+
+
+def torch_reference_flops(workload: str, input_shape: tuple[int, ...]) -> float | None:
+    """The table's count for PyTorch itself: only where the installed release counted it
+    (a full-tier test keeps the table equal to a live count), sparing the counting child
+    whose PyTorch import took 5-10 s of every run on a CPU; else None (a child counts)."""
+    return reference_flops(workload, input_shape) if counted_by_installed_torch() else None

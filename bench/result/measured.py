@@ -10,15 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.config.options import point_default
+
 
 @dataclass(frozen=True)
 class Measured:
-    """One point's raw values, per repeat where they repeat."""
+    """One point's raw values, per repeat where they repeat. An axis defaults to its
+    option's one value (bench.config.options.point_default), but the memory format and
+    the device count, which a point records resolved."""
 
     batch_size: int  # GLOBAL batch: samples per step over all devices
     precision: str
     memory_format: str = "contiguous"
-    compile: str | None = None
+    compile: str | None = point_default("compile")
     status: str = "ok"
     error: str | None = None
     devices: int = 1
@@ -47,23 +51,28 @@ class Measured:
     details: dict[str, Any] = field(default_factory=dict)
     # The child's memory allocator, OpenMP runtime and NUMA binding (bench.run.runtime);
     # None: as bench was launched. `runtime`: what was applied.
-    allocator: str | None = None
-    openmp: str | None = None
-    numa: str | None = None
+    allocator: str | None = point_default("allocator")
+    openmp: str | None = point_default("openmp")
+    numa: str | None = point_default("numa")
     runtime: dict[str, Any] | None = None
     # The framework's whole-model optimisation (torch: 'ipex', ipex.optimize), or None.
-    optimize: str | None = None
+    optimize: str | None = point_default("optimize")
     # Activation checkpointing of the model's blocks (bench.parallel.checkpoint).
-    activation_checkpointing: str = "none"
+    activation_checkpointing: str = point_default("activation_checkpointing")
     # A decoder's levers (bench.workloads._levers): the attention kernel held, the loss
     # whole or in chunks, the vocabulary's multiple (0: unpadded).
-    attention: str = "auto"
-    cross_entropy: str = "plain"
-    pad_vocab: int = 0
+    attention: str = point_default("attention")
+    cross_entropy: str = point_default("cross_entropy")
+    pad_vocab: int = point_default("pad_vocab")
     # The input pipeline's levers, sweep axes: the loader's workers and the batches each
     # prepares ahead (None: PyTorch's own).
-    num_workers: int = 0
-    prefetch_factor: int | None = None
+    num_workers: int = point_default("num_workers")
+    prefetch_factor: int | None = point_default("prefetch_factor")
+    # the batch as the host sends it, its page-locked memory (None: the platform's), and
+    # where its JPEGs are decoded
+    input_dtype: str = point_default("input_dtype")
+    pin_memory: str | None = point_default("pin_memory")
+    decode: str = point_default("decode")
     # On a real dataset, per repeat: each step's wait for its batch (s), and the
     # accuracy record {"metric", "target", "epochs": [{"epoch", "top1", "train_s",
     # "eval_s", ...}]}.

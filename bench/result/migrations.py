@@ -3,7 +3,7 @@
 Step N -> N+1 gives every object the fields schema.py declares `since` N+1 with an
 `older` value (fields without one stay absent: the dataclass's default applies), then
 runs the hand-written transformation of that step, if any (a rename, a restructuring:
-18 -> 19, the loader's workers and prefetch depth become sweep axes). Migrations run
+18 -> 19 and 19 -> 20, the input pipeline's levers become sweep axes). Migrations run
 before validation, so they may meet any malformed shape; load turns what they raise
 into one line.
 """
@@ -19,25 +19,33 @@ from bench.result.schema import SCHEMA_VERSION, UNSET, VERSIONED
 Document = dict[str, Any]
 
 
-def _feeds_sweep(data: Document) -> Document:
-    """18 -> 19: a config's one `num_workers` and `prefetch_factor` become the lists
-    `workers` and `prefetch_factors` (sweep axes), and every point reads the config's
-    value, which every point of the run was measured with. A value of the wrong kind
-    is kept as it is, for validation to name."""
-    config = data.get("config")
-    if not isinstance(config, dict):
+def _to_sweep(*moved: tuple[str, str, Any]) -> Callable[[Document], Document]:
+    """A step where a config's one value of each (one, many, default) becomes the list
+    `many` (a sweep axis), and every point reads the config's value, which every point of
+    the run was measured with. A value of the wrong kind is kept as it is, for
+    validation to name."""
+
+    def step(data: Document) -> Document:
+        config = data.get("config")
+        if not isinstance(config, dict):
+            return data
+        for one, many, default in moved:
+            value = config.pop(one, default)
+            config.setdefault(many, [value])
+            for point in _objects(data, "points"):
+                point.setdefault(one, value)
         return data
-    for one, many, default in (("num_workers", "workers", 0),
-                               ("prefetch_factor", "prefetch_factors", None)):  # fmt: skip
-        value = config.pop(one, default)
-        config.setdefault(many, [value])
-        for point in _objects(data, "points"):
-            point.setdefault(one, value)
-    return data
+
+    return step
 
 
 # version -> what turns a document of that version into the next, besides the defaults.
-TRANSFORMS: dict[int, Callable[[Document], Document]] = {18: _feeds_sweep}
+TRANSFORMS: dict[int, Callable[[Document], Document]] = {
+    # 18 -> 19: the loader's workers and prefetch depth.
+    18: _to_sweep(("num_workers", "workers", 0), ("prefetch_factor", "prefetch_factors", None)),
+    # 19 -> 20: the batch's dtype and its pinned memory.
+    19: _to_sweep(("input_dtype", "input_dtypes", "float32"), ("pin_memory", "pin_memories", None)),
+}
 
 
 def _objects(data: Document, where: str) -> Any:

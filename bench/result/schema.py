@@ -127,7 +127,13 @@ from bench.config.sweep import POINT_AXES
 #     `prefetch_factor` (the config's one value before, which every point was measured
 #     with); configs' `num_workers` and `prefetch_factor` become the lists `workers` and
 #     `prefetch_factors` (bench.result.migrations moves them).
-SCHEMA_VERSION = 19
+#   20: the batch's dtype and its pinned memory become sweep axes too, and JPEG decoding
+#     on the device is one: points gain `input_dtype`, `pin_memory` (the config's one value
+#     before) and `decode` (cpu: the loader's workers, Pillow; device: torchvision's
+#     decode_jpeg on the GPU; 'cpu' before); configs' `input_dtype` and `pin_memory`
+#     become the lists `input_dtypes` and `pin_memories` (bench.result.migrations moves
+#     them), and configs gain `decodes`.
+SCHEMA_VERSION = 20
 
 STATUSES = ("ok", "oom", "error")
 

@@ -37,7 +37,7 @@ def _synthetic(point: PointConfig) -> PointConfig:
     """The point on synthetic data (its model's FLOPs do not depend on the dataset)."""
     return dataclasses.replace(
         point, data="synthetic", num_workers=0, prefetch_factor=None, input_dtype="float32",
-        pin_memory=None, epochs=None, epoch_samples=None, train_to=None,
+        pin_memory=None, decode="cpu", epochs=None, epoch_samples=None, train_to=None,
     )  # fmt: skip
 
 

@@ -9,8 +9,11 @@ beyond noise: the lower end of the 95% interval of its ratio to the best so far
 (stats.ratio_interval) is above 1, or, with a single run on either side, when its mean
 is higher (said to be untested). After the batch sweep, on data a loader feeds (--data
 loader or a dataset of images), the input pipeline: the loader's workers (1, 2, 4, ...
-up to the CPUs, at most 16) and a prefetch depth of 4 (skipped in one line on synthetic
-data, where no loader feeds the step). The rungs after those are the platform's
+up to the CPUs, at most 16), a prefetch depth of 4, the batch sent as uint8, pinned
+memory switched from the platform's default (skipped in one line where the platform has
+no copy to a GPU to pin for) and the JPEGs decoded on the device (skipped in one line
+where the platform has no decoder bench drives); all skipped in one line on synthetic
+data, where no loader feeds the step. The rungs after those are the platform's
 (Platform.ladder_rungs): on a CPU the study's; on a CUDA GPU TF32, bf16, channels_last,
 the compiler, its CUDA graphs (inductor:reduce-overhead), the fused optimizer, and a
 decoder's flash attention, chunked loss and vocabulary padded to 64, each a lever a user
@@ -48,6 +51,9 @@ START_BATCH = 128  # the study's baseline: batch 128, fp32
 # worker's queue deepened from PyTorch's 2 batches to PREFETCH.
 MOST_WORKERS = 16
 PREFETCH = 4
+# The PointConfig fields of the input pipeline's levers (the options declared feeds=True
+# that the ladder sets).
+FEED_LEVERS = frozenset({"num_workers", "prefetch_factor", "input_dtype", "pin_memory", "decode"})
 
 
 def loader_workers() -> tuple[int, ...]:
@@ -59,14 +65,22 @@ def loader_workers() -> tuple[int, ...]:
 
 
 def feed_rungs(point: PointConfig) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The input pipeline's rungs, each on top of the best so far: the workers, then the
-    prefetch depth (which needs workers: skipped where none was kept). Where no loader
-    feeds the point, one rung, skipped in one line."""
+    """The input pipeline's rungs, each on top of the best so far: the workers, the
+    prefetch depth (which needs workers: skipped where none was kept), the batch sent as
+    uint8, pinned memory switched from the platform's default, and the JPEGs decoded on
+    the device (each skipped in one line where it does not apply: uint8 and the
+    device's decode on a dataset of images, pinned memory where the platform copies to a
+    GPU, the decode where the platform has a decoder). Where no loader feeds the point,
+    one rung, skipped in one line."""
     if not fed_by_a_loader(point):
         return (("input pipeline", {"num_workers": 1}),)
+    pins = "off" if registry.platform(point.device).torch_pins_host_memory else "on"
     return (
         *((f"loader workers {n}", {"num_workers": n}) for n in loader_workers()),
         (f"prefetch {PREFETCH}", {"prefetch_factor": PREFETCH}),
+        ("input uint8", {"input_dtype": "uint8"}),
+        (f"pin memory {pins}", {"pin_memory": pins}),
+        ("decode on the device", {"decode": "device"}),
     )
 
 
@@ -88,7 +102,7 @@ def start_batch(config: RunConfig) -> int:
 
 def not_applicable(point: PointConfig, change: dict[str, Any]) -> str | None:
     """Why this change cannot be tried here, or None."""
-    if {"num_workers", "prefetch_factor"} & set(change):
+    if FEED_LEVERS & set(change):
         if not fed_by_a_loader(point):
             return (
                 f"--data {point.data}: no loader to feed (the input pipeline's levers apply "

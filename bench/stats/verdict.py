@@ -21,6 +21,7 @@ number of repeats that would settle it: --settle runs them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 FASTER, SLOWER, SAME, CANNOT_TELL = "faster", "slower", "the same", "cannot tell"
@@ -44,21 +45,38 @@ class Verdict:
         words), 'cannot tell (...): about 9 repeats a side would likely settle it'."""
         low, high = self.interval
         digits = 3 if high - low < 0.02 else 2  # a narrow interval keeps its ends apart
-        kind = "sequential 95% CI" if self.sequential else "95% CI"
-        ci = f"{kind} {low:.{digits}f}x to {high:.{digits}f}x"
+
+        def times(value: float) -> str:
+            return f"{value:.{digits}f}x"
+
+        # The words, the interval put between the verdict and why it cannot tell.
+        said, _, reason = self.words(self.ratio, times, unit).partition(": ")
         if self.word == FASTER:
-            return f"{self.ratio:.{digits}f}x faster ({ci})"
+            said = f"{times(self.ratio)} {said}"
+        elif self.word == SLOWER:
+            said = f"{said}: {times(self.ratio)}"
+        kind = "sequential 95% CI" if self.sequential else "95% CI"
+        said += f" ({kind} {times(low)} to {times(high)})"
+        return f"{said}: {reason}" if reason else said
+
+    def words(self, ratio: float, times: Callable[[float], str], unit: str = "repeats") -> str:
+        """The verdict as it follows a figure, `ratio`, and its interval (bench.report.words):
+        'faster', '2.26x slower' (the figure turned over, written by `times`), 'the same
+        within ±2%', 'cannot tell: about 9 repeats a side would likely settle it' (a
+        sequential interval names no repeats: --settle runs them)."""
+        if self.word == FASTER:
+            return FASTER
         if self.word == SLOWER:
-            return f"{1 / self.ratio:.{digits}f}x slower: {self.ratio:.{digits}f}x ({ci})"
+            return f"{times(1 / ratio)} slower"
         if self.word == SAME:
-            return f"the same within ±{self.margin:.0%} ({ci})"
+            return f"the same within ±{self.margin:.0%}"
         if self.why:
-            return f"cannot tell ({ci}): {self.why}"
-        if self.sequential:  # --settle says why it stopped
-            return f"cannot tell ({ci})"
+            return f"{CANNOT_TELL}: {self.why}"
+        if self.sequential:
+            return CANNOT_TELL
         if self.settle_n is None:
-            return f"cannot tell ({ci}): too noisy for any practical number of {unit}"
-        return f"cannot tell ({ci}): about {self.settle_n} {unit} a side would likely settle it"
+            return f"{CANNOT_TELL}: too noisy for any practical number of {unit}"
+        return f"{CANNOT_TELL}: about {self.settle_n} {unit} a side would likely settle it"
 
 
 def judge(

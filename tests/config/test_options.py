@@ -15,9 +15,10 @@ from bench.commands.run_options import add_run_options, config_from_args, parse_
 from bench.config import options as options_table
 from bench.config import sweep
 from bench.config.option import RunOption
-from bench.config.options import COUNT, RUN_OPTIONS
+from bench.config.options import COUNT, RUN_OPTIONS, point_default, run_default
 from bench.config.run_config import PointConfig, RunConfig
 from bench.result import POINT_AXES, Point
+from bench.result.measured import Measured
 from bench.util.errors import UsageError
 
 
@@ -35,6 +36,32 @@ def test_point_config_declares_each_axis_value_and_every_field_a_child_needs():
     axis_values = {o.sweep for o in RUN_OPTIONS if o.sweeps}
     copied = {o.field for o in RUN_OPTIONS if o.field and o.child and not o.sweeps}
     assert _fields(PointConfig) == axis_values | copied | set(options_table.POINT_DERIVED)
+
+
+# The fields that default otherwise than their option, each resolved before a config is
+# built (the device, the devices, the formats, the steps: their comments say how) or
+# recorded resolved by a point.
+OWN_DEFAULTS = {
+    RunConfig: {"device", "memory_formats", "steps", "devices"},
+    PointConfig: {"device", "batch_size", "memory_format", "warmup_steps", "steps", "devices"},
+    Measured: {"memory_format", "devices"},
+}
+
+
+@pytest.mark.parametrize("cls", list(OWN_DEFAULTS))
+def test_each_field_an_option_sets_defaults_to_the_tables_default(cls):
+    table = run_default if cls is RunConfig else point_default
+    names = {o.field if cls is RunConfig else o.sweep or o.field for o in RUN_OPTIONS}
+    checked = 0
+    for f in dataclasses.fields(cls):
+        if f.name not in names or f.name in OWN_DEFAULTS[cls] or f.default is dataclasses.MISSING:
+            continue
+        expected = table(f.name)
+        assert (f.default, type(f.default)) == (expected, type(expected)), (
+            f"{cls.__name__}.{f.name}"
+        )
+        checked += 1
+    assert checked >= 10  # Measured holds the point's axes, the configs every option
 
 
 def test_a_sweep_axis_is_a_tuple_of_run_config_and_the_rest_are_not():

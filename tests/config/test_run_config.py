@@ -72,7 +72,7 @@ def test_defaults_come_from_the_workload():
             "prefetch_factor",
         ),
         (
-            {"workload": "tiny", "data": "loader", "input_dtype": "uint8"},
+            {"workload": "tiny", "data": "loader", "input_dtypes": ("uint8",)},
             "input_dtype: uint8 is a dataset's pixels as the host decoded them; it needs --data",
         ),
         (
@@ -81,19 +81,49 @@ def test_defaults_come_from_the_workload():
                 "data": "imagenet:/x",
                 "epochs": 1,
                 "framework": "jax",
-                "input_dtype": "uint8",
+                "input_dtypes": ("float32", "uint8"),
             },
             "input_dtype: jax's input pipeline sends float32; uint8 normalised on the device is",
         ),
-        ({"workload": "tiny", "input_dtype": "int4"}, "input_dtype: 'int4' is not allowed"),
+        ({"workload": "tiny", "input_dtypes": ("int4",)}, "input_dtype: 'int4' is not allowed"),
         (  # a lever that does not apply here, said by the platform (Platform.pin_memory_unfit)
-            {"workload": "tiny", "data": "loader", "pin_memory": "on", "device": "cpu"},
+            {"workload": "tiny", "data": "loader", "pin_memories": ("off", "on"), "device": "cpu"},
             "pin_memory: cpu has no copy from page-locked host memory to speed up",
         ),
         (
-            {"workload": "tiny", "pin_memory": "off"},
+            {"workload": "tiny", "pin_memories": ("off",)},
             "pin_memory: host memory of a loader's batches; it needs --data loader",
         ),
+        (  # JPEGs decoded on the device: not on the CPU, said by the platform
+            {"workload": "cnn-s", "data": "imagenet:/x", "epochs": 1, "decodes": ("cpu", "device")},
+            "decode: cpu has no JPEG decoder of its own that bench drives",
+        ),
+        (  # nor where nothing is a JPEG
+            {
+                "workload": "cnn-s",
+                "data": "cifar10:/x",
+                "epochs": 1,
+                "decodes": ("device",),
+                "device": "cuda",
+            },
+            "decode: device decodes a dataset's JPEG files; it needs --data imagenet:PATH",
+        ),
+        (
+            {"workload": "tiny", "data": "loader", "decodes": ("device",), "device": "cuda"},
+            "decode: device decodes a dataset's JPEG files; it needs --data imagenet:PATH",
+        ),
+        (
+            {
+                "workload": "cnn-s",
+                "data": "imagenet:/x",
+                "epochs": 1,
+                "framework": "jax",
+                "decodes": ("device",),
+                "device": "cuda",
+            },
+            "decode: jax's input pipeline decodes on the host; JPEGs decoded on the device",
+        ),
+        ({"workload": "tiny", "decodes": ("gpu",)}, "decode: 'gpu' is not allowed"),
         ({"workload": "tiny", "data": "disk"}, "data: 'disk' is not allowed"),
         ({"workload": "tiny", "batch_sizes": (8, 8)}, "without repeats"),
         ({"workload": "tiny", "repeats": 0}, "repeats: 0"),
@@ -166,3 +196,19 @@ def test_the_sweep_axes_are_declared_once_and_every_config_reads_them():
     config = RunConfig(workload="tiny", batch_sizes=(1, 2), precisions=("fp32", "bf16"))
     assert [(p.precision, p.batch_size) for p in config.points()] == [
         ("fp32", 1), ("fp32", 2), ("bf16", 1), ("bf16", 2)]  # fmt: skip
+
+
+def test_a_lever_refused_names_the_workloads_whose_spec_takes_it(monkeypatch):
+    """bench.config.levers names no workload: a new one whose spec shards with FSDP2 and
+    keeps its blocks where checkpointing finds them is named with no other file edited."""
+    from bench.config import discovery
+
+    specs = dict(discovery.workloads())
+    specs["new-decoder"] = dataclasses.replace(specs["gpt2"], name="new-decoder")
+    monkeypatch.setattr(discovery, "workloads", lambda: specs)
+    with pytest.raises(UsageError, match=r"applies to the decoders \(gpt2, .*, new-decoder\)$"):
+        RunConfig(workload="tiny", activation_checkpointings=("full",))
+    with pytest.raises(UsageError, match=r"with FSDP2 \(gpt2, .*, new-decoder\); resnet50 "):
+        RunConfig(workload="resnet50", precisions=("fp8",))
+    with pytest.raises(UsageError, match=r"does not take it; it applies to gpt2, .*, new-decoder$"):
+        RunConfig(workload="tiny", attentions=("math",))

@@ -70,5 +70,7 @@ def test_a_run_on_uint8_batches_trains_and_records_its_levers(tmp_path):
                      "--output-dir", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = only_result(tmp_path / "out")
-    assert (doc["config"]["input_dtype"], doc["config"]["pin_memory"]) == ("uint8", "off")
+    assert (doc["config"]["input_dtypes"], doc["config"]["pin_memories"]) == (["uint8"], ["off"])
+    assert {(p["input_dtype"], p["pin_memory"], p["decode"]) for p in doc["points"]} == {
+        ("uint8", "off", "cpu")}  # fmt: skip
     assert doc["points"][0]["status"] == "ok" and doc["points"][0]["input_wait_share"]

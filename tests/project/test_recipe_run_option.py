@@ -58,8 +58,8 @@ RUN_OPTIONS = (*RUN_OPTIONS, RunOption(
     stored=Stored.one_of(WIDGETS, since={NOW + 1}, older="off"),
 ))
 """
-RUN_FIELD = '    widgets: tuple[str, ...] = ("off",)\n'
-POINT_FIELD = '    widget: str = "off"\n'
+RUN_FIELD = '    widgets: tuple[str, ...] = run_default("widgets")\n'
+POINT_FIELD = '    widget: str = point_default("widget")\n'
 SCHEMA = f"SCHEMA_VERSION = {NOW + 1}  # {NOW + 1}: points gain `widget`, configs `widgets`\n"
 
 # What the copy is asked, in a process of its own (its bench, not this one's).

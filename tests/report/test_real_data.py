@@ -25,11 +25,21 @@ def _real(throughputs, wait_share, **config):
     p = res.points[0]
     waits = tuple(tuple(t * (wait_share + 0.01 * r) for t in steps)
                   for r, steps in enumerate(p.step_times_s))  # fmt: skip
-    workers = config.pop("num_workers", 0)  # a sweep axis: the point's, and the config's
-    res.points[0] = replace(p, input_wait_s=waits, num_workers=workers)
-    res.config = RunConfig(workload="resnet50", data="imagenet:/data/imagenet", epochs=2,
-                           workers=(workers,), **config)  # fmt: skip
+    # the input pipeline's sweep axes: the point's value, and the config's list of it
+    axes = {one: config.pop(one) for one in FEED_AXES if one in config}
+    res.points[0] = replace(p, input_wait_s=waits, **axes)
+    res.config = RunConfig(
+        workload="resnet50",
+        data="imagenet:/data/imagenet",
+        epochs=2,
+        **{FEED_AXES[one]: (v,) for one, v in axes.items()},
+        **config,
+    )
     return res
+
+
+FEED_AXES = {"num_workers": "workers", "input_dtype": "input_dtypes",
+             "pin_memory": "pin_memories", "decode": "decodes"}  # fmt: skip
 
 
 def _comparison():
@@ -89,13 +99,15 @@ def test_the_pairs_reach_compare_s_json_markdown_and_the_report_page(monkeypatch
 
 
 def test_every_input_pipeline_lever_names_its_row_and_none_the_synthetic_twin_s():
-    """--input-dtype and --pin-memory are input pipeline options (RunOption.feeds): each
-    names the real run's row here, and is left out of the configuration it pairs on."""
+    """--input-dtype, --pin-memory and --decode are input pipeline options
+    (RunOption.feeds): each names the real run's row here, and is left out of the
+    configuration it pairs on."""
     synthetic = machine(V100, [point(64, SYNTHETIC)])
     lever = _real(REAL, 0.05, num_workers=2, input_dtype="uint8", pin_memory="off",
-                  device="cuda")  # fmt: skip
+                  decode="device", device="cuda")  # fmt: skip
     [row] = cmp.compare([(Path("s.json"), synthetic), (Path("u.json"), lever)], None).real_data
-    assert row.data == "data=imagenet · num-workers=2 · input-dtype=uint8 · pin-memory=off"
+    assert row.data == ("data=imagenet · num-workers=2 · input-dtype=uint8 · pin-memory=off · "
+                        "decode=device")  # fmt: skip
     assert row.key.setup == ""
 
 

@@ -96,7 +96,12 @@ def test_the_file_is_written_after_every_point(tmp_path):
     assert seen == [1, 2]
 
 
-def test_flops_are_counted_once_per_shape_in_a_child_of_their_own(tmp_path):
+def test_flops_are_counted_once_per_shape_in_a_child_of_their_own(tmp_path, monkeypatch):
+    """Where the shipped table lacks the shape (or another PyTorch release made it), a
+    child of its own counts it, once for all points of that shape."""
+    from bench.result import catalog
+
+    monkeypatch.setattr(catalog, "reference_flops", lambda workload, shape: None)
     child = FakeChild(lambda point, n: ok_response())
     outcome = Runner(
         RunConfig(workload="tiny", batch_sizes=(4, 8), precisions=("fp32", "bf16")),
@@ -108,7 +113,8 @@ def test_flops_are_counted_once_per_shape_in_a_child_of_their_own(tmp_path):
     assert outcome.points[0].achieved_flops == pytest.approx(2e6 * 4 / 0.1)
 
 
-def test_a_failed_flop_count_leaves_flops_unknown_not_the_point_failed(tmp_path):
+def test_a_failed_flop_count_leaves_flops_unknown_not_the_point_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr("bench.result.catalog.reference_flops", lambda workload, shape: None)
     child = FakeChild(lambda point, n: ok_response(), flops=None)
     outcome = Runner(RunConfig(workload="tiny"), tmp_path, spawn=child).run()
     assert outcome.points[0].status == "ok" and outcome.points[0].achieved_flops is None
@@ -543,14 +549,12 @@ def test_a_guess_past_the_memory_still_ends_in_the_probed_boundary(tmp_path):
     assert {p.batch_size: p.status for p in search.probes}[low] == "ok"
 
 
-@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
-def test_an_xla_run_reads_the_reference_flops_table_without_a_child(
-    tmp_path, monkeypatch, framework
-):
-    """JAX and TensorFlow record PyTorch's count as their model FLOPs: where bench's table
-    has the workload at this shape, no child is started for it (a PyTorch child took ~9 s
-    on a CPU, a JAX one compiles the whole step); where it has not, the PyTorch child
-    still counts it."""
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_a_run_reads_the_reference_flops_table_without_a_child(tmp_path, monkeypatch, framework):
+    """Every framework records PyTorch's count as its model FLOPs: where bench's table
+    has the workload at this shape (and, for PyTorch, this release counted it), no child
+    is started for it (a PyTorch child took ~9 s on a CPU, a JAX one compiles the whole
+    step); where it has not, the PyTorch child still counts it."""
     from bench.result import catalog
 
     child = FakeChild(lambda p, n: ok_response(), flops=1.0)

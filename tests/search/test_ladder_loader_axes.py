@@ -160,3 +160,97 @@ def test_tune_s_winner_command_names_the_data_and_the_workers():
     line = command_line(best, config)
     assert "--data loader" in line and "--num-workers 2 --prefetch-factor 4" in line
     assert "--num-workers" not in command_line(Point(batch_size=8, precision="fp32"), config)
+
+
+# --- the batch's dtype, pinned memory and the device's decode (schema 20) ---------------
+
+IMAGENET = {"workload": "cnn-s", "data": "imagenet:/x", "epochs": 1}
+
+
+def test_a_sweep_of_dtypes_and_pinning_is_a_point_each_recording_its_own(tmp_path):
+    config = config_from_args(parse_run(["cnn-s", "--data", f"imagenet:{tmp_path}", "--epochs",
+                                         "1", "--input-dtype", "float32,uint8",
+                                         "--pin-memory", "off", "--batch-size", "8"]))  # fmt: skip
+    assert (config.input_dtypes, config.pin_memories, config.decodes) == (
+        ("float32", "uint8"), ("off",), ("cpu",))  # fmt: skip
+    points = [(p.input_dtype, p.pin_memory, p.decode) for p in config.points()]
+    assert points == [("float32", "off", "cpu"), ("uint8", "off", "cpu")]
+    float32, uint8 = config.points()
+    measured = Point(batch_size=8, precision="fp32", input_dtype="uint8", pin_memory="off")
+    assert Runner._same(measured, uint8) and not Runner._same(measured, float32)
+
+
+def test_a_v19_file_s_points_read_its_config_s_dtype_and_pinning(tmp_path):
+    doc = MIGRATIONS[18](_v18_document())  # cnn-s on cifar10, as bench 19 wrote it
+    assert doc["schema_version"] == 19 and doc["config"]["workers"] == [1]
+    doc["config"]["input_dtype"], doc["config"]["pin_memory"] = "uint8", "off"
+    assert all("input_dtype" not in p for p in doc["points"])
+    path = tmp_path / "v19.json"
+    path.write_text(json.dumps(doc))
+    loaded = result.load(path)
+    assert (loaded.config.input_dtypes, loaded.config.pin_memories) == (("uint8",), ("off",))
+    assert loaded.config.decodes == ("cpu",)
+    assert {(p.input_dtype, p.pin_memory, p.decode) for p in loaded.points} == {
+        ("uint8", "off", "cpu")}  # fmt: skip
+    # an older file, which knew no such levers, reads their defaults
+    assert {(p.input_dtype, p.pin_memory, p.decode) for p in result.load(FIXTURE_V8).points} == {
+        ("float32", None, "cpu")}  # fmt: skip
+
+
+def uint8_helps(point, n):
+    jitter = 1 + 0.005 * (n % 3 - 1)
+    rate = speed(point) * (1.4 if point.input_dtype == "uint8" else 1.0)
+    return ok_response(step_s=point.batch_size / (rate * jitter))
+
+
+def test_on_a_dataset_the_ladder_keeps_uint8_when_faster_and_skips_what_the_cpu_lacks(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(ladder, "loader_workers", lambda: (1,))
+    config = RunConfig(**IMAGENET, batch_sizes=(128,), repeats=3)
+    outcome = LadderRunner(config, tmp_path, spawn=FakeChild(uint8_helps)).run()
+    rungs = {r["rung"]: r for r in outcome.ladder}
+    assert [r for r in rungs if r in ("input uint8", "pin memory on", "decode on the device")] == [
+        "input uint8", "pin memory on", "decode on the device"]  # fmt: skip
+    assert (
+        rungs["input uint8"]["kept"] is True
+        and rungs["input uint8"]["point"]["input_dtype"] == "uint8"
+    )
+    # where the platform says the lever does not apply: skipped in its one line
+    pin, decode = rungs["pin memory on"], rungs["decode on the device"]
+    assert pin["kept"] is None and pin["why"].startswith("skipped: pin_memory: cpu has no copy")
+    assert decode["kept"] is None
+    assert decode["why"].startswith("skipped: decode: cpu has no JPEG decoder of its own")
+    assert {p.decode for p in outcome.points} == {"cpu"}  # never run where it cannot
+
+
+def test_the_ladder_skips_uint8_in_one_line_where_no_dataset_of_images_feeds(tmp_path):
+    config = RunConfig(workload="tiny", data="loader", batch_sizes=(128,), repeats=1)
+    outcome = LadderRunner(config, tmp_path, spawn=FakeChild(plain_answer)).run()
+    rungs = {r["rung"]: r for r in outcome.ladder}
+    assert rungs["input uint8"]["kept"] is None
+    assert "input_dtype: uint8 is a dataset's pixels" in rungs["input uint8"]["why"]
+    assert "decode: device decodes a dataset's JPEG files" in rungs["decode on the device"]["why"]
+
+
+def test_on_a_gpu_the_pin_rung_tries_what_the_platform_does_not_by_default():
+    cpu = dict(ladder.feed_rungs(next(iter(RunConfig(**IMAGENET).points()))))
+    gpu = dict(ladder.feed_rungs(next(iter(RunConfig(**IMAGENET, device="cuda").points()))))
+    assert cpu["pin memory on"] == {"pin_memory": "on"}
+    assert gpu["pin memory off"] == {"pin_memory": "off"}  # CUDA pins by default
+
+
+def test_tune_searches_dtype_pinning_and_decode_only_where_they_apply(monkeypatch):
+    monkeypatch.setattr(ladder, "loader_workers", lambda: (1,))
+    cpu = tune.default_axes(RunConfig(**IMAGENET), set())
+    assert cpu["input_dtypes"] == ("float32", "uint8")
+    assert "pin_memories" not in cpu and "decodes" not in cpu  # the CPU has neither
+    loader = tune.default_axes(RunConfig("tiny", data="loader"), set())
+    assert not {"input_dtypes", "decodes", "pin_memories"} & set(loader)
+    from bench.frameworks import _torch_decode
+
+    monkeypatch.setattr(_torch_decode, "missing", lambda: None)  # a CUDA torchvision
+    gpu = tune.default_axes(RunConfig(**IMAGENET, device="cuda"), set())
+    assert gpu["pin_memories"] == (None, "off") and gpu["decodes"] == ("cpu", "device")
+    monkeypatch.setattr(_torch_decode, "missing", lambda: "decode: no nvJPEG here")
+    assert "decodes" not in tune.default_axes(RunConfig(**IMAGENET, device="cuda"), set())

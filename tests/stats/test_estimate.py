@@ -123,7 +123,7 @@ def test_a_small_ratio_keeps_two_significant_digits_as_the_page_shows_it():
 def test_a_ratio_and_its_interval_keep_the_digits_that_tell_them_apart():
     """report.md printed a CPU at 0.0020x of a GPU as '0.00x', and a tight interval as
     '1.10x [1.10x–1.10x]', which reads as no spread at all."""
-    from bench.report.htmlpage import ratio
+    from bench.report.words import ratio
     from bench.util.units import ratio_with_interval
 
     assert ratio({"rel": 0.00196}) == "0.0020x (no interval)"

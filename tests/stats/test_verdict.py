@@ -40,6 +40,18 @@ def test_an_estimate_on_the_margin_cannot_be_settled_by_any_practical_number():
     assert judge(1.0, (0.95, 1.05), n=3).settle_n == 20 < PRACTICAL_N
 
 
+def test_the_sentence_and_the_words_after_a_figure_say_one_verdict():
+    """The sentence leads with the verdict and puts its interval before why it cannot
+    tell; the report's words follow a figure written its own way (bench.report.words)."""
+    times = "{:.1f}x".format
+    said = judge(0.68, (0.31, 1.03), n=3)
+    assert said.words(0.68, times) == "cannot tell: about 8 repeats a side would likely settle it"
+    assert judge(0.5, (0.45, 0.55), n=5).words(0.5, times) == "2.0x slower"
+    sequential = judge(1.0, (0.9, 1.1), n=3, sequential=True)  # names no repeats either way
+    assert sequential.words(1.0, times) == CANNOT_TELL
+    assert sequential.sentence() == "cannot tell (sequential 95% CI 0.90x to 1.10x)"
+
+
 @pytest.mark.parametrize(
     "ratio, interval", [(1.0, (0.0, 1.0)), (1.0, (1.1, 1.2)), (float("nan"), (0.9, 1.1))]
 )
