@@ -192,7 +192,7 @@ def tests(session: nox.Session) -> None:
     # pytest-xdist, one worker per CPU (at most 4: each test's children use threads of
     # their own); `nox -s tests -- -n 0` runs them in one process.
     session.run("pytest", "-m", "not full", "-n", "auto", "--maxprocesses", "4",
-                *session.posargs, env=TEST_ENV)  # fmt: skip
+                "--durations", "15", *session.posargs, env=TEST_ENV)  # fmt: skip
 
 
 @nox.session(default=False)
@@ -205,8 +205,9 @@ def tests_full(session: nox.Session) -> None:
     # none); here again, once .ci/run has installed them.
     # Two pytest-xdist workers, as the fast tier: most of a full test's time is a child
     # starting (imports, a FLOP count), not both cores busy. `-- -n 0`: one process.
+    # --durations: each CI log names the tests that set the tier's time.
     session.run("pytest", "-m", "full or os_packages", "-n", "auto", "--maxprocesses", "2",
-                *session.posargs, env=TEST_ENV)  # fmt: skip
+                "--durations", "25", *session.posargs, env=TEST_ENV)  # fmt: skip
 
 
 @nox.session
