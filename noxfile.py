@@ -220,7 +220,10 @@ def lint(session: nox.Session) -> None:
     session.install("--no-deps", "torch", "torchvision", "pillow", *CONSTRAINTS)
     session.run("ruff", "format", "--check", *PYTHON_SOURCES)
     session.run("ruff", "check", *PYTHON_SOURCES)
-    session.run("mypy")
+    # mypy's cache lives beside uv's, outside the checkout: a fresh clone on this machine
+    # re-checks what changed (mypy compares each file's hash) in seconds, not 50 s cold.
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench" / "mypy"
+    session.run("mypy", "--cache-dir", str(cache))
     session.run("hadolint", str(DOCKERFILE))
 
 
