@@ -67,15 +67,31 @@ def split_loader(
     its `workers` processes decoding and augmenting on the host: what a run on real data
     trains from (TorchSession) and what `bench loader` times alone. raw: batches of uint8
     pixels, not normalised (--input-dtype uint8)."""
+    return ordered_loader(
+        SplitSamples(split, seed, epoch, train, raw), split, batch_size, seed=seed,
+        epoch=epoch, train=train, workers=workers, pin_memory=pin_memory,
+        prefetch_factor=prefetch_factor, rank=rank, ranks=ranks,
+    )  # fmt: skip
+
+
+def ordered_loader(
+    samples: Any, split: datasets.Split, batch_size: int, *, seed: int, epoch: int,
+    train: bool, workers: int, pin_memory: bool, prefetch_factor: int | None = None,
+    rank: int = 0, ranks: int = 1, collate_fn: Callable[[Any], Any] | None = None,
+) -> Any:  # fmt: skip
+    """PyTorch's DataLoader over `samples` (a map-style dataset of the split) in batches
+    of the shared order (bench.datasets.pipeline): the host's decode (split_loader) and
+    the device's (bench.frameworks._torch_decode) read the same indices."""
     import torch
 
     return torch.utils.data.DataLoader(
-        SplitSamples(split, seed, epoch, train, raw),  # type: ignore[arg-type]
+        samples,
         batch_sampler=[c.tolist() for c in pipeline.indices(
             split, batch_size, seed, epoch, train, rank, ranks)],
         num_workers=workers,
         pin_memory=pin_memory,
         prefetch_factor=prefetch(workers, prefetch_factor),
+        collate_fn=collate_fn,
     )  # fmt: skip
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from bench.datasets import DatasetError, pipeline
 from bench.datasets.untrusted import reason, shown
+from bench.frameworks._torch_data import ordered_loader
 from bench.frameworks._torch_data import pins as pins_memory
-from bench.frameworks._torch_data import prefetch
 from bench.util.errors import UsageError
 
 if TYPE_CHECKING:
@@ -102,16 +102,10 @@ def loader(
 ) -> Any:  # fmt: skip
     """PyTorch's DataLoader over a split in the shared order, its workers reading files,
     not decoding them: batches for `decode_batch`."""
-    import torch
-
-    return torch.utils.data.DataLoader(
-        EncodedSamples(split, seed, epoch, train),  # type: ignore[arg-type]
-        batch_sampler=[c.tolist() for c in pipeline.indices(
-            split, batch_size, seed, epoch, train, rank, ranks)],
-        num_workers=workers,
-        pin_memory=pin_memory,
-        prefetch_factor=prefetch(workers, prefetch_factor),
-        collate_fn=collate,
+    return ordered_loader(
+        EncodedSamples(split, seed, epoch, train), split, batch_size, seed=seed, epoch=epoch,
+        train=train, workers=workers, pin_memory=pin_memory, prefetch_factor=prefetch_factor,
+        rank=rank, ranks=ranks, collate_fn=collate,
     )  # fmt: skip
 
 
