@@ -10,7 +10,9 @@ a container without --init: the kernel drops signals PID 1 has no handler for.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import threading
 from collections.abc import Iterator
 from types import FrameType
 
@@ -49,3 +51,32 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block a stop signal waits, and is delivered as the block ends. Around
+    starting a child inside the `try` that stops it: a signal that lands while the child
+    starts then comes once the caller holds the child, never between (which left a child
+    running after bench had exited). Off the main thread, where no handler can be set, the
+    block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = {signum: signal.signal(signum, hold) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        if caught:  # as if it came now: the handler in place before, or the default action
+            signum, old = caught[0], previous[caught[0]]
+            if callable(old):
+                old(signum, None)
+            elif old == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 import pytest
 
@@ -167,3 +167,63 @@ def test_only_a_point_training_to_a_loss_waits_for_its_answer_and_only_what_trai
     assert isinstance(kept, launchers.Stopped) and kept.exit_code == 128 + signal.SIGTERM
     assert process.grace_s(time.monotonic(), None) == process.ANSWER_GRACE_S
     assert process.grace_s(time.monotonic() - 50, 60) == pytest.approx(10, abs=1)
+
+
+# --- a stop that lands while a child starts -------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2] != "Z"
+
+
+class _SignalledPopen(subprocess.Popen):
+    """A Popen that, once its child runs, gets the parent a SIGTERM: a stop that lands
+    while bench starts a point's child (CI saw one leave the child running)."""
+
+    started: ClassVar[list[subprocess.Popen]] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _SignalledPopen.started.append(self)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("launcher", ["process", "torchrun", "probing"])
+def test_a_stop_while_a_child_starts_leaves_no_child(monkeypatch, launcher):
+    """Before, the stop was raised between the child's start and the `try` that stops it:
+    bench exited and the child ran on."""
+    from bench.run.launchers import torchrun
+
+    _SignalledPopen.started = []
+    monkeypatch.setattr(subprocess, "Popen", _SignalledPopen)
+    point = PointConfig("tiny", batch_size=4, devices=2 if launcher == "torchrun" else None)
+    spawn = {
+        "process": process.spawn_worker,
+        "torchrun": torchrun.spawn_ranks,
+        "probing": lambda point, job, progress: launchers.ProbingChild().probe(point, progress),
+    }[launcher]
+    with pytest.raises(stopping.Interrupted), stopping.stop_on_signals():
+        spawn(point, "measure", lambda *a: None)
+    (child,) = _SignalledPopen.started
+    assert child.returncode is not None and not _alive(child.pid)
+
+
+def test_a_deferred_stop_comes_as_the_block_ends_and_not_off_the_main_thread():
+    order = []
+    with pytest.raises(stopping.Interrupted), stopping.stop_on_signals():
+        with stopping.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # a handler would have run by now
+            order.append("block ended")
+        order.append("after")  # never: the stop comes as the block ends
+    assert order == ["block ended"]
+    done = []
+    worker = threading.Thread(target=lambda: done.append(stopping.deferred().__enter__()))
+    worker.start()
+    worker.join()
+    assert done == [None]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from bench.config.run_config import PointConfig
 from bench.result.response import Response
-from bench.run import oomkill, runtime
+from bench.run import oomkill, runtime, stopping
 from bench.run.launchers import process
 
 Progress = Callable[[str, int, int], None]
@@ -61,15 +61,12 @@ class ProbingChild:
         if not self.alive:
             raise RuntimeError("this probing child has ended; start another")
         self._progress = on_progress
-        if self._started is None:
-            child_runtime = runtime.child_runtime(
-                point.allocator, point.openmp, point.numa, dict(os.environ)
-            )
-            child, pipe, output = process.start_worker(child_runtime, lambda *a: self._progress(*a))
-            self._started = _Started(child, pipe, output, child_runtime)
-        started = self._started
         oom_kills = oomkill.count()
         try:
+            if self._started is None:
+                with stopping.deferred():  # a stop while it starts comes once it is held
+                    self._started = self._start(point)
+            started = self._started
             process.ask(started.child, point, "probe")
             answer = started.pipe.answers.get(timeout=self.timeout_s)
         except queue.Empty:
@@ -89,6 +86,13 @@ class ProbingChild:
         if answer.status == "error":  # the child ends after an error that is not memory
             self.close()
         return process.with_runtime(answer, started.runtime)
+
+    def _start(self, point: PointConfig) -> _Started:
+        child_runtime = runtime.child_runtime(
+            point.allocator, point.openmp, point.numa, dict(os.environ)
+        )
+        child, pipe, output = process.start_worker(child_runtime, lambda *a: self._progress(*a))
+        return _Started(child, pipe, output, child_runtime)
 
     def close(self, kill: bool = False) -> None:
         """End the child: its stdin closed (it exits, as a child whose parent is gone),

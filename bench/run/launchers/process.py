@@ -216,17 +216,20 @@ def spawn_worker(
 ) -> Response:
     """Run `python -m bench.child.worker` for one point and return its response; `runtime`:
     its environment and command prefix (bench.run.runtime), else the parent's."""
-    child, pipe, output = start_worker(runtime, on_progress)
     oom_kills = oomkill.count()
-    started, interrupt = time.monotonic(), None
+    started, interrupt, child = time.monotonic(), None, None
     try:
+        with stopping.deferred():  # a stop while it starts comes once `child` is set
+            child, pipe, output = start_worker(runtime, on_progress)
         ask(child, point, job)
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+        child.kill()  # type: ignore[union-attr]
+        child.wait()  # type: ignore[union-attr]
         return timed_out(timeout_s)
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the child before giving up the point
+        if child is None:  # it never started
+            raise
         if not (isinstance(stop, KeyboardInterrupt) and answers_a_stop(point, job)):
             child.kill()
             child.wait()
@@ -238,10 +241,11 @@ def spawn_worker(
             child.kill()
             child.wait()
     finally:
-        with contextlib.suppress(OSError):
-            child.stdin.close()  # type: ignore[union-attr]
-        pipe.join(timeout=5)
-        output.join(timeout=5)
+        if child is not None:
+            with contextlib.suppress(OSError):
+                child.stdin.close()  # type: ignore[union-attr]
+            pipe.join(timeout=5)
+            output.join(timeout=5)
     if interrupt is not None:
         raise stopped(interrupt, pipe.response)
     if pipe.response is not None:

@@ -51,7 +51,7 @@ from typing import Any
 from bench.config.run_config import PointConfig
 from bench.parallel.ranks import TOKEN_ENV, rdzv_token
 from bench.result.response import Response, read_answer
-from bench.run import compiler_cache, oomkill
+from bench.run import compiler_cache, oomkill, stopping
 from bench.run.launchers import process
 from bench.run.launchers.process import CRASH_MARKS, OutputTail, read_protocol
 from bench.run.runtime import ChildRuntime
@@ -345,26 +345,29 @@ def spawn_ranks(
     }
     env.pop("BENCH_REPORT_FD", None)
     oom_kills = oomkill.count()
-    child = subprocess.Popen(
-        [*runtime.prefix, *command(point)],
-        stdin=subprocess.PIPE,  # never written: the ranks' lifeline (end-of-file = parent gone)
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        start_new_session=True,  # a group of its own: a lingering torchrun is killed whole
-    )
-    output = OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
-    output.start()
-    started, interrupt = time.monotonic(), None
+    started, interrupt, child = time.monotonic(), None, None
     try:
+        with stopping.deferred():  # a stop while it starts comes once `child` is set
+            child = subprocess.Popen(
+                [*runtime.prefix, *command(point)],
+                stdin=subprocess.PIPE,  # never written: the ranks' lifeline (end-of-file)
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+                start_new_session=True,  # a group of its own: a lingering torchrun dies whole
+            )
+            output = OutputTail(child.stdout, lines=80)  # type: ignore[arg-type]
+            output.start()
         code = child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _stop(child)
+        _stop(child)  # type: ignore[arg-type]
         output.join(timeout=5)
         timed_out = f"timed out after {timeout_s:g} s; torchrun said:\n{output.text()}"
         return read_answer({"status": "error", "error": timed_out, "devices": point.ranks})
     except BaseException as stop:  # Ctrl-C, SIGTERM: stop the ranks before giving up the point
+        if child is None:  # it never started
+            raise
         if not (
             isinstance(stop, KeyboardInterrupt)
             and process.answers_a_stop(point, job)
@@ -377,10 +380,11 @@ def spawn_ranks(
             _stop(child)
         code = child.wait()
     finally:
-        with contextlib.suppress(OSError):
-            child.stdin.close()  # type: ignore[union-attr]
         listener.close()
-        output.join(timeout=5)
+        if child is not None:
+            with contextlib.suppress(OSError):
+                child.stdin.close()  # type: ignore[union-attr]
+            output.join(timeout=5)
     killer = oomkill.evidence(oom_kills, oomkill.count())
     response = outcome(point, code, listener.ranks, output.text(), killer)
     if interrupt is not None:
