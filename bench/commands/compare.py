@@ -209,10 +209,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     require_extra("report", "altair", "vl_convert")
-    from bench.report import page
+    from bench.report import page, vega
 
     output = args.output if args.output is not None else default_report_folder(args.paths)
     files.require_own_dir(output, "output")  # never a link or another user's folder
-    for path in page.write_report(_comparison(args), output, args.train_epochs, args.train_tokens):
+    with vega.Renderers() as renderers:  # they load V8 while the results are read
+        comparison = _comparison(args)
+        written = page.write_report(
+            comparison, output, args.train_epochs, args.train_tokens, renderers
+        )
+    for path in written:
         print(path)  # report.html last
     return 0

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.report import vega
 from bench.report.tidy import Tidy
 from bench.report.views import View, coloured
 from bench.util import files
@@ -53,17 +52,16 @@ def figures(t: Tidy, views: list[View]) -> list[Figure]:
     return made
 
 
-def write(folder: Path, t: Tidy, views: list[View]) -> tuple[list[Path], list[str]]:
-    """Each figure as NAME.svg and NAME.png in `folder`: the files, and the names."""
-    written, names = [], []
-    for figure in figures(t, views):
-        svg, png = vega.render(figure.spec)
-        for path, data in ((folder / f"{figure.name}.png", png),
-                           (folder / f"{figure.name}.svg", svg.encode())):  # fmt: skip
+def write(folder: Path, drawn: dict[str, tuple[str, bytes]], names: list[str]) -> list[Path]:
+    """Each figure drawn (bench.report.vega.Renderers) as NAME.png and NAME.svg in
+    `folder`, in the page's order: the files."""
+    written = []
+    for name in names:
+        svg, png = drawn[name]
+        for path, data in ((folder / f"{name}.png", png), (folder / f"{name}.svg", svg.encode())):
             files.replace(path, data)
             written.append(path)
-        names.append(figure.name)
-    return written, names
+    return written
 
 
 def drawn_rows(t: Tidy, view: View) -> tuple[list[dict[str, Any]], list[str]]:

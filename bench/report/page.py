@@ -11,11 +11,12 @@ tables of report.md and puts the files together.
 
 from __future__ import annotations
 
+import contextlib
 import html
 from pathlib import Path
 
 from bench import registry
-from bench.report import figures, htmlpage, tidy, views
+from bench.report import figures, htmlpage, tidy, vega, views
 from bench.report.compare import Cell, Comparison, training_cost
 from bench.report.grids import (
     ACCURACY_CAPTION,
@@ -143,14 +144,23 @@ def write_report(
     folder: Path,
     train_epochs: float = 90,
     train_tokens: float = TRAIN_TOKENS,
+    renderers: vega.Renderers | None = None,
 ) -> list[Path]:
-    """The figures (PNG, SVG), report.html (self-contained) and report.md in `folder`."""
+    """The figures (PNG, SVG), report.html (self-contained) and report.md in `folder`;
+    the figures drawn by `renderers` (else by children started here) while the page is
+    written."""
     registry.require("bench report", "altair", "vl_convert")  # one line, not a traceback
     folder.mkdir(parents=True, exist_ok=True)
     t = tidy.tidy(comparison)
     shown = views.views(t)
-    written, made = figures.write(folder, t, shown)
-    md, page = texts(comparison, made, train_epochs, t, train_tokens, shown)
+    made = figures.figures(t, shown)
+    names = [figure.name for figure in made]
+    with contextlib.ExitStack() as stack:
+        if renderers is None:
+            renderers = stack.enter_context(vega.Renderers(len(made)))
+        drawing = renderers.start((figure.name, figure.spec) for figure in made)
+        md, page = texts(comparison, names, train_epochs, t, train_tokens, shown)
+        written = figures.write(folder, drawing.result(), names)
     written.append(folder / "report.md")
     files.replace(written[-1], md)
     written.append(folder / "report.html")

@@ -94,3 +94,48 @@ def test_a_figure_never_grows_past_what_a_png_holds():
 def _png_height(png: bytes) -> int:
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     return int.from_bytes(png[20:24], "big")  # the IHDR: width, then height
+
+
+def test_every_view_is_a_valid_vega_lite_spec():
+    """The report builds its specs unchecked (Altair's check took a second of every
+    report); here each view bench makes from its own example results and test data is
+    checked against Vega-Lite's schema, which a wrong encoding fails."""
+    from altair.vegalite.v6.schema import core
+    from jsonschema import ValidationError
+
+    from bench.report import tidy, views
+    from bench.report.collect import load_all
+
+    root = Path(__file__).resolve().parents[2]
+    checked = set()
+    for paths in ([root / "docs" / "results"], [root / "tests" / "data"]):
+        t = tidy.tidy(cmp.compare(load_all(paths, []), None))
+        for view in views.views(t):
+            core.TopLevelSpec.validate(view.spec)
+            checked.add(view.id)
+    assert len(checked) >= 17, checked  # all but the scaling and accuracy views at least
+    wrong = {**views.views(t)[0].spec, "mark": {"type": "no such mark"}}
+    with pytest.raises(ValidationError):
+        core.TopLevelSpec.validate(wrong)
+
+
+def test_renderers_draw_in_children_and_say_in_one_line_what_they_could_not():
+    """The figures are drawn by child processes while the page is written: what comes
+    back equals a drawing in this process; a spec vl-convert refuses and a child that
+    died are each one line naming the figure, and no child outlives the block."""
+    from bench.report import vega
+    from bench.util.errors import BenchError
+
+    bar = {"data": {"values": [{"a": 1, "b": 2}]}, "mark": "bar",
+           "encoding": {"x": {"field": "a", "type": "quantitative"}}}  # fmt: skip
+    with vega.Renderers(2) as renderers:
+        children = list(renderers._children)
+        drawn = renderers.start([("bar", bar), ("bar2", {**bar, "mark": "point"})]).result()
+        assert drawn["bar"] == vega.render(bar) and set(drawn) == {"bar", "bar2"}
+        with pytest.raises(BenchError, match=r"^bench report: could not draw the figure bad: "):
+            renderers.start([("bad", {**bar, "mark": "no such mark"})]).result()
+    assert all(child.poll() is not None for child in children)
+    with vega.Renderers(1) as renderers:
+        renderers._children[0].kill()
+        with pytest.raises(BenchError, match=r"figure bar: its renderer ended \(exit status -9\)"):
+            renderers.start([("bar", bar)]).result()

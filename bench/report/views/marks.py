@@ -59,7 +59,7 @@ def tooltips(*extra: tuple[str, str]) -> list[Any]:
 
 
 def as_spec(chart: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = chart.to_dict()
+    spec: dict[str, Any] = chart.to_dict(validate=False)  # checked by the tests
     spec.pop("$schema", None)
     spec["config"] = {
         "view": {"continuousWidth": WIDTH, "continuousHeight": 220, "stroke": None},
