@@ -19,15 +19,16 @@ FULL_ONLY = ("tensorflow", "keras", "jax", "flax", "optax", "mlx", "sky", "timm"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The full tier: every slow test, and every test parametrized on TensorFlow, JAX or MLX.
-    The README's verbatim install (minutes, mostly pip unpacking PyTorch) goes first, so
-    that under pytest-xdist (nox -s tests) one worker starts it while the others take the
-    rest, rather than the suite ending on it alone."""
+    The README's verbatim install (minutes, mostly pip unpacking PyTorch) goes first, then
+    the tests marked long, so that under pytest-xdist one worker starts each while the
+    others take the rest, rather than a tier ending on one alone (longest first)."""
     for item in items:
         params = getattr(item, "callspec", None)
         ids = params.id if params is not None else ""
         if item.get_closest_marker("slow") or any(f in ids for f in ("tensorflow", "jax", "mlx")):
             item.add_marker(pytest.mark.full)
-    items.sort(key=lambda item: item.get_closest_marker("readme") is None)  # stable
+    items.sort(key=lambda item: (item.get_closest_marker("readme") is None,
+                                 item.get_closest_marker("long") is None))  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -46,6 +46,7 @@ def _torch_count(name: str) -> int:
     return registry.framework("torch").count_parameters(point.spec, point)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_workload_has_the_torch_parameter_count_within_one_percent(framework):
     pytest.importorskip("torch")
@@ -68,6 +69,7 @@ def test_every_workload_has_the_torch_parameter_count_within_one_percent(framewo
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("workload", ["gpt2", "transformer-big"])
 def test_token_models_learn_and_report_tokens_per_second(tmp_path, framework, workload):

@@ -158,6 +158,7 @@ def test_the_grid_holds_what_the_platform_says_is_worth_tuning(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_tune_on_the_cpu_prints_the_winner_as_a_command(tmp_path):
     done = run_bench(
         "tune", "tiny", "--budget", "5m", "--batch-size", "8,16", "--precision", "fp32",

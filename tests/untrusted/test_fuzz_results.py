@@ -332,7 +332,10 @@ def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input,
 
 @pytest.mark.parametrize(
     ("seed", "count"),
-    [pytest.param(7, 25, id="quick"), pytest.param(2029, 300, marks=pytest.mark.slow, id="full")],
+    [
+        pytest.param(7, 25, id="quick"),
+        pytest.param(2029, 200, marks=[pytest.mark.slow, pytest.mark.long], id="full"),
+    ],
 )
 def test_crafted_result_files_never_crash_a_reader(readers, seed, count, record_property):
     started, calls = time.monotonic(), 0

@@ -54,6 +54,7 @@ def test_a_model_built_on_the_meta_device_gets_gpt2_s_initialisation():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_two_cpu_ranks_train_gpt2_sharded_by_fsdp2_with_checkpointed_blocks(tmp_path):
     from tests.conftest import only_result, run_bench
 
@@ -77,6 +78,7 @@ def test_two_cpu_ranks_train_gpt2_sharded_by_fsdp2_with_checkpointed_blocks(tmp_
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_jax_gpt2_recomputes_its_blocks_with_the_same_losses():
     pytest.importorskip("flax")
     seen = {}
