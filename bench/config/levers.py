@@ -111,7 +111,7 @@ def check_float8(cfg: Config, framework: Any, spec: Any) -> None:
     if not framework.float8:
         raise UsageError(
             f"precision: fp8 is not available with {framework.name}; float8 training "
-            "applies to torch (torchao)"
+            f"applies to {_frameworks('float8')}"
         )
     if spec.sharding != "fsdp":
         raise UsageError(

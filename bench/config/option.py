@@ -47,6 +47,11 @@ COMPARED = (ROW, KEY, MATCH, FREE)
 # The stored forms most options share: a count (None: the default), a number of.
 
 
+def _one(value: Any) -> bool:
+    """A sweep's default: a tuple of one value (its help names the value)."""
+    return isinstance(value, tuple) and len(value) == 1
+
+
 @dataclass(frozen=True)
 class RunOption:
     """One option of `bench run` and the config field it sets."""
@@ -93,6 +98,9 @@ class RunOption:
     feeds: bool = False
 
     def __post_init__(self) -> None:
+        if self.help and "{default}" in self.help:  # the default said once: its value
+            shown = self.default[0] if _one(self.default) else self.default
+            object.__setattr__(self, "help", self.help.replace("{default}", str(shown)))
         if self.compared not in COMPARED:
             raise ValueError(
                 f"{self.flags[0]}: compared is one of {COMPARED}, not {self.compared!r}"
@@ -132,7 +140,7 @@ class RunOption:
         default): a row's setup names the value only otherwise, so that an older result,
         which lacks the option and reads its neutral value, joins today's rows."""
         default = self.default
-        if self.sweeps and isinstance(default, tuple) and len(default) == 1:
+        if self.sweeps and _one(default):
             default = default[0]
         return any(value is v or value == v for v in (None, "none", self.off, default))
 

@@ -65,6 +65,9 @@ PIN_MEMORY = ("on", "off")
 # the files' bytes (bench.frameworks._torch_decode).
 DECODES = ("cpu", "device")
 MAX_PAD_VOCAB = 4096  # --pad-vocab's multiple, at most
+# A point's steps by default (None as parsed: --steps is refused beside --epochs), and its
+# warm-up's (None as parsed: 0 in epoch mode or to a target loss).
+STEPS, WARMUP_STEPS = 20, 5
 # `--compile` without a value: the framework's own compiler (torch: inductor, tensorflow: xla).
 DEFAULT_COMPILER = "default"
 
@@ -211,7 +214,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(
         ("--expert-parallel",),
         "mixtures of experts (moe-tiny, olmoe-1b-7b, gpt-oss-20b): split the experts "
-        "over N ranks, tokens exchanged by all-to-all; FSDP2 shards the rest (default 1)",
+        "over N ranks, tokens exchanged by all-to-all; FSDP2 shards the rest (default {default})",
         "expert_parallel",
         whole,
         default=1,
@@ -327,7 +330,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption(
         ("--num-workers",),
-        "input pipeline workers with --data loader or a dataset (default 0: in the "
+        "input pipeline workers with --data loader or a dataset (default {default}: in the "
         "training process); comma-separated for a sweep",
         "workers",
         list_of(strict_int, "num-workers",
@@ -479,9 +482,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         metavar="NAME",
         stored=Stored(*bounds.TEXT_OR_NULL, since=12, older=None),
     ),
-    RunOption(("--warmup-steps",), "unmeasured steps first (default 5; 0 in epoch mode)",
+    RunOption(("--warmup-steps",),
+              f"unmeasured steps first (default {WARMUP_STEPS}; 0 in epoch mode)",
               "warmup_steps", whole, compared=MATCH, stored=COUNT),
-    RunOption(("--steps",), "measured steps (default 20)", "steps", whole, compared=MATCH,
+    RunOption(("--steps",), f"measured steps (default {STEPS})", "steps", whole, compared=MATCH,
               stored=NUMBER_OF),
     RunOption(
         ("--epochs", "--max-epochs"),
@@ -497,7 +501,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               one_length, compared=KEY, stored=COUNT),
     RunOption(
         ("--repeats",),
-        "fresh processes per point (default 1); auto: until the spread is under "
+        "fresh processes per point (default {default}); auto: until the spread is under "
         "--target-rsd, between --min-repeats and --max-repeats",
         "repeats",
         repeats,
@@ -511,7 +515,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               compared=FREE, stored=NUMBER_OF),
     RunOption(
         ("--target-rsd",),
-        "relative standard deviation that ends automatic repeats (default 0.035)",
+        "relative standard deviation that ends automatic repeats (default {default})",
         "target_rsd",
         number,
         default=0.035,
@@ -541,7 +545,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(
         ("--max-batch-step",),
         "the search's resolution: above this batch it probes only its multiples "
-        "(default 8; 1 for the exact batch)",
+        "(default {default}; 1 for the exact batch)",
         "max_batch_step",
         whole,
         default=8,

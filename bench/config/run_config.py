@@ -27,7 +27,7 @@ from bench.config.checks import (
 )
 from bench.config.fields import choice, positive
 from bench.config.levers import MAX_EXPERT_PARALLEL
-from bench.config.options import point_default, run_default
+from bench.config.options import STEPS, WARMUP_STEPS, point_default, run_default
 from bench.config.sweep import AXES, CHECKPOINTING_MODES, MEMORY_FORMATS, NAMES, PRECISIONS
 from bench.config.targets import DECODER_RECIPES, EVAL_UNITS, LOSS_FRAMEWORKS, LOSS_TARGET_FIELDS
 from bench.util.errors import UsageError
@@ -76,8 +76,8 @@ class PointConfig:
     pin_memory: str | None = point_default("pin_memory")
     # Where a dataset's JPEGs are decoded: cpu (the workers) or device
     decode: str = point_default("decode")
-    warmup_steps: int = 5  # a run's None resolved (RunConfig.__post_init__)
-    steps: int = 20
+    warmup_steps: int = WARMUP_STEPS  # a run's None resolved (RunConfig.__post_init__)
+    steps: int = STEPS
     # Epoch mode: `epochs` passes over `epoch_samples` samples
     epochs: int | None = point_default("epochs")
     epoch_samples: int | None = point_default("epoch_samples")
@@ -236,9 +236,9 @@ class RunConfig:
     input_dtypes: tuple[str, ...] = run_default("input_dtypes")
     pin_memories: tuple[str | None, ...] = run_default("pin_memories")
     decodes: tuple[str, ...] = run_default("decodes")
-    # None: 5 steps, or 0 in epoch mode (epoch 1 warms up)
+    # None: WARMUP_STEPS, or 0 in epoch mode (epoch 1 warms up)
     warmup_steps: int | None = run_default("warmup_steps")
-    steps: int = 20  # --steps is None as parsed, to refuse it beside --epochs
+    steps: int = STEPS  # --steps is None as parsed, to refuse it beside --epochs
     epochs: int | None = run_default("epochs")
     epoch_samples: int | None = run_default("epoch_samples")
     seq_len: int | None = run_default("seq_len")
@@ -308,7 +308,7 @@ class RunConfig:
             ref = data_ref.parse(self.data)
             epoch_mode = self.epochs is not None or (ref is not None and ref.source == "dataset")
             to_loss = self.train_to_loss is not None  # every step counts toward the target
-            object.__setattr__(self, "warmup_steps", 0 if epoch_mode or to_loss else 5)
+            object.__setattr__(self, "warmup_steps", 0 if epoch_mode or to_loss else WARMUP_STEPS)
         check_sweep_size(self)  # first: later checks go through the axes' products
         check_common(self)
         for batch in self.batch_sizes:

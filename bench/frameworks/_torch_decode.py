@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.datasets import DatasetError, pipeline
 from bench.datasets.untrusted import reason, shown
-from bench.frameworks._torch_data import ordered_loader
+from bench.frameworks._torch_data import normaliser, ordered_loader
 from bench.frameworks._torch_data import pins as pins_memory
 from bench.util.errors import UsageError
 
@@ -122,8 +122,7 @@ def decoder(
     from torchvision.transforms.v2 import functional as F
 
     height, width = split.size  # type: ignore[attr-defined]
-    mean = torch.tensor(split.mean, device=device).view(1, -1, 1, 1)
-    std = torch.tensor(split.std, device=device).view(1, -1, 1, 1)
+    normalise = normaliser(split, device)  # as a uint8 batch from the host is
 
     def decode(batch: tuple[list[Any], Any, Any, Any, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         data, boxes, flips, labels, indices = batch
@@ -150,8 +149,7 @@ def decoder(
                 max(1, round(right) - left_px), [height, width], antialias=True,
             )  # fmt: skip
             out.append(F.horizontal_flip(crop) if flip else crop)
-        pixels = torch.stack(out).float().div_(255)
-        return (pixels - mean) / std, labels.to(device, non_blocking=True)
+        return normalise(torch.stack(out)), labels.to(device, non_blocking=True)
 
     return decode
 

@@ -218,3 +218,15 @@ def test_tunes_winner_is_every_axis_that_is_on_as_its_option():
         "--memory-format channels_last --compile inductor --optimize fused "
         "--allocator tcmalloc --numa on --threads 2"
     )
+
+
+def test_a_help_names_its_default_from_the_declaration():
+    """'(default {default})' in a help is the option's default, a sweep's one value: the
+    number is written once, where the default is."""
+    assert RunOption(("--n",), "n (default {default})", "n", default=(3,), sweep="n",
+                     stored=COUNT).help == "n (default 3)"  # fmt: skip
+    assert RunOption(("--x",), "x (default {default})", "x", default=0.5,
+                     stored=COUNT).help == "x (default 0.5)"  # fmt: skip
+    said = {o.flag: o.help for o in RUN_OPTIONS if o.help and "(default " in o.help}
+    assert said["--repeats"].startswith("fresh processes per point (default 1);")
+    assert "{default}" not in "".join(said.values())
