@@ -83,3 +83,16 @@ def test_the_rule_places_a_module_s_tests_and_refuses_a_stray():
     assert _subject(TESTS / "benchmarks", "llm_peer_levers") == "llm_peer"
     assert _subject(report, "report_page") is None  # the old flat name
     assert _subject(TESTS / "workloads", "zoo") is None
+
+
+def test_every_module_of_bench_opens_with_what_it_holds():
+    """A newcomer reads a module's first docstring line to know what it holds; a
+    package's __init__ says what the package is for (a workload's folder: its specs)."""
+    import ast
+
+    bare = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "bench").rglob("*.py"))
+        if path.name != "__main__.py" and not ast.get_docstring(ast.parse(path.read_text()))
+    ]
+    assert bare == [], f"modules without a docstring: {bare}"

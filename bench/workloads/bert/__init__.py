@@ -1,3 +1,6 @@
+"""bert-base and bert-large: the workloads' specs (bench.workloads.base.WorkloadSpec); a
+module beside this one builds the model in each framework that runs it."""
+
 from typing import NamedTuple
 
 from bench.workloads.base import Task, WorkloadSpec

@@ -1,3 +1,6 @@
+"""cnn-s, cnn-m, cnn-l and cnn-xl in JAX (Flax): build_model, loss, make_batch
+(bench.workloads.contract)."""
+
 import flax.linen as nn
 import jax.numpy as jnp
 

@@ -1,3 +1,6 @@
+"""cnn-s, cnn-m, cnn-l and cnn-xl in MLX: build_model, loss, make_batch
+(bench.workloads.contract)."""
+
 import mlx.core as mx
 import mlx.nn as nn
 

@@ -1,3 +1,6 @@
+"""cnn-s, cnn-m, cnn-l and cnn-xl in TensorFlow (Keras): build_model, loss, make_batch
+(bench.workloads.contract)."""
+
 import keras
 from keras import layers
 

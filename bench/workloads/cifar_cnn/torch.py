@@ -1,3 +1,6 @@
+"""cnn-s, cnn-m, cnn-l and cnn-xl in PyTorch: build_model, loss, make_batch
+(bench.workloads.contract)."""
+
 from torch import nn
 
 from bench.workloads._torch import loss, make_batch

@@ -1,3 +1,6 @@
+"""gpt2 and gpt2-medium: the workloads' specs (bench.workloads.base.WorkloadSpec); a module
+beside this one builds the model in each framework that runs it."""
+
 import functools
 from typing import NamedTuple
 

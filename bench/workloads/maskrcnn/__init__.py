@@ -1,3 +1,6 @@
+"""maskrcnn: the workload's spec (bench.workloads.base.WorkloadSpec); a module beside this
+one builds the model in each framework that runs it."""
+
 from bench.workloads.base import Task, WorkloadSpec
 
 WORKLOADS = (

@@ -1,3 +1,5 @@
+"""resnet50-cifar in PyTorch: build_model, loss, make_batch (bench.workloads.contract)."""
+
 from torch import nn
 from torchvision.models import resnet50
 

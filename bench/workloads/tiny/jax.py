@@ -1,3 +1,5 @@
+"""tiny in JAX (Flax): build_model, loss, make_batch (bench.workloads.contract)."""
+
 import flax.linen as nn
 import jax.numpy as jnp
 

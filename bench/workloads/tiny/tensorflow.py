@@ -1,3 +1,5 @@
+"""tiny in TensorFlow (Keras): build_model, loss, make_batch (bench.workloads.contract)."""
+
 import keras
 from keras import layers
 

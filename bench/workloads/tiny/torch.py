@@ -1,3 +1,5 @@
+"""tiny in PyTorch: build_model, loss, make_batch (bench.workloads.contract)."""
+
 from torch import nn
 
 from bench.workloads._torch import loss, make_batch
