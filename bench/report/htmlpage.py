@@ -169,29 +169,39 @@ def _headline_html(t: Tidy, several: bool) -> str:
     return "".join(parts)
 
 
-COVERAGE_HEADERS = ["workload", "machine", "configurations ran",
-                    "of them, the baseline ran", "which"]  # fmt: skip
-INVENTORY_HEADERS = ["machine", "accelerator", "driver", "CUDA / ROCm", "frameworks",
-                     "power limit", "image", "CPU", "results"]  # fmt: skip
-INVENTORY_KEYS = ["machine", "accelerator", "driver", "runtime", "frameworks", "power_limit",
-                  "image", "cpu", "results"]  # fmt: skip
+# Who ran what, on what: each table's columns, (the tidy row's key, its heading), for the
+# page and report.md alike.
+COVERAGE = (("workload", "workload"), ("machine", "machine"), ("ran_text", "configurations ran"),
+            ("shared_text", "of them, the baseline ran"), ("configs", "which"))  # fmt: skip
+INVENTORY = (("machine", "machine"), ("accelerator", "accelerator"), ("driver", "driver"),
+             ("runtime", "CUDA / ROCm"), ("frameworks", "frameworks"),
+             ("power_limit", "power limit"), ("image", "image"), ("cpu", "CPU"),
+             ("results", "results"))  # fmt: skip
+Table = tuple[list[str], list[list[str]]]
+
+
+def who_ran_what(t: Tidy) -> tuple[Table, Table]:
+    """The configurations each machine ran of each workload (and how many the baseline
+    ran too), and each machine's software and settings: (headings, rows) each."""
+    return _columns(COVERAGE, t.coverage), _columns(INVENTORY, t.inventory)
+
+
+def _columns(columns: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> Table:
+    return [h for _, h in columns], [[str(r.get(k, "")) for k, _ in columns] for r in rows]
 
 
 def _inventory_html(t: Tidy) -> str:
-    """Who ran what, on what: the configurations each machine ran of each workload (and
-    how many the baseline ran too), and each machine's software and settings."""
+    """Who ran what, on what (who_ran_what), as the page's section."""
     if not t.inventory:
         return ""
-    cover = [[r["workload"], r["machine"], r["ran_text"], r["shared_text"], r["configs"]]
-             for r in t.coverage]  # fmt: skip
-    machines = [[str(r.get(k, "")) for k in INVENTORY_KEYS] for r in t.inventory]
+    cover, machines = who_ran_what(t)
     return (
         "<section id='coverage'><h2>Who ran what, on what</h2><p class='note'>Each "
         "machine's configurations of each workload, and how many of them the baseline ran "
         "too: a ratio exists only there.</p>"
-        + _table("coverage", COVERAGE_HEADERS, cover)
+        + _table("coverage", *cover)
         + "<h3>The machines</h3>"
-        + _table("inventory", INVENTORY_HEADERS, machines)
+        + _table("inventory", *machines)
         + "</section>"
     )
 

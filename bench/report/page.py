@@ -238,12 +238,9 @@ def texts(
             f"- {markdown(line)}" for line in price_lines(comparison)))  # fmt: skip
     md += [f"## {heading}\n\n{markdown_table(*table)}" for heading, table in tables]
     if t.inventory:
-        cover = [[r["workload"], r["machine"], r["ran_text"], r["shared_text"], r["configs"]]
-                 for r in t.coverage]  # fmt: skip
-        machines = [[str(r.get(k, "")) for k in htmlpage.INVENTORY_KEYS] for r in t.inventory]
-        md.append("## Who ran what\n\n" + markdown_table(htmlpage.COVERAGE_HEADERS, cover))
-        md.append("## The machines\n\n"
-                  + markdown_table(htmlpage.INVENTORY_HEADERS, machines))  # fmt: skip
+        cover, machines = htmlpage.who_ran_what(t)
+        md.append(f"## Who ran what\n\n{markdown_table(*cover)}")
+        md.append(f"## The machines\n\n{markdown_table(*machines)}")
     md += [f"![{name}]({name}.png)" for name in made]
 
     page_notes: list[tuple[str, list[str]]] = []
