@@ -11,7 +11,6 @@ tables of report.md and puts the files together.
 
 from __future__ import annotations
 
-import contextlib
 import html
 from pathlib import Path
 
@@ -146,21 +145,23 @@ def write_report(
     train_tokens: float = TRAIN_TOKENS,
     renderers: vega.Renderers | None = None,
 ) -> list[Path]:
-    """The figures (PNG, SVG), report.html (self-contained) and report.md in `folder`;
-    the figures drawn by `renderers` (else by children started here) while the page is
-    written."""
+    """The figures (PNG, SVG), report.html (self-contained) and report.md in `folder`.
+    The figures are drawn by `renderers` while the page is written (bench report's), else
+    here, one after another (where V8, once loaded, serves every report of the process)."""
     registry.require("bench report", "altair", "vl_convert")  # one line, not a traceback
     folder.mkdir(parents=True, exist_ok=True)
     t = tidy.tidy(comparison)
     shown = views.views(t)
     made = figures.figures(t, shown)
     names = [figure.name for figure in made]
-    with contextlib.ExitStack() as stack:
-        if renderers is None:
-            renderers = stack.enter_context(vega.Renderers(len(made)))
+    if renderers is None:
+        drawn = {figure.name: vega.render(figure.spec) for figure in made}
+        md, page = texts(comparison, names, train_epochs, t, train_tokens, shown)
+    else:
         drawing = renderers.start((figure.name, figure.spec) for figure in made)
         md, page = texts(comparison, names, train_epochs, t, train_tokens, shown)
-        written = figures.write(folder, drawing.result(), names)
+        drawn = drawing.result()
+    written = figures.write(folder, drawn, names)
     written.append(folder / "report.md")
     files.replace(written[-1], md)
     written.append(folder / "report.html")

@@ -13,8 +13,9 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -34,6 +35,18 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
+def handled(handler: Callable[[int, FrameType | None], Any]) -> Iterator[dict[int, Any]]:
+    """Within the block SIGINT, SIGTERM and SIGHUP go to `handler`; the handlers in place
+    before (yielded, by signal) are put back as it ends. Only in the main thread."""
+    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
+    try:
+        yield previous
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Within the block the first SIGINT, SIGTERM or SIGHUP raises Interrupted; later
     ones are ignored, so that saving what was measured is not itself interrupted."""
@@ -45,12 +58,8 @@ def stop_on_signals() -> Iterator[None]:
             stopping = True
             raise Interrupted(signum)
 
-    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
-    try:
+    with handled(handler):
         yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
 
 
 @contextlib.contextmanager
@@ -64,16 +73,11 @@ def deferred() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        caught.append(signum)
-
-    previous = {signum: signal.signal(signum, hold) for signum in SIGNALS}
+    previous: dict[int, Any] = {}
     try:
-        yield
+        with handled(lambda signum, frame: caught.append(signum)) as previous:
+            yield
     finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
         if caught:  # as if it came now: the handler in place before, or the default action
             signum, old = caught[0], previous[caught[0]]
             if callable(old):

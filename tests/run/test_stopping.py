@@ -25,6 +25,7 @@ from bench.run.runner import Runner
 from tests.conftest import only_result
 from tests.datasets.test_loss_target import SEQ, _files
 from tests.run.test_runner import FakeChild, ok_response
+from tests.run.test_runner_faults import alive
 
 _TRAINING_S = 240  # a busy 2-core machine takes a while to import torch twice
 
@@ -172,14 +173,6 @@ def test_only_a_point_training_to_a_loss_waits_for_its_answer_and_only_what_trai
 # --- a stop that lands while a child starts -------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return text[text.rindex(")") + 2] != "Z"
-
-
 class _SignalledPopen(subprocess.Popen):
     """A Popen that, once its child runs, gets the parent a SIGTERM: a stop that lands
     while bench starts a point's child (CI saw one leave the child running)."""
@@ -210,7 +203,7 @@ def test_a_stop_while_a_child_starts_leaves_no_child(monkeypatch, launcher):
     with pytest.raises(stopping.Interrupted), stopping.stop_on_signals():
         spawn(point, "measure", lambda *a: None)
     (child,) = _SignalledPopen.started
-    assert child.returncode is not None and not _alive(child.pid)
+    assert child.returncode is not None and not alive(child.pid)
 
 
 def test_a_deferred_stop_comes_as_the_block_ends_and_not_off_the_main_thread():

@@ -73,16 +73,12 @@ def wait_for_answer(child: subprocess.Popen[str], grace: float) -> int | None:
     def again(signum: int, frame: FrameType | None) -> None:
         raise _Again
 
-    previous = {}
-    if threading.current_thread() is threading.main_thread():  # else: no handler to set
-        previous = {signum: signal.signal(signum, again) for signum in stopping.SIGNALS}
+    main = threading.current_thread() is threading.main_thread()  # else: no handler to set
     try:
-        return child.wait(timeout=grace)
+        with stopping.handled(again) if main else contextlib.nullcontext():
+            return child.wait(timeout=grace)
     except (subprocess.TimeoutExpired, _Again):
         return None
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
 
 
 def stopped(interrupt: KeyboardInterrupt, response: Response | None) -> KeyboardInterrupt:
