@@ -159,7 +159,10 @@ def _ask(child: subprocess.Popen[str], text: str) -> dict[str, str]:
         line = ""
     if not line:
         return {"error": f"its renderer ended (exit status {child.wait()})"}
-    answer = json.loads(line)
+    try:
+        answer = json.loads(line)
+    except ValueError:  # something in the child wrote to its stdout
+        answer = None
     return answer if isinstance(answer, dict) else {"error": "its renderer answered nonsense"}
 
 

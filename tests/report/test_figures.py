@@ -139,3 +139,16 @@ def test_renderers_draw_in_children_and_say_in_one_line_what_they_could_not():
         renderers._children[0].kill()
         with pytest.raises(BenchError, match=r"figure bar: its renderer ended \(exit status -9\)"):
             renderers.start([("bar", bar)]).result()
+
+
+def test_a_renderer_that_answers_nonsense_is_one_line_not_a_traceback():
+    import io
+
+    from bench.report import vega
+
+    class Child:
+        stdin, stdout = io.StringIO(), io.StringIO("vl-convert says hello\n")
+
+    assert vega._ask(Child(), "{}") == {"error": "its renderer answered nonsense"}  # type: ignore[arg-type]
+    Child.stdout = io.StringIO('["not an answer"]\n')
+    assert vega._ask(Child(), "{}") == {"error": "its renderer answered nonsense"}  # type: ignore[arg-type]
