@@ -134,16 +134,22 @@ class Drawing:
             except queue.Empty:
                 return
             answer = _ask(child, text)
-            if "error" in answer:
-                self._failed.append(f"figure {name}: {answer['error']}")
+            svg, png = answer.get("svg"), answer.get("png")
+            try:
+                if "error" in answer or not isinstance(svg, str) or not isinstance(png, str):
+                    raise ValueError(answer.get("error", "its renderer answered nonsense"))
+                self._drawn[name] = (svg, base64.b64decode(png, validate=True))
+            except ValueError as error:  # a bad answer's base64 too (binascii.Error)
+                self._failed.append(f"figure {name}: {error}")
                 return
-            self._drawn[name] = (answer["svg"], base64.b64decode(answer["png"]))
 
     def result(self) -> dict[str, tuple[str, bytes]]:
         for thread in self._threads:
             thread.join()
         if self._failed:
             raise BenchError(f"bench report: could not draw the {self._failed[0]}")
+        if not self._jobs.empty():  # no renderer was left to draw them
+            raise BenchError(f"bench report: no renderer drew the figure {self._jobs.get()[0]}")
         return self._drawn
 
 

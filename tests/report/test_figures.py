@@ -145,6 +145,7 @@ def test_a_renderer_that_answers_nonsense_is_one_line_not_a_traceback():
     import io
 
     from bench.report import vega
+    from bench.util.errors import BenchError
 
     class Child:
         stdin, stdout = io.StringIO(), io.StringIO("vl-convert says hello\n")
@@ -152,3 +153,20 @@ def test_a_renderer_that_answers_nonsense_is_one_line_not_a_traceback():
     assert vega._ask(Child(), "{}") == {"error": "its renderer answered nonsense"}  # type: ignore[arg-type]
     Child.stdout = io.StringIO('["not an answer"]\n')
     assert vega._ask(Child(), "{}") == {"error": "its renderer answered nonsense"}  # type: ignore[arg-type]
+    # An answer without its figures, or with a PNG that is not base64: one line too.
+    for line in ('{"svg": "<svg/>"}\n', '{"svg": "<svg/>", "png": "not base64!"}\n'):
+        Child.stdout = io.StringIO(line)
+        drawing = vega.Drawing([Child()], _jobs(("bar", "{}")))  # type: ignore[list-item]
+        with pytest.raises(BenchError, match=r"^bench report: could not draw the figure bar: "):
+            drawing.result()
+    with pytest.raises(BenchError, match="no renderer drew the figure bar"):
+        vega.Drawing([], _jobs(("bar", "{}"))).result()
+
+
+def _jobs(*jobs: tuple[str, str]):
+    import queue
+
+    found: queue.Queue[tuple[str, str]] = queue.Queue()
+    for job in jobs:
+        found.put(job)
+    return found
