@@ -161,7 +161,7 @@ def _ask(child: subprocess.Popen[str], text: str) -> dict[str, str]:
         stdin.write(text + "\n")
         stdin.flush()
         line = stdout.readline()
-    except (BrokenPipeError, OSError):
+    except (OSError, ValueError):  # its pipe broken, or closed by Renderers.close (Ctrl-C)
         line = ""
     if not line:
         return {"error": f"its renderer ended (exit status {child.wait()})"}
