@@ -284,7 +284,7 @@ def saved_points(out: Path) -> int:
 
 
 # The first point takes seconds, the second much longer: a signal lands in the second.
-LONG_RUN = ("tiny", "--device", "cpu", "--batch-size", "2,512", "--steps", "3000")
+LONG_RUN = ("tiny", "--device", "cpu", "--batch-size", "2,512", "--steps", "1000")
 
 
 def start_bench(tmp_path: Path, prefix: tuple[str, ...] = ()) -> subprocess.Popen:

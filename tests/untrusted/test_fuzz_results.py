@@ -297,9 +297,12 @@ def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input,
     # bench rerun: its load and its checks of the old config, not a new run
     monkeypatch.setattr(rerun, "run_and_print", lambda config, args, **_: (0, None, None))
     # bench report: the Vega bundle is the same for every input (and takes seconds)
-    from bench.report import views
+    from bench.report import vega, views
 
     monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")
+    # and its figures drawn here, where V8 loads once for every input, not in two children
+    # that load it again for each (bench.report.page.write_report draws here given none)
+    monkeypatch.setattr(vega, "Renderers", contextlib.nullcontext)
 
     def read(crafted: Input, n: int) -> int:
         work = tmp_path / str(n)

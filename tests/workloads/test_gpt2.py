@@ -59,7 +59,7 @@ def test_two_cpu_ranks_train_gpt2_sharded_by_fsdp2_with_checkpointed_blocks(tmp_
     from tests.conftest import only_result, run_bench
 
     done = run_bench(
-        "gpt2", "--device", "cpu", "--devices", "2", "--steps", "2", "--warmup-steps", "1",
+        "gpt2", "--device", "cpu", "--devices", "2", "--steps", "1", "--warmup-steps", "0",
         "--batch-size", "2", "--seq-len", "32", "--precision", "bf16",
         "--activation-checkpointing", "full", "--output-dir", str(tmp_path),
     )  # fmt: skip
