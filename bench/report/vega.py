@@ -91,7 +91,7 @@ class Renderers:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self.close()
+        self.close(kill=error is not None)  # an error (bad input, Ctrl-C): nothing to wait for
 
     def start(self, specs: Iterable[tuple[str, dict[str, Any]]]) -> Drawing:
         """Each (name, spec) to the first free child, the largest first (the last to
@@ -101,8 +101,12 @@ class Renderers:
             jobs.put((name, text))
         return Drawing(self._children, jobs)
 
-    def close(self) -> None:
-        """End the children: stdin closed (they exit), killed if they linger."""
+    def close(self, kill: bool = False) -> None:
+        """End the children: stdin closed (they exit), killed if they linger (or at once:
+        `kill`, where what they would finish is not wanted)."""
+        for child in self._children:
+            if kill:
+                child.kill()
         for child in self._children:
             if child.stdin is not None and not child.stdin.closed:
                 with contextlib.suppress(OSError):

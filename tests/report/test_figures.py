@@ -170,3 +170,18 @@ def _jobs(*jobs: tuple[str, str]):
     for job in jobs:
         found.put(job)
     return found
+
+
+def test_renderers_left_by_an_error_are_killed_not_waited_for():
+    """Bad input found while the renderers still load V8: bench report said so a second
+    later (it waited for them); they are killed at once."""
+    import time
+
+    from bench.report import vega
+
+    started = time.monotonic()
+    with pytest.raises(ValueError), vega.Renderers(2) as renderers:
+        children = list(renderers._children)
+        raise ValueError("bad input")
+    assert all(child.returncode == -9 for child in children)
+    assert time.monotonic() - started < 5
