@@ -1,4 +1,4 @@
-"""The report's one chart stack: each view a module of bench/report/views/, drawn on the
+"""The report's one chart stack: each view a function of bench/report/views/, drawn on the
 page by vega-embed and beside it (PNG and SVG) by vl-convert from the same spec."""
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ VIEW = '''
 """Each machine's throughput as a dot: a view a user added."""
 
 from bench.report.tidy import Tidy
+from bench.report.views import View, view
 from bench.report.views.marks import altair, as_spec
-from bench.report.views.view import View
-
-PLACE = 1000  # after every view of bench
 
 
-def make(t: Tidy) -> View | None:
+@view(1000)  # after every view of bench
+def dots(t: Tidy) -> View | None:
     alt = altair()
     chart = alt.Chart(alt.NamedData("points")).mark_point().encode(
         x=alt.X("tp:Q", title="samples/s"), y=alt.Y("machine:N", title=None)
@@ -36,8 +35,8 @@ def make(t: Tidy) -> View | None:
 
 
 def test_a_view_added_as_one_module_is_on_the_page_and_beside_it(tmp_path, monkeypatch):
-    """The recipe: one module in bench/report/views/ with PLACE and make(t); nothing
-    else names it. Here the package's path gains a folder holding one such module."""
+    """The recipe: one function declared @view(place) in a module of bench/report/views/;
+    nothing else names it. Here the package's path gains a folder holding one such module."""
     from bench.report import page, views
 
     monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")
@@ -60,10 +59,11 @@ def test_the_views_are_found_in_their_places_and_each_module_stays_small():
     from bench.report import views
 
     found = views.makers()
-    places = [module.PLACE for module in found]
+    places = [maker.place for maker in found]
     assert places == sorted(places) and len(set(places)) == len(places)
-    assert found[0].__name__ == "bench.report.views.relative"
-    for module in found:
+    assert found[0].name == "bench.report.views.speed.relative"
+    assert len(found) == 19
+    for module in {sys.modules[maker.make.__module__] for maker in found}:
         assert module.__file__ is not None
         assert len(Path(module.__file__).read_text().splitlines()) < 500, module.__name__
 
