@@ -25,22 +25,34 @@ from pathlib import Path
 from typing import Any
 
 from bench import registry
-from bench.report.baseline import (
+from bench.report.machines import (
     BASELINE_LABELS,
     NAME_CHARS,
     NAMED_AT_MOST,
+    Machine,
     default_baseline,
+    image_name,
+    machine_colours,
+    machine_columns,
     machine_names,
     select,
     select_priced,
 )
-from bench.report.cell import Cell, Figures, cell_of
-from bench.report.colours import machine_colours
-from bench.report.machines import Machine, image_name, machine_columns
-from bench.report.pooling import ok_throughput, pool
 from bench.report.real_data import RealBesideSynthetic, pairs
 from bench.report.records import history_records, records
-from bench.report.rows import ROW_KEYS, RowKey, Run, row_key, row_runs, sequence_length
+from bench.report.rows import (
+    ROW_KEYS,
+    Cell,
+    Figures,
+    RowKey,
+    Run,
+    cell_of,
+    ok_throughput,
+    pool,
+    row_key,
+    row_runs,
+    sequence_length,
+)
 from bench.report.set_apart import SetApart, copies, set_apart
 from bench.report.set_apart import unreadable as unreadable_files
 from bench.report.steps import HistoryStep, history_steps
@@ -66,7 +78,7 @@ class Comparison:
     # Which baseline bench chose, and why, when none was named (None: named, or one column).
     baseline_note: str | None = None
     set_apart_groups: list[SetApart] = field(default_factory=list)  # the files, by reason
-    # Each machine's colour on every chart and figure (bench.report.colours), made from
+    # Each machine's colour on every chart and figure (bench.report.machines), made from
     # every machine compared: a figure of fewer machines keeps the page's colours.
     colours: dict[str, str] = field(default_factory=dict)
     # Each machine's configurations on real data beside the same on synthetic data

@@ -26,9 +26,9 @@ from typing import Any
 
 from bench.report import real_data
 from bench.report import views as vega_views
-from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
 from bench.report.headline import BEST_NOTE, LIKE_HEADERS, LIKE_NOTE, best_table, like_table
+from bench.report.machines import machine_colours
 from bench.report.tidy import Tidy
 from bench.report.views import View
 from bench.report.words import ratio

@@ -342,7 +342,7 @@
     const kept = new Set(machines.sort((a, b) => rank(a) - rank(b)).slice(0, CHART_MACHINES));
     return rows.filter((r) => kept.has(r.machine));
   }
-  // Colours: each machine its own on every chart (bench.report.colours, from its name).
+  // Colours: each machine its own on every chart (bench.report.machines, from its name).
   const DATA = ["points", "headline", "like", "geomean", "history", "ladder", "curves",
     "loss_curves", "max_batch"];
   const seen = DATA.flatMap((name) => D[name].map((r) => r.machine)).filter((m) => !missing(m));
@@ -355,7 +355,7 @@
   for (const name of DATA) {
     for (const r of D[name]) if (!missing(r.machine)) r.machine_index = position(r.machine);
   }
-  // Each machine's colour on every chart, from its identity (bench.report.colours).
+  // Each machine's colour on every chart, from its identity (bench.report.machines).
   function colourOf(machine) {
     const own = Object.prototype.hasOwnProperty.call(D.colours, machine);
     return own ? D.colours[machine] : D.palette[position(machine) % D.palette.length];

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.report.cell import Cell
 from bench.report.compare import Comparison
 from bench.report.embedded import Commands, clean, command_text
 from bench.report.machines import Machine
 from bench.report.moe import Experts
-from bench.report.rows import RowKey, sequence_length
+from bench.report.rows import Cell, RowKey, sequence_length
 from bench.report.words import config_label, verdict_words
 from bench.result import Point, Result
 

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import data_ref, sweep
-from bench.report.cell import Figures
 from bench.report.machines import machine_columns
-from bench.report.rows import RowKey, Run, _facets, row_key
+from bench.report.rows import Figures, RowKey, Run, _facets, row_key
 from bench.result import Point, Result
 from bench.result.derive import percent_interval
 from bench.stats.estimate import Estimate, ratio_interval

@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from bench.report.machines import Machine, image_name
 from bench.report.moe import Experts
-from bench.report.pooling import ok_throughput
-from bench.report.rows import ROW_KEYS, RowKey
+from bench.report.rows import ROW_KEYS, RowKey, ok_throughput
 from bench.report.to_target import of as to_target
 from bench.report.words import ratio_sentence
 from bench.result import Point, Result
 from bench.util.text import visible
 
 if TYPE_CHECKING:
-    from bench.report.cell import Cell
+    from bench.report.rows import Cell
     from bench.report.steps import HistoryStep
 
     Rows = list[tuple[RowKey, list[Cell]]]  # a comparison's rows: a cell per machine

@@ -15,9 +15,8 @@ from bench.stats.changepoint import MIN_RUNS, Step, steps
 from bench.util.text import visible
 
 if TYPE_CHECKING:
-    from bench.report.cell import Cell
     from bench.report.machines import Machine
-    from bench.report.rows import RowKey
+    from bench.report.rows import Cell, RowKey
 
 NO_NUMPY = "steps in history need numpy: pip install 'bench[report]'"
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.report import inventory
-from bench.report.colours import machine_colours
 from bench.report.compare import Comparison
 from bench.report.curves import (
     LOSS_POINTS,
@@ -30,6 +29,7 @@ from bench.report.embedded import NO_COMMAND, Commands, clean, command_text
 from bench.report.headline import geometric_mean, headline
 from bench.report.history import DAILY_AFTER, HISTORY_ROWS, history
 from bench.report.like import like_with_like
+from bench.report.machines import machine_colours
 from bench.report.point_rows import points
 from bench.report.rows import RowKey
 from bench.report.run_tables import ladder_rows
@@ -63,7 +63,7 @@ class Tidy:
     max_batch: list[dict[str, Any]] = field(default_factory=list)
     # Every machine of the page, in its order, and its colour on every chart.
     machines: list[str] = field(default_factory=list)
-    colours: dict[str, str] = field(default_factory=dict)  # bench.report.colours
+    colours: dict[str, str] = field(default_factory=dict)  # bench.report.machines
 
     def as_data(self) -> dict[str, Any]:
         return {

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.report.colours import PALETTE, machine_colours
+from bench.report.machines import PALETTE, machine_colours
 from bench.report.tidy import Tidy
 from bench.report.vega import bundle
 from bench.report.views.marks import WIDTH
@@ -32,7 +32,7 @@ __all__ = [
     "MACHINE_COLOURS", "WIDTH", "Maker", "View", "bundle", "coloured", "makers", "view", "views",
 ]  # fmt: skip
 
-# Given by machine for the whole page (bench.report.colours): a machine has the same
+# Given by machine for the whole page (bench.report.machines): a machine has the same
 # colour on every chart, whichever machines a chart holds (Vega-Lite deals them per chart).
 MACHINE_COLOURS = PALETTE
 

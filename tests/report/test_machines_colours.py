@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.report import compare as cmp
-from bench.report.colours import PALETTE, machine_colours
+from bench.report.machines import PALETTE, machine_colours
 from tests.report.test_compare import machine, point
 
 pytest.importorskip("altair")
