@@ -3,8 +3,7 @@
 import json
 
 from bench import result
-from bench.report.table import tables
-from bench.report.table_notes import notes
+from bench.report.table import notes, tables
 from tests.conftest import DATA
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from bench.report import compare as cmp
-from bench.report.table_notes import notes
+from bench.report.table import notes
 from bench.result import io
 from bench.stats.verdict import CANNOT_TELL
 from tests.conftest import DATA
