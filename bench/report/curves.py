@@ -7,8 +7,7 @@ import math
 from typing import Any
 
 from bench.report.compare import Comparison
-from bench.report.embedded import clean
-from bench.report.words import config_label
+from bench.report.words import clean, config_label
 
 
 def curves(comparison: Comparison) -> list[dict[str, Any]]:

@@ -10,10 +10,9 @@ from collections import defaultdict
 from typing import Any
 
 from bench.report.compare import Comparison
-from bench.report.embedded import clean
 from bench.report.like import differences, families
 from bench.report.rows import Cell, RowKey
-from bench.report.words import config_label, efficiency, interval, ratio, verdict_words
+from bench.report.words import clean, config_label, efficiency, interval, ratio, verdict_words
 from bench.result import Point
 from bench.stats.estimate import ratio_interval
 from bench.stats.verdict import Verdict, judge

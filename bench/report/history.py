@@ -8,8 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from bench.report.compare import Comparison
-from bench.report.embedded import Commands, clean, command_text
-from bench.report.words import config_label
+from bench.report.words import Commands, clean, command_text, config_label
 from bench.result import moment
 from bench.stats.changepoint import Step
 

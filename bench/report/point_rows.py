@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.report.compare import Comparison
-from bench.report.embedded import Commands, clean, command_text
 from bench.report.machines import Machine
 from bench.report.moe import Experts
 from bench.report.rows import Cell, RowKey, sequence_length
-from bench.report.words import config_label, verdict_words
+from bench.report.words import Commands, clean, command_text, config_label, verdict_words
 from bench.result import Point, Result
 
 

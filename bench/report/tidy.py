@@ -25,7 +25,6 @@ from bench.report.curves import (
     loss_curves_noted,
     thinned,
 )
-from bench.report.embedded import NO_COMMAND, Commands, clean, command_text
 from bench.report.headline import geometric_mean, headline
 from bench.report.history import DAILY_AFTER, HISTORY_ROWS, history
 from bench.report.like import like_with_like
@@ -33,6 +32,7 @@ from bench.report.machines import machine_colours
 from bench.report.point_rows import points
 from bench.report.rows import RowKey
 from bench.report.run_tables import ladder_rows
+from bench.report.words import NO_COMMAND, Commands, clean, command_text
 
 # Its parts live apart (the rows, the headline, the history, the curves); each name
 # the page and its views read stays importable here.

@@ -686,7 +686,7 @@ def test_the_headline_judges_two_decoders_best_points_in_tokens_per_second():
     """Each machine's best decoder point is ranked by tokens/s; its ratio was taken in
     samples/s, so 8,192 tokens at 1.33x the tokens/s of 2,048 read '3.0x slower'."""
     from bench.report import tidy
-    from bench.report.embedded import Commands
+    from bench.report.words import Commands
 
     def run(accelerator, seq_len, steps):  # three repeats of 2 s steps, a little noise
         res = _llm_run(accelerator, seq_len, 1.0)
