@@ -25,9 +25,8 @@ from bench.report.curves import (
     loss_curves_noted,
     thinned,
 )
-from bench.report.headline import geometric_mean, headline
+from bench.report.headline import geometric_mean, headline, like_with_like
 from bench.report.history import DAILY_AFTER, HISTORY_ROWS, history
-from bench.report.like import like_with_like
 from bench.report.machines import machine_colours
 from bench.report.point_rows import points
 from bench.report.rows import RowKey
@@ -50,7 +49,7 @@ class Tidy:
     points: list[dict[str, Any]] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)  # a point's "cmd" indexes this
     headline: list[dict[str, Any]] = field(default_factory=list)
-    like: list[dict[str, Any]] = field(default_factory=list)  # bench.report.like
+    like: list[dict[str, Any]] = field(default_factory=list)  # bench.report.headline
     coverage: list[dict[str, Any]] = field(default_factory=list)  # bench.report.inventory
     inventory: list[dict[str, Any]] = field(default_factory=list)  # a row per machine
     geomean: list[dict[str, Any]] = field(default_factory=list)
