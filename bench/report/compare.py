@@ -8,10 +8,11 @@ provenance, and the run's --label when it has one (a label is the user's A/B int
 "before" and "after" stay two columns). Its runs at other times are facets of it: the
 repeats of one configuration in one software stack (framework and image) and on one
 device count pool into one cell, each run's own figures kept for a history
-(Comparison.history_records). The framework, image or device count is part of a row
+(bench.report.records.history_records). The framework, image or device count is part of a row
 (setup) where one machine ran a row's configuration in several: two stacks, or one
 process and N ranks (throughput is global), are two measurements (bench.report.rows).
-The parts: rows.py, pooling.py, cell.py, baseline.py, records.py. Results whose configs
+Its columns are bench.report.machines's, its rows and cells bench.report.rows's; its
+records (CSV, JSON, the page's rows) bench.report.records's. Results whose configs
 differ from the baseline's in anything that changes what is measured are set apart,
 one line per reason with a count, their files listed in the JSON.
 """
@@ -39,7 +40,6 @@ from bench.report.machines import (
     select_priced,
 )
 from bench.report.real_data import RealBesideSynthetic, pairs
-from bench.report.records import history_records, records
 from bench.report.rows import (
     ROW_KEYS,
     Cell,
@@ -121,14 +121,6 @@ class Comparison:
                 if point is not None and (why := point.repeats_disagree):
                     lines.append(visible(f"{machine.label}, {row}: {why}"))
         return lines
-
-    def to_records(self) -> list[dict[str, Any]]:
-        """Long format: one record per row and machine (bench.report.records.records)."""
-        return records(self.rows, self.machines, self.baseline)
-
-    def history_records(self) -> list[dict[str, Any]]:
-        """Every run's own figures of every cell, oldest first (bench.report.records)."""
-        return history_records(self.rows, self.machines, self.steps[0])
 
 
 def compare(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.report import real_data
+from bench.report import real_data, records
 from bench.report.compare import ROW_KEYS, Cell, Comparison, Machine
 from bench.report.moe import FORMULA, Experts
 from bench.report.rows import RowKey
@@ -47,8 +47,8 @@ def as_dict(comparison: Comparison) -> dict[str, Any]:
             for m in comparison.machines
         ],
         "legend": legend(),
-        "points": comparison.to_records(),
-        "history": comparison.history_records(),
+        "points": records.records(comparison),
+        "history": records.history_records(comparison),
         "steps": [step.record() for step in comparison.steps[0]],
         "steps_note": comparison.steps[1],
         "real_data": [row.record() for row in comparison.real_data],
@@ -149,7 +149,7 @@ def _llm_cell(cell: Cell, machine: Machine) -> str:
     if point is None or per_device is None:
         return cell.text
     parts = [f"{human(per_device[0])} {per_device[1]}"]
-    mfu = point.mfu if point.mfu is not None else cell.mfu
+    mfu = cell.mfu  # the peak the child recorded, else the catalogue's (rows.cell_of)
     parts.append(f"MFU {mfu:.1%}" if mfu is not None else "MFU n/a")
     if point.peak_memory is not None:
         parts.append(format_bytes(point.peak_memory))
@@ -194,7 +194,7 @@ def _moe_cell(cell: Cell, machine: Machine) -> str:
     per_device = point.unit_throughput_per_device if point is not None else None
     if point is None or experts is None or per_device is None:
         return cell.text
-    mfu = point.mfu if point.mfu is not None else cell.mfu
+    mfu = cell.mfu  # the peak the child recorded, else the catalogue's (rows.cell_of)
     return " · ".join(
         (
             f"{human(per_device[0])} {per_device[1]}",
@@ -398,12 +398,12 @@ def to_csv(comparison: Comparison) -> str:
     import csv
     import io
 
-    records = [{k: csv_cell(v) for k, v in r.items()} for r in comparison.to_records()]
+    cells = [{k: csv_cell(v) for k, v in r.items()} for r in records.records(comparison)]
     # Every record's columns, in order of first use: only points trained to a target
     # accuracy have those columns, and the first record may not be one of them.
-    columns = dict.fromkeys(key for record in records for key in record) or dict.fromkeys(ROW_KEYS)
+    columns = dict.fromkeys(key for record in cells for key in record) or dict.fromkeys(ROW_KEYS)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(columns))
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows(cells)
     return text.getvalue()

@@ -307,7 +307,10 @@ def cell_of(
             )
     made.samples_per_dollar = _per_dollar(tp, machine)
     made.cost_ratio = _ratio(made.samples_per_dollar, _per_dollar(base_tp, base))
-    achieved = point.achieved_flops
-    peak, _ = catalog.peak_flops(machine.environment, point.precision, machine.peak_tflops)
-    made.mfu = achieved / peak if achieved is not None and peak else None
+    # The peak the child recorded for its devices (details.mfu), else the catalogue's.
+    made.mfu = point.mfu
+    if made.mfu is None:
+        achieved = point.achieved_flops
+        peak, _ = catalog.peak_flops(machine.environment, point.precision, machine.peak_tflops)
+        made.mfu = achieved / peak if achieved is not None and peak else None
     return made

@@ -19,7 +19,7 @@ from bench.report.compare import Comparison, Machine
 from bench.report.headline import geometric_mean, headline, like_with_like
 from bench.report.history import DAILY_AFTER, HISTORY_ROWS, history
 from bench.report.machines import machine_colours
-from bench.report.point_rows import points
+from bench.report.records import points
 from bench.report.rows import RowKey
 from bench.report.run_tables import ladder_rows
 from bench.report.words import NO_COMMAND, Commands, clean, command_text, config_label

@@ -13,7 +13,7 @@ import pytest
 from bench import result
 from bench.config.run_config import RunConfig
 from bench.report import compare as cmp
-from bench.report import grids
+from bench.report import grids, records
 from bench.result import MaxBatch, Point, Result, catalog
 from bench.util.errors import UsageError
 from tests.conftest import DATA
@@ -117,7 +117,9 @@ def test_the_ratio_carries_its_interval(two_machines):
     assert 2.85 < low < 3.0 < high < 3.15
     assert rows[64][0].relative_ci95 is None  # the baseline against itself
     assert rows[128][1].relative_ci95 is None  # one run each: no interval
-    record = next(r for r in comparison.to_records() if r["batch_size"] == 64 and not r["baseline"])
+    record = next(
+        r for r in records.records(comparison) if r["batch_size"] == 64 and not r["baseline"]
+    )
     assert (record["relative_ci95_low"], record["relative_ci95_high"]) == (low, high)
 
 
@@ -173,7 +175,7 @@ def test_the_energy_efficiency_ratio_has_its_interval_over_the_repeats():
     low, high = cell.energy_ratio_ci95
     assert cell.energy_ratio == pytest.approx(4.0, rel=0.01)
     assert low < cell.energy_ratio < high and high / low < 1.3
-    record = next(r for r in comparison.to_records() if not r["baseline"])
+    record = next(r for r in records.records(comparison) if not r["baseline"])
     assert (record["energy_ratio_ci95_low"], record["energy_ratio_ci95_high"]) == (low, high)
     assert grids.grid(comparison)[1][0][-2] == f"4.00 [{low:.2f}-{high:.2f}]"
 
@@ -634,7 +636,7 @@ def test_each_ratio_carries_the_verdict_bench_diff_gives_in_the_csv_and_json():
     assert cell.verdict.word == "faster"
     assert cell.verdict.sentence().startswith("3.00x faster (95% CI 2.9")  # verdict.py's own
     comparison = cmp.compare([*quiet, (Path("b.json"), noisy)], baseline="v100")
-    [record] = [r for r in comparison.to_records() if not r["baseline"]]
+    [record] = [r for r in records.records(comparison) if not r["baseline"]]
     assert record["significance"] == "~" and record["verdict"] == "cannot tell"
     assert record["verdict_text"] == (
         "1.32x [0.83x–2.10x], cannot tell: this machine's repeats disagree: 110 to 160 samples/s "
@@ -651,7 +653,7 @@ def test_time_and_cost_to_a_target_loss_are_a_table_and_two_curves():
     [row] = body
     assert re.fullmatch(r"to 5: [\d.]+ s · \$[\d.]+ · [\d.,]+ k tokens · evaluation \d+%", row[-1])
     assert row[-1] in grids.to_markdown(comparison)  # bench compare --format markdown
-    [record] = comparison.to_records()
+    [record] = records.records(comparison)
     assert record["target_loss"] == 5 and record["reached_repeats"] >= 1
     curves = tidy.loss_curves(comparison)
     assert len(curves) >= 2 and {"tokens", "wall_s", "loss", "target"} <= set(curves[0])

@@ -13,7 +13,7 @@ import pytest
 from bench import result
 from bench.config.run_config import RunConfig
 from bench.report import compare as cmp
-from bench.report import grids
+from bench.report import grids, records
 from bench.stats.estimate import geometric_mean, ratio_interval
 from bench.util.errors import UsageError
 from tests.conftest import ROOT
@@ -44,13 +44,13 @@ def test_runs_of_one_machine_at_other_times_are_one_column_and_their_repeats_poo
     assert v100.relative_ci95 == pytest.approx(ratio_interval(pooled, base))
     assert v100.relative == pytest.approx(geometric_mean(pooled) / geometric_mean(base))
     # each run's own figures stay, for a history: its file, start, image and throughput
-    runs = [r for r in comparison.history_records() if r["machine"] == V100]
+    runs = [r for r in records.history_records(comparison) if r["machine"] == V100]
     assert [(r["file"], r["started"][:10], r["image"]) for r in runs] == [
         ("a.json", "2026-11-20", "bench:cuda"),
         ("b.json", "2026-11-21", "bench:cuda"),
     ]
     assert runs[1]["throughput"] == pytest.approx(104, rel=1e-3) and runs[1]["repeats"] == 3
-    [record] = [r for r in comparison.to_records() if r["machine"] == V100]
+    [record] = [r for r in records.records(comparison) if r["machine"] == V100]
     assert (record["runs"], record["repeats"], record["image"]) == (2, 6, "bench:cuda")
     assert record["started"].startswith("2026-11-21") and record["hardware"] == V100
 
@@ -76,7 +76,7 @@ def test_a_machine_whose_run_ran_out_of_memory_once_keeps_the_runs_that_trained(
     comparison = cmp.compare([(Path("a"), ok), (Path("b"), oom)], None)
     [(_, [cell])] = comparison.rows
     assert cell.point.status == "ok" and cell.throughput.n == 3
-    assert [r["status"] for r in comparison.history_records()] == ["ok", "oom"]
+    assert [r["status"] for r in records.history_records(comparison)] == ["ok", "oom"]
 
 
 def test_torch_and_jax_on_one_machine_are_one_column_and_two_rows():
@@ -92,7 +92,7 @@ def test_torch_and_jax_on_one_machine_are_one_column_and_two_rows():
     assert rows["jax"][0].throughput.value == pytest.approx(4000, rel=1e-3)
     assert rows["torch"][0].throughput.value == pytest.approx(3000, rel=1e-3)
     assert rows["torch"][1].relative == pytest.approx(1.0) and rows["jax"][1].point is None
-    frameworks = {(r["setup"], r["machine"]): r["framework"] for r in comparison.to_records()}
+    frameworks = {(r["setup"], r["machine"]): r["framework"] for r in records.records(comparison)}
     assert frameworks[("jax", H100)] == "jax" and frameworks[("jax", A100)] is None
     headers, body = grids.grid(comparison)
     assert "setup" in headers and sorted(row[5] for row in body) == ["jax", "torch"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.report import compare as cmp
+from bench.report import records
 from tests.report.test_compare import A100, V100, machine, point
 from tests.report.test_page import _data, _report
 
@@ -39,7 +40,7 @@ def test_a_slower_ratio_reads_below_one_with_its_interval_and_turned_over_after(
     assert "| 0.44x \\[0.43x–0.45x\\] | 2.26x slower |" in md
     assert '>0.44x [0.43x–0.45x]</td><td data-label="verdict">2.26x slower</td>' in html
     assert "95% CI" not in md
-    json_record = [r for r in cmp.compare(_slower(), "v100").to_records() if not r["baseline"]]
+    json_record = [r for r in records.records(cmp.compare(_slower(), "v100")) if not r["baseline"]]
     assert json_record[0]["verdict_text"] == "0.44x [0.43x–0.45x], 2.26x slower"
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from bench import result
 from bench.report import compare as cmp
-from bench.report import grids
+from bench.report import grids, records
 from bench.report.moe import Experts
 from bench.result import Point
 from tests.conftest import DATA
@@ -139,12 +139,12 @@ def test_dense_results_show_no_moe_table_and_keep_their_records():
     comparison = cmp.compare(runs, None)
     assert grids.moe_grid(comparison)[1] == []
     assert "Mixtures of experts" not in grids.to_markdown(comparison)
-    assert not {"all_to_all_share", "experts"} & set(comparison.to_records()[0])
+    assert not {"all_to_all_share", "experts"} & set(records.records(comparison)[0])
 
 
 def test_csv_and_json_carry_the_experts_figures_of_moe_rows():
-    records = cmp.compare(_two_machines(), "xeon").to_records()
-    split = next(r for r in records if r["machine"] == XEON and "expert-parallel=2" in r["setup"])
+    found = records.records(cmp.compare(_two_machines(), "xeon"))
+    split = next(r for r in found if r["machine"] == XEON and "expert-parallel=2" in r["setup"])
     assert split["tokens_per_s_per_device"] == pytest.approx(3339.3780715264634)
     assert split["all_to_all_share"] == pytest.approx(0.20268731865352096)
     assert (split["expert_parallel"], split["dropped_assignments"]) == (2, 0)

@@ -18,7 +18,7 @@ import pytest
 from bench import result
 from bench.cli import main
 from bench.report import compare as cmp
-from bench.report import grids, tidy
+from bench.report import grids, records, tidy
 from bench.report.history import daily
 from bench.report.table import tables, to_target_table
 from bench.report.to_target import of as to_target
@@ -107,7 +107,7 @@ def test_compare_gives_the_score_its_interval_and_cost_in_the_table_json_and_mar
     assert "score 101.0 s [" in cell and "MLPerf's mean of 3 of 5 runs" in cell
     assert "the fastest (run 3) and the slowest (run 4) dropped" in cell
     assert "reaches 5: p = " in cell and "MLPerf's mean of 3 of 5" in grids.to_markdown(comparison)
-    [record] = comparison.to_records()
+    [record] = records.records(comparison)
     assert record["score_s"] == pytest.approx(101.0)
     assert record["score_ci95_low_s"] < 101.0 < record["score_ci95_high_s"]
     assert record["score_usd"] == pytest.approx(101.0 / 100)
@@ -126,7 +126,7 @@ def test_a_run_far_faster_and_runs_that_missed_are_said_beside_the_score():
     comparison = cmp.compare([(Path("a.json"), fast)], None)
     _, [row] = grids.loss_grid(comparison)
     assert "run 2 reached it 2.5x faster than the others' median" in row[-1]
-    assert comparison.to_records()[0]["far_faster_runs"] == [2]
+    assert records.records(comparison)[0]["far_faster_runs"] == [2]
     # two runs never reach 5: no score, and why
     missed = _to_loss(finals=[4.9, 5.2, 5.3, 4.9, 4.9])
     _, [row] = grids.loss_grid(cmp.compare([(Path("a.json"), missed)], None))
@@ -149,7 +149,7 @@ def test_runs_to_a_top1_are_scored_the_same_way():
     comparison = cmp.compare([(Path("a.json"), machine(V100, [p], price=3.6))], None)
     _, [row] = grids.accuracy_grid(comparison)
     assert "score 100.0 s [" in row[-1] and "run 2 reached it 2.0x faster" in row[-1]
-    [record] = comparison.to_records()
+    [record] = records.records(comparison)
     assert record["run_epochs_to_target"] == [2, 2, 2, 2, 2]
     assert record["score_usd"] == pytest.approx(0.1) and record["reaches"] is None
 
