@@ -304,14 +304,14 @@ def test_report_files_are_real_images_and_html(two_machines, tmp_path):
 
 def test_report_figures_show_intervals_the_reference_and_readable_numbers(two_machines):
     pytest.importorskip("vl_convert")
-    from bench.report import figures, tidy, vega, views
+    from bench.report import page, tidy, vega, views
 
     a, b = two_machines[0][1], two_machines[1][1]
     a.points[1] = point(128, [110, 112, 109])
     b.points[1] = point(128, [112, 108, 115])  # within noise of the baseline
     b.max_batch = [MaxBatch("fp32", largest_ok=512, first_failing=None, status="done")]
     t = tidy.tidy(cmp.compare(two_machines, baseline="v100"))
-    made = {f.name: f for f in figures.figures(t, views.views(t))}
+    made = {f.name: f for f in page.figures(t, views.views(t))}
     rows = {r["batch"]: r for r in made["relative_throughput"].spec["datasets"]["points"]}
     assert rows[64]["rel"] == pytest.approx(3.0, rel=1e-2) and "rel_lo" in rows[64]  # whiskers
     assert rows[128]["verdict"] != "faster"  # within noise: no verdict of faster

@@ -38,7 +38,7 @@ def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
     """The page's colours by machine, passed to every view and to report.md's figures:
     the static figures took matplotlib's cycle, by their own order; now they are the
     views' own specs, their legends naming the machines each draws."""
-    from bench.report import figures, tidy, views
+    from bench.report import page, tidy, views
 
     monkeypatch.setattr(views, "bundle", lambda: "")
     comparison = cmp.compare(_fleet(15), "GPU 00")
@@ -49,7 +49,7 @@ def test_every_view_and_figure_draws_a_machine_in_the_pages_colour(monkeypatch):
             for name, colour in zip(scale["domain"], scale["range"], strict=True):
                 assert t.colours[name] == colour, view.id
     shown = views.views(t)
-    made = figures.figures(t, shown)
+    made = page.figures(t, shown)
     assert [f.name for f in made] == [v.figure or v.id for v in shown]
     for figure in made:
         drawn = {r["machine"] for r in next(iter(figure.spec["datasets"].values()))}

@@ -40,7 +40,7 @@ def _results(*, repeats=True):
 
 
 def _report(loaded, baseline="v100"):
-    """The page and report.md, without the figures beside it (bench.report.figures)."""
+    """The page and report.md, without the figures beside it (bench.report.page)."""
     from bench.report import page
 
     md, html = page.texts(cmp.compare(loaded, baseline))
@@ -178,14 +178,14 @@ def test_untrusted_text_stays_inert_in_the_page_and_its_data():
 def test_the_static_figures_draw_the_baseline_and_the_fastest_machines_only():
     """A fleet's figures for papers: as the page's charts, 10 machines, not 100 bars a
     group (90 s to draw), and the figure says so under its title."""
-    from bench.report import figures, tidy, views
+    from bench.report import page, tidy, views
 
     loaded = [
         (Path(f"{n}.json"), machine(f"GPU {n:02d}", [point(64, [100 + n, 101 + n, 99 + n])]))
         for n in range(14)
     ]
     t = tidy.tidy(cmp.compare(loaded, "GPU 05"))
-    made = {f.name: f for f in figures.figures(t, views.views(t))}
+    made = {f.name: f for f in page.figures(t, views.views(t))}
     throughput = made["throughput"].spec
     labels = {r["machine"] for r in throughput["datasets"]["points"]}
     assert len(labels) == 10 and "GPU 05" in labels
@@ -245,7 +245,7 @@ def test_a_machine_keeps_its_colour_on_every_chart_whichever_machines_a_chart_ho
 def test_the_figures_for_papers_name_each_machine_once_and_draw_only_what_was_compared():
     """The relative figure's legend named six machines 18 times (once a panel), drew
     empty panels for workloads the baseline never ran, and labelled token models NHWC."""
-    from bench.report import figures, tidy, vega, views
+    from bench.report import page, tidy, vega, views
     from tests.report.test_compare import _llm_run
 
     runs = [
@@ -254,7 +254,7 @@ def test_the_figures_for_papers_name_each_machine_once_and_draw_only_what_was_co
         (Path("l.json"), _llm_run(A100, 2048, 1.0, devices=1, framework="jax")),  # A100 alone
     ]
     t = tidy.tidy(cmp.compare(runs, baseline=V100))
-    made = {f.name: f for f in figures.figures(t, views.views(t))}
+    made = {f.name: f for f in page.figures(t, views.views(t))}
     relative, _ = vega.render(made["relative_throughput"].spec)
     assert relative.count(f">{A100}<") == 1  # in the legend once; the baseline: the rule at 1
     assert ">resnet50<" in relative and "llama3-1b" not in relative

@@ -53,10 +53,10 @@ def test_a_search_stopped_before_its_answer_reads_at_least_n_and_draws_open_ende
 
 def test_the_static_figure_says_at_least_n_of_a_search_stopped_before_its_answer():
     """The figure beside the page is the view's own spec: 'at least N' written on it."""
-    from bench.report import figures, tidy, vega, views
+    from bench.report import page, tidy, vega, views
 
     t = tidy.tidy(cmp.compare(_searches(), "v100"))
-    [figure] = [f for f in figures.figures(t, views.views(t)) if f.name == "max_batch"]
+    [figure] = [f for f in page.figures(t, views.views(t)) if f.name == "max_batch"]
     bars = figure.spec["spec"]["layer"][0]["encoding"]
     assert bars["stroke"]["scale"] == bars["color"]["scale"]  # the outline, the fill's colour
     svg, png = vega.render(figure.spec)

@@ -177,11 +177,11 @@ def test_the_report_draws_the_climb(tmp_path, libraries):
     pytest.importorskip("vl_convert")
     from pathlib import Path
 
-    from bench.report import compare, figures, tidy, vega, views
+    from bench.report import compare, page, tidy, vega, views
 
     _, outcome = climb(tmp_path)
     t = tidy.tidy(compare.compare([(Path("l.json"), outcome)], None))
-    [ladder] = [f for f in figures.figures(t, views.views(t)) if f.name == "ladder"]
+    [ladder] = [f for f in page.figures(t, views.views(t)) if f.name == "ladder"]
     rows = ladder.spec["datasets"]["ladder"]
     speedups = [f"{r['speedup']:.2f}x" for r in rows]
     assert speedups[0] == "1.00x" and "2.18x" in speedups  # the start; bf16 at batch 64

@@ -72,14 +72,14 @@ def test_a_figure_never_grows_past_what_a_png_holds():
     """A ladder of 1,300 rungs was a chart 70,000 pixels tall; a PNG renderer refuses
     65,536. The figure draws the rows the page draws (and says how many), and its PNG is
     drawn finer where the chart is longer than MOST_PIXELS."""
-    from bench.report import figures, tidy, vega, views
+    from bench.report import page, tidy, vega, views
 
     run = machine(V100, [point(1, [100, 101])])
     run.ladder = [{"rung": f"rung {i}", "point": {"batch_size": 1, "precision": "fp32",
                    "memory_format": "contiguous"}, "kept": i % 2 == 0, "why": ""}
                   for i in range(1300)]  # fmt: skip
     t = tidy.tidy(cmp.compare([(Path("many.json"), run)], None))
-    [ladder] = [f for f in figures.figures(t, views.views(t)) if f.name == "ladder"]
+    [ladder] = [f for f in page.figures(t, views.views(t)) if f.name == "ladder"]
     assert "Drawing the first 400 of 1,300 rows." in ladder.spec["title"]["subtitle"]
     assert _png_height(vega.render(ladder.spec)[1]) < 2**16
     # A chart longer than MOST_PIXELS: its PNG drawn finer, its SVG whole.
