@@ -169,10 +169,13 @@ def _headline_html(t: Tidy, several: bool) -> str:
     return "".join(parts)
 
 
-# Who ran what, on what: each table's columns, (the tidy row's key, its heading), for the
-# page and report.md alike.
-COVERAGE = (("workload", "workload"), ("machine", "machine"), ("ran_text", "configurations ran"),
-            ("shared_text", "of them, the baseline ran"), ("configs", "which"))  # fmt: skip
+# Who ran what, on what: each table's columns, (the tidy row's key a column sorts by, its
+# heading, the key of the text it shows where not that one), for the page's script (which
+# reads them from the page's data), its first drawing and report.md alike.
+COVERAGE = (("workload", "workload"), ("machine", "machine"),
+            ("ran", "configurations ran", "ran_text"),
+            ("shared", "of them, the baseline ran", "shared_text"),
+            ("configs", "which"))  # fmt: skip
 INVENTORY = (("machine", "machine"), ("accelerator", "accelerator"), ("driver", "driver"),
              ("runtime", "CUDA / ROCm"), ("frameworks", "frameworks"),
              ("power_limit", "power limit"), ("image", "image"), ("cpu", "CPU"),
@@ -186,8 +189,9 @@ def who_ran_what(t: Tidy) -> tuple[Table, Table]:
     return _columns(COVERAGE, t.coverage), _columns(INVENTORY, t.inventory)
 
 
-def _columns(columns: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> Table:
-    return [h for _, h in columns], [[str(r.get(k, "")) for k, _ in columns] for r in rows]
+def _columns(columns: tuple[tuple[str, ...], ...], rows: list[dict[str, Any]]) -> Table:
+    shown = [column[2] if len(column) > 2 else column[0] for column in columns]
+    return [column[1] for column in columns], [[str(r.get(k, "")) for k in shown] for r in rows]
 
 
 def _inventory_html(t: Tidy) -> str:
@@ -286,6 +290,7 @@ def page(
         "colours": t.colours or machine_colours(t.machines),
         "palette": vega_views.MACHINE_COLOURS,
         "chart_width": vega_views.WIDTH,  # the script narrows charts to a narrow screen
+        "columns": {"coverage": COVERAGE, "inventory": INVENTORY},
         "views": [
             {
                 "id": v.id,

@@ -175,17 +175,9 @@
         ["per_usd", "per dollar · per joule", "eff_text"],
         ["shared", "configurations shared", "shared_text"]],
     },
-    coverage: {
-      cols: [["workload", "workload"], ["machine", "machine"],
-        ["ran", "configurations ran", "ran_text"],
-        ["shared", "of them, the baseline ran", "shared_text"], ["configs", "which"]],
-    },
-    inventory: {
-      cols: [["machine", "machine"], ["accelerator", "accelerator"], ["driver", "driver"],
-        ["runtime", "CUDA / ROCm"], ["frameworks", "frameworks"],
-        ["power_limit", "power limit"], ["image", "image"], ["cpu", "CPU"],
-        ["results", "results"]],
-    },
+    // Who ran what, on what: the columns bench.report.htmlpage declares (COVERAGE, INVENTORY).
+    coverage: { cols: D.columns.coverage },
+    inventory: { cols: D.columns.inventory },
     geomean: {
       cap: 25, // a fleet's ranking: its head first (sort a column for its tail)
       cols: [["machine", "machine"], ["workloads", "workloads"],

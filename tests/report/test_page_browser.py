@@ -105,6 +105,14 @@ def test_the_page_answers_filters_and_shows_intervals_offline(tmp_path):
 
             assert HOSTILE_GPU in tab.inner_text("#table-headline")
 
+            # Who ran what: the columns bench.report.htmlpage declares, drawn by the script.
+            from bench.report.htmlpage import COVERAGE, INVENTORY
+
+            for table, columns in (("coverage", COVERAGE), ("inventory", INVENTORY)):
+                drawn = tab.locator(f"#table-{table} th").all_inner_texts()
+                assert [h.rstrip(" ▲▼") for h in drawn] == [c[1] for c in columns]
+            assert tab.locator("#table-coverage tbody tr").count() == 2  # 1 workload, 2 machines
+
             tab.screenshot(path=str(tmp_path / "report.png"))
         finally:
             browser.close()
