@@ -213,7 +213,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = args.output if args.output is not None else default_report_folder(args.paths)
     files.require_own_dir(output, "output")  # never a link or another user's folder
-    with vega.Renderers() as renderers:  # they load V8 while the results are read
+    # They load V8, and the first makes the page's script, while the results are read.
+    with vega.Renderers(bundle=True) as renderers:
         comparison = _comparison(args)
         written = page.write_report(
             comparison, output, args.train_epochs, args.train_tokens, renderers

@@ -267,8 +267,10 @@ def page(
     notes: list[tuple[str, list[str]]],
     figures: list[str],
     tables: str = "",
+    bundle: str | None = None,
 ) -> str:
-    """The whole page as text; `tables`: report.md's tables as HTML (escaped), folded."""
+    """The whole page as text; `tables`: report.md's tables as HTML (escaped), folded;
+    `bundle`: Vega's script where it was made already (bench.report.vega.Renderers)."""
     several = len(comparison.machines) > 1
     if not any("tp" in r for r in t.points):
         answer = "<p>No result holds a measured point: there is nothing to compare.</p>"
@@ -338,5 +340,6 @@ def page(
         + (static if figures else "")
         + "</section>"
         f"<script type='application/json' id='bench-data'>{script_json(data)}</script>"
-        f"<script>{vega_views.bundle()}</script><script>{page_script()}</script></body></html>"
+        f"<script>{bundle if bundle is not None else vega_views.bundle()}</script>"
+        f"<script>{page_script()}</script></body></html>"
     )

@@ -165,7 +165,9 @@ def write_report(
         md, page = texts(comparison, names, train_epochs, t, train_tokens, shown)
     else:
         drawing = renderers.start((figure.name, figure.spec) for figure in made)
-        md, page = texts(comparison, names, train_epochs, t, train_tokens, shown)
+        md, page = texts(
+            comparison, names, train_epochs, t, train_tokens, shown, renderers.bundle()
+        )
         drawn = drawing.result()
     written = write_figures(folder, drawn, names)
     written.append(folder / "report.md")
@@ -186,8 +188,10 @@ def texts(
     made_tidy: tidy.Tidy | None = None,
     train_tokens: float | None = None,
     made_views: list[views.View] | None = None,
+    bundle: str | None = None,
 ) -> tuple[str, str]:
-    """report.md and report.html, beside the figures `made` (bench.report.page)."""
+    """report.md and report.html, beside the figures `made`; `bundle`: Vega's script where
+    it was made already (bench.report.vega.Renderers)."""
     several = len(comparison.machines) > 1
     tables = [(THROUGHPUT_CAPTION, throughput_grid(comparison))]
     if several:
@@ -268,8 +272,8 @@ def texts(
     else:  # a column per machine: report.md holds them
         wide = "<p>report.md holds these tables: a column per machine.</p>"
     shown = views.views(t) if made_views is None else made_views
-    page = htmlpage.page(comparison, t, shown, title=title, lead=lead,
-                         notes=page_notes, figures=made, tables=wide)  # fmt: skip
+    page = htmlpage.page(comparison, t, shown, title=title, lead=lead, notes=page_notes,
+                         figures=made, tables=wide, bundle=bundle)  # fmt: skip
     return "\n\n".join(part for part in md if part) + "\n", page
 
 

@@ -7,6 +7,9 @@ vl-convert holds Python's lock while it draws (about a second a figure on a CPU)
 threads would draw one at a time: `bench report` starts its renderers before it reads
 the results (each loads V8 meanwhile), sends each figure's spec to the first free one
 and writes what comes back. Only specs go in and SVG and PNG come out, as JSON lines.
+The page's script (`bundle`, two seconds of the parent's lock to make) is asked of the
+first renderer as it starts (`Renderers(bundle=True)`), so that it is made on the other
+core while the parent reads the results.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ SCALE = 2.0  # a PNG's pixels per the chart's: sharp in print (matplotlib's was 
 MOST_PIXELS = 30_000
 RENDERERS = 2  # child processes at most (and no more than the cores)
 _SIZE = re.compile(r'<svg[^>]*?\swidth="([0-9.]+)"[^>]*?\sheight="([0-9.]+)"')
+BUNDLE = "bundle"  # a request for the script, where a spec would be
 _WARM = {"mark": "point", "data": {"values": [{"a": 1}]}, "encoding": {"x": {"field": "a"}}}
 
 
@@ -70,7 +74,7 @@ class Renderers:
     """Child processes that draw figures (`python -m bench.report.vega`), each started at
     once and loading V8 while the parent goes on; a context manager that ends them."""
 
-    def __init__(self, count: int = RENDERERS) -> None:
+    def __init__(self, count: int = RENDERERS, *, bundle: bool = False) -> None:
         count = min(count, os.cpu_count() or 1)  # none: nothing to draw
         self._children = [
             subprocess.Popen(
@@ -81,6 +85,25 @@ class Renderers:
             )
             for _ in range(count)
         ]
+        self._bundle: str | None = None
+        self._asked = bundle and bool(self._children)  # its answer not read yet
+        if self._asked:
+            _send(self._children[0], BUNDLE)
+
+    def bundle(self) -> str:
+        """The page's script: the first renderer's, where it was asked as it started,
+        else made here (bundle())."""
+        if self._bundle is None:
+            if self._asked:
+                self._asked = False
+                answer = _answer(self._children[0])
+                if not isinstance(answer.get("bundle"), str):
+                    error = answer.get("error", "its renderer answered nonsense")
+                    raise BenchError(f"bench report: could not make the page's script: {error}")
+                self._bundle = answer["bundle"]
+            else:
+                self._bundle = bundle()
+        return self._bundle
 
     def __enter__(self) -> Renderers:
         return self
@@ -96,6 +119,8 @@ class Renderers:
     def start(self, specs: Iterable[tuple[str, dict[str, Any]]]) -> Drawing:
         """Each (name, spec) to the first free child, the largest first (the last to
         finish is then a small one); the parent goes on while they draw."""
+        if self._asked:  # the first renderer answers that first
+            self.bundle()
         jobs: queue.Queue[tuple[str, str]] = queue.Queue()
         for name, text in sorted(((n, as_json(s)) for n, s in specs), key=lambda j: -len(j[1])):
             jobs.put((name, text))
@@ -159,13 +184,24 @@ class Drawing:
 
 def _ask(child: subprocess.Popen[str], text: str) -> dict[str, str]:
     """One spec to a child, and its answer: {'svg', 'png' (base64)} or {'error'}."""
-    stdin, stdout = child.stdin, child.stdout
-    assert stdin is not None and stdout is not None
+    _send(child, text)
+    return _answer(child)
+
+
+def _send(child: subprocess.Popen[str], text: str) -> None:
+    """A line to a child (a broken pipe is found reading its answer)."""
+    assert child.stdin is not None
+    with contextlib.suppress(OSError, ValueError):  # broken, or closed by close() (Ctrl-C)
+        child.stdin.write(text + "\n")
+        child.stdin.flush()
+
+
+def _answer(child: subprocess.Popen[str]) -> dict[str, str]:
+    """A child's answer line: {'svg', 'png' (base64)}, {'bundle'} or {'error'}."""
+    assert child.stdout is not None
     try:
-        stdin.write(text + "\n")
-        stdin.flush()
-        line = stdout.readline()
-    except (OSError, ValueError):  # its pipe broken, or closed by Renderers.close (Ctrl-C)
+        line = child.stdout.readline()
+    except (OSError, ValueError):  # closed by Renderers.close (Ctrl-C)
         line = ""
     if not line:
         return {"error": f"its renderer ended (exit status {child.wait()})"}
@@ -177,13 +213,16 @@ def _ask(child: subprocess.Popen[str], text: str) -> dict[str, str]:
 
 
 def serve(stdin: IO[str], stdout: IO[str]) -> None:
-    """A renderer's loop: a spec's JSON a line in, its SVG and PNG a line out, until
-    end-of-file (the parent done or gone)."""
+    """A renderer's loop: a spec's JSON a line in, its SVG and PNG a line out (BUNDLE in,
+    the page's script out), until end-of-file (the parent done or gone)."""
     render(as_json(_WARM))  # V8 and Vega-Lite loaded before the first figure comes
     for line in stdin:
         try:
-            svg, png = render(line)
-            answer = {"svg": svg, "png": base64.b64encode(png).decode()}
+            if line.strip() == BUNDLE:
+                answer = {"bundle": bundle()}
+            else:
+                svg, png = render(line)
+                answer = {"svg": svg, "png": base64.b64encode(png).decode()}
         except Exception as error:  # said to the parent, which stops
             answer = {"error": f"{type(error).__name__}: {error}"[:2000]}
         stdout.write(json.dumps(answer) + "\n")

@@ -559,6 +559,11 @@ def test_cli_report_without_o_writes_beside_the_results_and_prints_the_page(
     printed = capsys.readouterr().out.split()
     assert printed[-1] == "results/report/report.html"
     assert (tmp_path / "results" / "report" / "report.md").is_file()
+    # Vega's script, made by the first renderer while the results were read: the page's.
+    from bench.report import vega
+
+    html = (tmp_path / "results" / "report" / "report.html").read_text()
+    assert f"<script>{vega.bundle()}</script>" in html
     assert main(["report", *(str(p.relative_to(tmp_path)) for p in made)]) == 0  # their folder
     assert capsys.readouterr().out.split()[-1] == "results/report/report.html"
     assert main(["compare", "results"]) == 0  # the report beside them is no result to read

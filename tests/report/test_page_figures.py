@@ -163,6 +163,28 @@ def test_a_renderer_that_answers_nonsense_is_one_line_not_a_traceback():
         vega.Drawing([], _jobs(("bar", "{}"))).result()
 
 
+def test_the_page_s_script_is_asked_of_the_first_renderer_and_a_bad_answer_is_one_line():
+    import io
+
+    from bench.report import vega
+    from bench.util.errors import BenchError
+
+    class Child:
+        stdin, stdout = io.StringIO(), io.StringIO('{"bundle": "/* vega */"}\n')
+
+        def wait(self) -> int:
+            return -9
+
+    renderers = vega.Renderers(0, bundle=True)
+    renderers._children, renderers._asked = [Child()], True  # type: ignore[list-item]
+    assert renderers.bundle() == "/* vega */" and renderers.bundle() == "/* vega */"
+    for line in ('{"svg": "<svg/>"}\n', "", '{"error": "Error: no V8"}\n'):
+        Child.stdout = io.StringIO(line)
+        renderers._bundle, renderers._asked = None, True
+        with pytest.raises(BenchError, match=r"^bench report: could not make the page's script"):
+            renderers.bundle()
+
+
 def _jobs(*jobs: tuple[str, str]):
     import queue
 
