@@ -9,12 +9,13 @@ from TRITON_CACHE_DIR alike, and Inductor keeps precompiled headers and an on-di
 in TMPDIR/torchinductor_<user> whatever TORCHINDUCTOR_CACHE_DIR says. So every child
 bench starts (bench.run.launchers) gets all three in the user's own cache home
 ($XDG_CACHE_HOME/bench/compile, else ~/.cache/bench/compile: inductor, triton, tmp), each
-folder made 0700 and checked once made: a folder, not a link, the user's, written by no
-one else, below folders that only root or the user can rename it out of (the child opens
-the name again, minutes later). A user's own setting is kept if it passes the same check
-(a TMPDIR that fails it, /tmp as a rule, is replaced; a cache folder that fails it is
-refused); so is JAX_COMPILATION_CACHE_DIR, which bench never sets (JAX keeps no
-persistent cache unless it is set; TensorFlow's XLA neither, unless its flags say so).
+folder made 0700 and checked once made (bench.util.private): a folder, not a link, the
+user's, written by no one else, below folders that only root or the user can rename it
+out of (the child opens the name again, minutes later). A user's own setting is kept if
+it passes the same check (a TMPDIR that fails it, /tmp as a rule, is replaced; a cache
+folder that fails it is refused); so is JAX_COMPILATION_CACHE_DIR, which bench never sets
+(JAX keeps no persistent cache unless it is set; TensorFlow's XLA neither, unless its
+flags say so).
 Where no cache home can be made (Docker as a user without a home: HOME=/), a fresh
 private folder (mkdtemp: 0700, a name no one could make first) serves this bench's
 children and is removed when it exits. Refusals are one line naming the folder, what is
@@ -26,13 +27,12 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from bench.util.errors import UsageError
-from bench.util.files import user_name
+from bench.util.private import cache_home, make, problem, problem_above
 from bench.util.text import one_line
 
 # The variable and its folder below the cache home: set for every child.
@@ -43,7 +43,6 @@ DEFAULTS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 FOLDERS = {**DEFAULTS, "TMPDIR": "tmp"}
 # Kept where the user set them, once checked; never set by bench.
 USER_ONLY = ("JAX_COMPILATION_CACHE_DIR",)
-MODE = 0o700
 _fallback: Path | None = None  # this process's mkdtemp folder, once made
 _MINE = "give {name} a folder of your own (mode 0700), or unset it"
 _REMOVE = (
@@ -71,16 +70,6 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def cache_home(environ: Mapping[str, str]) -> Path | None:
-    """$XDG_CACHE_HOME where it is an absolute path (the XDG spec ignores any other),
-    else ~/.cache; None without an absolute home."""
-    xdg = environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):
-        return Path(xdg)
-    home = environ.get("HOME") or os.path.expanduser("~")
-    return Path(home) / ".cache" if os.path.isabs(home) else None
-
-
 def default_root(environ: Mapping[str, str]) -> Path:
     """The folder of bench's compiler caches: CACHE_HOME/bench/compile where it can be
     made, else this process's private temporary folder."""
@@ -89,25 +78,9 @@ def default_root(environ: Mapping[str, str]) -> Path:
     # A cache home others may write into (~/.cache 0775 under a umask of 002, as on
     # user-private-group systems) is not the user's mistake to be refused for: the
     # private temporary folder serves instead. A planted folder or link is refused.
-    if root is not None and _make(root) is None and _above(root) is None:
+    if root is not None and make(root) is None and problem_above(root) is None:
         return _own(root, "compiler cache", _REMOVE)
     return _own(_temporary(), "compiler cache", "set XDG_CACHE_HOME to a folder of your own")
-
-
-def _make(folder: Path) -> str | None:
-    """Make `folder` and its missing parents, each MODE (Path.mkdir would give the parents
-    0777 less the umask); None once it is there, else why it cannot be made."""
-    levels = [folder]
-    while not os.path.lexists(levels[-1]) and levels[-1].parent != levels[-1]:
-        levels.append(levels[-1].parent)
-    for level in reversed(levels):
-        try:
-            level.mkdir(mode=MODE)
-        except FileExistsError:
-            pass  # there before, or made in between by anyone: the check says whose
-        except OSError as error:
-            return f"cannot be made ({error.strerror})"
-    return None
 
 
 def _temporary() -> Path:
@@ -128,50 +101,9 @@ def _temporary() -> Path:
     return _fallback
 
 
-def problem(folder: Path) -> str | None:
-    """What makes `folder` unfit to hold code a compiler will load, or None: it must be
-    a folder, not a link, the user's, writable by the user alone, and each folder above
-    it (links resolved) root's or the user's and, if others may write it, sticky."""
-    try:
-        st = os.lstat(folder)
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-    if stat.S_ISLNK(st.st_mode):
-        return "is a link"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is not a folder"
-    if st.st_uid != os.geteuid():
-        return f"belongs to {user_name(st.st_uid)}, not to you"
-    if st.st_mode & 0o022:
-        return f"can be written by others (mode {stat.S_IMODE(st.st_mode):04o})"
-    return _above(folder)
-
-
-def _above(folder: Path) -> str | None:
-    """What makes the folders above `folder` (links resolved) unfit, or None: each must
-    be root's or the user's and, if others may write it, sticky."""
-    above = Path(os.path.realpath(folder.parent))
-    for parent in (above, *above.parents):
-        try:
-            st = os.stat(parent)
-        except OSError as error:
-            return f"is in {parent}, which cannot be read ({error.strerror})"
-        if st.st_uid not in (0, os.geteuid()):
-            return (
-                f"is in {parent}, which belongs to {user_name(st.st_uid)}: they could move "
-                "it away and put their own in its place"
-            )
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            return (
-                f"is in {parent}, which others can write (mode {stat.S_IMODE(st.st_mode):04o}, "
-                "not sticky): they could move it away and put their own in its place"
-            )
-    return None
-
-
 def _own(folder: Path, name: str, todo: str) -> Path:
     """`folder`, made if missing, if it may hold a compiler's cache; else UsageError."""
-    why = _make(folder) or problem(folder)
+    why = make(folder) or problem(folder)
     if why is None:  # every folder of its real path was checked: the child gets that one,
         return Path(os.path.realpath(folder))  # not a link above it someone could repoint
     raise UsageError(
