@@ -169,11 +169,13 @@ def _read_bounded(path: Path) -> bytes:
         return file.read(MAX_RESULT_BYTES + 1)
 
 
-def _parse(raw: bytes) -> Any:
-    """The JSON of `raw` within the bounds, or _Refused saying which it exceeds."""
+def _parse(raw: bytes, *, scanned: bool = False) -> Any:
+    """The JSON of `raw` within the bounds, or _Refused saying which it exceeds. Bytes
+    `scanned` before (these very bytes passed every bound, bench.result.checked) are
+    parsed without the counts and the walk."""
     if len(raw) > MAX_RESULT_BYTES:
         raise _Refused(f"larger than {MAX_RESULT_BYTES // 2**20} MiB: not a bench result")
-    problem = _too_many(raw)
+    problem = None if scanned else _too_many(raw)
     try:
         if problem is not None:
             raise _Refused(f"not a bench result ({problem})")
@@ -189,7 +191,7 @@ def _parse(raw: bytes) -> Any:
         raise _Refused(
             f"not a bench result (a whole number of more than {digits} digits)"
         ) from None
-    problem = _scan(data)
+    problem = None if scanned else _scan(data)
     if problem is not None:
         raise _Refused(f"not a bench result ({problem})")
     return data
@@ -202,14 +204,30 @@ def read_document(path: str | Path) -> Any:
     ResultError otherwise. `from_document` makes it a Result: a reader that must also
     know what else a file is (bench report) reads it once and asks both."""
     path = Path(path)
+    return parse_raw(path, read_raw(path))
+
+
+def read_raw(path: Path) -> bytes:
+    """The bytes of the result file `path`, read as read_document reads them (a regular
+    file, at most MAX_RESULT_BYTES + 1 of them); ResultError otherwise."""
     try:
-        return _parse(_read_bounded(path))
+        return _read_bounded(path)
     except _Refused as refused:
         raise _failure(path, str(refused)) from None
     except FileNotFoundError:
         raise _failure(path, "no such result file") from None
     except OSError as error:
         raise _failure(path, f"cannot read ({error})") from None
+
+
+def parse_raw(path: Path, raw: bytes, *, scanned: bool = False) -> Any:
+    """The document of `raw`, the bytes of `path` (read_raw), within read_document's
+    bounds; ResultError naming `path` otherwise. `scanned`: these very bytes passed the
+    bounds before, under this very code (bench.result.checked): they are not walked again."""
+    try:
+        return _parse(raw, scanned=scanned)
+    except _Refused as refused:
+        raise _failure(path, str(refused)) from None
 
 
 def _no_result(data: Any) -> str | None:
@@ -238,15 +256,22 @@ def load(path: str | Path) -> Result:
     return from_document(path, read_document(path))
 
 
-def from_document(path: str | Path, data: Any, *, warn_edited: bool = True) -> Result:
+def from_document(
+    path: str | Path, data: Any, *, warn_edited: bool = True, checked_as: str | None = None
+) -> Result:
     """The Result a document read by read_document holds (`path` names it in errors).
     A file changed since bench wrote it is said on stderr, unless the caller groups
-    such files itself (`warn_edited=False`; the Result's `integrity` tells)."""
+    such files itself (`warn_edited=False`; the Result's `integrity` tells).
+    `checked_as`: the integrity verdict these very bytes were given when they passed
+    every check before, under this very code (bench.result.checked): the checksum and
+    the validation, which only check, are not run again; the migrations and the Result
+    are made as ever."""
     path = Path(path)
     problem = _no_result(data)
     if problem is not None:
         raise _failure(path, problem)
-    sealed = integrity.check(data)  # before migrations: the checksum covers the file
+    # before migrations: the checksum covers the file
+    sealed = integrity.check(data) if checked_as is None else checked_as
     if sealed == integrity.EDITED and warn_edited:
         print(
             visible(
@@ -256,7 +281,8 @@ def from_document(path: str | Path, data: Any, *, warn_edited: bool = True) -> R
             file=sys.stderr,
         )
     try:
-        loaded = Result.from_json(validate(migrate(data, data["schema_version"])))
+        migrated = migrate(data, data["schema_version"])
+        loaded = Result.from_json(migrated if checked_as is not None else validate(migrated))
         loaded.integrity = sealed
         return loaded
     except (UsageError, InvalidField) as error:
