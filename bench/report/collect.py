@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bench import result
 from bench.datasets.feed import LOADER_KIND
 from bench.result import Result, integrity
+from bench.result.checked import Checked
 from bench.util import files, text
 from bench.util.errors import UsageError
 
@@ -77,18 +78,20 @@ def load_all(
     """Every result file named or found, each read once. One that cannot be read fails
     the command when it was named itself; found in a folder, it is set apart and the
     folder's other files are read: named in a warning, or added to `unreadable` (its
-    path and why) where the caller groups them (bench compare: one line for all)."""
+    path and why) where the caller groups them (bench compare: one line for all).
+    Bytes that passed every check before are not checked again (bench.result.checked)."""
     loaded, edited = [], []
+    checked = Checked.open()
     for path, named in _found(paths):
         try:
-            data = result.read_document(path)
+            data = checked.read_document(path)
             if is_bench_document(data):
                 # A suite's own state, in the folder bench suite made: nothing to say.
                 if named or data.get("kind") != SUITE_STATE_KIND:
                     warn(f"skipped {path}: a bench output (comparison, diff, suite state "
                          "or loader), not a result")  # fmt: skip
                 continue
-            loaded.append((path, result.from_document(path, data, warn_edited=False)))
+            loaded.append((path, checked.from_document(path, data, warn_edited=False)))
             if loaded[-1][1].integrity == integrity.EDITED:
                 edited.append(path)
         except result.ResultError as error:
@@ -98,6 +101,7 @@ def load_all(
                 unreadable.append((path, str(error)))
             else:
                 warn(f"set apart: {error}")
+    checked.save()
     if len(edited) == 1:
         warn(f"{edited[0]} was changed after bench wrote it (its sha256 does not match): "
              "its figures may not be the ones measured")  # fmt: skip

@@ -9,6 +9,7 @@ them. Its parts, each a module of its own:
     document.py    Result, MaxBatch, Probe: a run
     derive.py      statistics derived from the raw values (throughput, energy, MFU)
     io.py          atomic save, bounded and validating load
+    checked.py     the verdicts of files already checked, for readers of many files
     response.py    Response: the child's answer for one point, checked as it is read
 """
 
