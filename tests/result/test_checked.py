@@ -256,7 +256,8 @@ def test_validation_only_checks(results):
 
 def test_bench_verify_never_trusts_the_cache(cache, results, capsys):
     """A verdict planted in the cache (as only its owner could) is believed by a report,
-    never by bench verify, which always computes the checksum again."""
+    never by bench verify, which always computes the checksum again, nor by the readers
+    of one file (result.load: a run's resume, rerun, diff)."""
     edited = results / "edited.json"
     load_all([results])
     lines = cache.read_text().replace(f"{_sha(edited)} edited", f"{_sha(edited)} ok")
@@ -266,3 +267,4 @@ def test_bench_verify_never_trusts_the_cache(cache, results, capsys):
     assert main(["verify", str(edited), str(results)]) == 1
     said = capsys.readouterr().out.splitlines()
     assert sum(f"{edited}: EDITED" in line for line in said) == 2
+    assert result.load(edited).integrity == integrity.EDITED
