@@ -6,9 +6,11 @@ core package does not need it (pip install 'bench[report]').
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,9 +82,27 @@ def load_all(
     folder's other files are read: named in a warning, or added to `unreadable` (its
     path and why) where the caller groups them (bench compare: one line for all).
     Bytes that passed every check before are not checked again (bench.result.checked)."""
+    with _no_cycle_collection():
+        loaded, edited = _read(_found(paths), unreadable)
+    if len(edited) == 1:
+        warn(f"{edited[0]} was changed after bench wrote it (its sha256 does not match): "
+             "its figures may not be the ones measured")  # fmt: skip
+    elif edited:
+        warn(f"{len(edited)} results were changed after bench wrote them (their sha256 does "
+             f"not match), e.g. {edited[0]}: their figures may not be the ones measured; "
+             "bench verify names each")  # fmt: skip
+    if not loaded:
+        raise UsageError(text.visible(f"no result files in {', '.join(map(str, paths))}"))
+    return loaded
+
+
+def _read(
+    found: list[tuple[Path, bool]], unreadable: list[tuple[Path, str]] | None
+) -> tuple[list[tuple[Path, Result]], list[Path]]:
+    """load_all's reading: each file's result, and those changed after bench wrote them."""
     loaded, edited = [], []
     checked = Checked.open()
-    for path, named in _found(paths):
+    for path, named in found:
         try:
             data = checked.read_document(path)
             if is_bench_document(data):
@@ -102,16 +122,22 @@ def load_all(
             else:
                 warn(f"set apart: {error}")
     checked.save()
-    if len(edited) == 1:
-        warn(f"{edited[0]} was changed after bench wrote it (its sha256 does not match): "
-             "its figures may not be the ones measured")  # fmt: skip
-    elif edited:
-        warn(f"{len(edited)} results were changed after bench wrote them (their sha256 does "
-             f"not match), e.g. {edited[0]}: their figures may not be the ones measured; "
-             "bench verify names each")  # fmt: skip
-    if not loaded:
-        raise UsageError(text.visible(f"no result files in {', '.join(map(str, paths))}"))
-    return loaded
+    return loaded, edited
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused: reading thousands of files makes millions of
+    objects that all stay (json makes no cycles), and the collector's passes over them
+    found nothing and cost a sixth of the reading (10,000 files: 1.5 s of 9.8).
+    Reference counting still frees whatever is not kept."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _provenance(res: Result) -> dict[str, Any]:
