@@ -302,7 +302,7 @@ def readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Input,
     monkeypatch.setattr(views, "bundle", lambda: "/* vega bundle */")
     # and its figures drawn here, where V8 loads once for every input, not in two children
     # that load it again for each (bench.report.page.write_report draws here given none)
-    monkeypatch.setattr(vega, "Renderers", contextlib.nullcontext)
+    monkeypatch.setattr(vega, "Renderers", lambda *_, **__: contextlib.nullcontext())
 
     def read(crafted: Input, n: int) -> int:
         work = tmp_path / str(n)
