@@ -60,9 +60,10 @@ class Entry:
     def price(self) -> float | None:
         return self.machine.price_per_hour
 
-    @property
+    @functools.cached_property
     def source(self) -> Result | None:
-        """The result of the latest run that trained (else the latest run)."""
+        """The result of the latest run that trained (else the latest run): read by three
+        fields, found once (Cell.source walks the cell's runs)."""
         source = self.cell.source
         return source[1] if source else None
 
